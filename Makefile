@@ -1,0 +1,43 @@
+# disc21spark: `make demo` and `make test` set everything up on a fresh machine (Java 17 needed).
+PYTHON ?= python3
+VENV   ?= .venv
+BIN     = $(VENV)/bin
+GT      = data/disc21_dev_ground_truth.csv
+# Spark's Python workers must be the virtualenv's interpreter; loopback keeps Spark off the network
+export PYSPARK_PYTHON        = $(CURDIR)/$(BIN)/python
+export PYSPARK_DRIVER_PYTHON = $(CURDIR)/$(BIN)/python
+export SPARK_LOCAL_IP        = 127.0.0.1
+SUBMIT  = $(BIN)/spark-submit --driver-java-options "-Dlog4j2.configurationFile=file:$(CURDIR)/conf/log4j2.properties"
+
+.PHONY: venv demo test lint bench cluster-start cluster-stop clean
+
+venv: $(VENV)/.installed
+
+$(VENV)/.installed: setup.cfg pyproject.toml
+	@scripts/check_java.sh
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	@touch $@
+
+demo: venv
+	$(BIN)/python -m disc21spark.synth --ground-truth $(GT) --output demo/predictions.csv --predictions 200000 --seed 21
+	$(SUBMIT) jobs/evaluate.py --ground-truth $(GT) --predictions demo/predictions.csv --output demo/out --overwrite
+
+lint: venv
+	$(BIN)/ruff check .
+
+test: venv lint
+	$(BIN)/python -m pytest
+
+bench: venv
+	$(BIN)/python bench/bench_matching.py
+
+cluster-start: venv
+	scripts/standalone.sh start
+
+cluster-stop:
+	scripts/standalone.sh stop
+
+clean:
+	rm -rf demo bench/results .pytest_cache .hypothesis

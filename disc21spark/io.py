@@ -1,0 +1,162 @@
+"""Reading inputs from any path Spark reads (local, hdfs://, s3a://...): nothing is checked here."""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from disc21spark.errors import InputError, first_line
+
+PREDICTION_COLUMNS = ("query_id", "reference_id", "score")
+GROUND_TRUTH_COLUMNS = ("query_id", "reference_id")
+PARQUET_SUFFIXES = (".parquet", ".pq", ".parq")
+
+
+@dataclass(frozen=True)
+class Row:
+    """One record of a small table read on the driver, with where it came from."""
+
+    where: str  # "line 12" or "row 12"
+    fields: tuple[str | None, ...]
+
+
+def detect_format(path: str, fmt: str = "auto") -> str:
+    """csv (also .csv.gz and any Hadoop codec) or parquet, from the name unless given."""
+    if fmt != "auto":
+        return fmt
+    stripped = path.rstrip("/")
+    return "parquet" if stripped.lower().endswith(PARQUET_SUFFIXES) else "csv"
+
+
+def _hadoop_fs(spark: SparkSession, path: str):
+    jvm = spark.sparkContext._jvm
+    hpath = jvm.org.apache.hadoop.fs.Path(path)
+    return hpath, hpath.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+
+
+def data_files(spark: SparkSession, path: str) -> list[str]:
+    """The files a path (file, folder or glob) stands for; an InputError when there are none."""
+    try:
+        hpath, fs = _hadoop_fs(spark, path)
+        statuses = fs.globStatus(hpath) or []
+        files: list[str] = []
+        for status in statuses:
+            if status.isDirectory():
+                for child in fs.listStatus(status.getPath()) or []:
+                    name = child.getPath().getName()
+                    if child.isFile() and not name.startswith(("_", ".")):
+                        files.append(child.getPath().toString())
+            else:
+                files.append(status.getPath().toString())
+    except Exception as exc:  # any filesystem failure is the user's path, not our bug
+        raise InputError(path, f"cannot be read ({first_line(exc)})") from None
+    if not statuses:
+        raise InputError(path, "no such file or directory")
+    if not files:
+        raise InputError(path, "folder holds no data file")
+    return sorted(files)
+
+
+def read_predictions(spark: SparkSession, path: str, fmt: str = "auto") -> DataFrame:
+    """Raw predictions: file, from_csv, query_id, reference_id, score_raw (text or null), score, extra.
+
+    For CSV, ``score`` is null and ``extra`` holds a fourth field when a line has too
+    many; for Parquet, ``score_raw`` and ``extra`` are null.
+    """
+    fmt = detect_format(path, fmt)
+    data_files(spark, path)
+    if fmt == "parquet":
+        df = spark.read.parquet(path)
+        missing = [c for c in PREDICTION_COLUMNS if c not in df.columns]
+        if missing:
+            raise InputError(
+                path, f"missing column {missing[0]!r} (has: {', '.join(df.columns)})"
+            )
+        return df.select(
+            F.col("_metadata.file_path").alias("file"),
+            F.lit(False).alias("from_csv"),
+            F.col("query_id").cast("string").alias("query_id"),
+            F.col("reference_id").cast("string").alias("reference_id"),
+            F.lit(None).cast("string").alias("score_raw"),
+            F.col("score").cast("double").alias("score"),
+            F.lit(None).cast("string").alias("extra"),
+        )
+    df = (
+        spark.read.schema(
+            "query_id string, reference_id string, score_raw string, extra string"
+        )
+        .option("header", False)
+        .option("mode", "PERMISSIVE")
+        .option("ignoreLeadingWhiteSpace", True)
+        .option("ignoreTrailingWhiteSpace", True)
+        .csv(path)
+    )
+    return df.select(
+        F.col("_metadata.file_path").alias("file"),
+        F.lit(True).alias("from_csv"),
+        "query_id",
+        "reference_id",
+        "score_raw",
+        F.lit(None).cast("double").alias("score"),
+        "extra",
+    )
+
+
+def read_small_table(
+    spark: SparkSession, path: str, columns: tuple[str, ...], fmt: str = "auto"
+) -> list[Row]:
+    """A small file (the ground truth) collected to the driver in file order, with line numbers."""
+    fmt = detect_format(path, fmt)
+    files = data_files(spark, path)
+    rows: list[Row] = []
+    try:
+        if fmt == "parquet":
+            df = spark.read.parquet(path)
+            missing = [c for c in columns if c not in df.columns]
+            if missing:
+                raise InputError(
+                    path, f"missing column {missing[0]!r} (has: {', '.join(df.columns)})"
+                )
+            table = df.select(*[F.col(c).cast("string") for c in columns]).collect()
+            for i, rec in enumerate(table, start=1):
+                rows.append(Row(f"row {i}", tuple(rec)))
+            return rows
+        for file in files:
+            # textFile keeps line order (partitions follow offsets) and reads any codec
+            lines = spark.sparkContext.textFile(file).collect()
+            prefix = f"{file.rsplit('/', 1)[-1]} line" if len(files) > 1 else "line"
+            for i, line in enumerate(lines, start=1):
+                if line.strip():
+                    rows.append(Row(f"{prefix} {i}", parse_csv_line(line)))
+    except InputError:
+        raise
+    except Exception as exc:
+        raise InputError(path, f"cannot be read ({first_line(exc)})") from None
+    return rows
+
+
+def parse_csv_line(line: str) -> tuple[str, ...]:
+    """Fields of one CSV line, stripped as the Spark reader strips them."""
+    fields = next(csv.reader([line]), [])
+    return tuple(f.strip() for f in fields)
+
+
+def find_lines(spark: SparkSession, file: str, wanted: tuple[str, ...], limit: int = 2) -> list[int]:
+    """1-based numbers of the first lines of a CSV file whose leading fields equal `wanted`.
+
+    Only used to point at a bad row in an error message, so it may scan the file.
+    """
+    n = len(wanted)
+
+    def matches(item: tuple[str, int]) -> bool:
+        fields = [f if f != "" else None for f in parse_csv_line(item[0])[:n]]
+        return tuple(fields + [None] * (n - len(fields))) == wanted
+
+    try:
+        hits = spark.sparkContext.textFile(file).zipWithIndex().filter(matches).take(limit)
+    except Exception:
+        return []
+    return [i + 1 for _, i in hits]

@@ -1,0 +1,139 @@
+"""The matching-track job: read → validate → label → sort → aggregate → report."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from pyspark import StorageLevel
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from disc21spark import labels, report, scoring, validate
+from disc21spark.errors import InputError, first_line
+from disc21spark.io import GROUND_TRUTH_COLUMNS, read_predictions, read_small_table
+from disc21spark.metrics import DEFAULT_CURVE_POINTS
+from disc21spark.model import GroundTruth, MatchingMetrics
+from disc21spark.outdir import check_writable, staged_output
+from disc21spark.phases import Phases
+
+
+@dataclass(frozen=True)
+class MatchingJob:
+    ground_truth: str
+    predictions: str
+    output: str | None
+    max_results: int = 500_000
+    partitions: int | None = None
+    overwrite: bool = False
+    curve_points: int = DEFAULT_CURVE_POINTS
+    predictions_format: str = "auto"
+    ground_truth_format: str = "auto"
+    title: str | None = None
+
+
+def load_ground_truth(spark: SparkSession, path: str, fmt: str = "auto") -> GroundTruth:
+    rows = read_small_table(spark, path, GROUND_TRUTH_COLUMNS, fmt)
+    return validate.ground_truth(rows, path)
+
+
+def score_predictions(
+    spark: SparkSession, job: MatchingJob, gt: GroundTruth, phases: Phases
+) -> MatchingMetrics:
+    with phases.phase("read") as note:
+        raw = read_predictions(spark, job.predictions, job.predictions_format)
+        typed = validate.typed_predictions(raw).persist(StorageLevel.MEMORY_AND_DISK)
+        try:
+            check = typed.agg(
+                F.count(F.lit(1)).alias("n"),
+                F.count("problem").alias("bad"),
+                validate.first_problem_column().alias("first"),
+            ).collect()[0]
+        except Exception as exc:  # the read is where unreadable input fails
+            typed.unpersist()
+            raise InputError(job.predictions, f"cannot be read ({first_line(exc)})") from None
+        note["rows"] = check["n"]
+    try:
+        with phases.phase("validate") as note:
+            if check["bad"]:
+                validate.raise_problem(spark, check["first"])
+            validate.check_max_results(job.predictions, check["n"], job.max_results)
+            validate.check_duplicates(spark, typed)
+            note["rows"] = check["n"]
+        with phases.phase("label") as note:
+            positives, queries = labels.ground_truth_frames(spark, gt)
+            labelled = labels.label(
+                typed.drop("problem", "score_raw", "extra", "file", "from_csv"),
+                positives,
+                queries,
+            ).withColumn(scoring.SUBMISSION, F.lit(0))
+            stats = scoring.query_stats(labelled).get(0, scoring.QueryStats(0, 0, 0))
+            note["rows"] = stats.n_predictions
+            note["detail"] = f"{stats.n_unknown_query_predictions:,} for unknown queries"
+        partitions = job.partitions or scoring.default_partitions(
+            stats.n_predictions, spark.sparkContext.defaultParallelism
+        )
+        with phases.phase("sort") as note:
+            runs = scoring.sorted_runs(labelled, partitions).get(0, [])
+            note["rows"] = sum(run.n for run in runs)
+            note["detail"] = f"{partitions} range partitions"
+        with phases.phase("aggregate") as note:
+            ranks = scoring.true_pair_ranks(labelled).get(0, np.zeros(0, dtype=np.int64))
+            metrics = scoring.metrics_from_parts(gt, runs, ranks, stats, job.curve_points)
+            note["rows"] = metrics.n_true_positives
+            note["detail"] = "true positives"
+    finally:
+        typed.unpersist()
+    return metrics
+
+
+def run(spark: SparkSession, job: MatchingJob) -> MatchingMetrics:
+    """Score one submission; writes job.output (when given) whole or not at all."""
+    if job.output:
+        check_writable(job.output, job.overwrite)
+    phases = Phases()
+    with phases.phase("ground truth") as note:
+        gt = load_ground_truth(spark, job.ground_truth, job.ground_truth_format)
+        note["rows"] = gt.n_queries
+        note["detail"] = f"{gt.n_positives:,} positive pairs"
+    metrics = score_predictions(spark, job, gt, phases)
+    if job.output:
+        with phases.phase("report"), staged_output(job.output, job.overwrite) as stage:
+            run_info = {
+                "ground_truth": job.ground_truth,
+                "predictions": job.predictions,
+                "max_results": job.max_results,
+                "spark_master": spark.sparkContext.master,
+                "spark_version": spark.version,
+                "phase_seconds": phases.seconds,
+            }
+            title = job.title or f"DISC21 matching track: {Path(job.predictions).name}"
+            report.write_matching_report(stage, metrics, run_info, title)
+    return metrics
+
+
+def evaluate_cli(args) -> MatchingMetrics:
+    """jobs/evaluate.py's one call: session, job, table on stdout."""
+    from disc21spark.session import spark_session
+
+    job = MatchingJob(
+        ground_truth=args.ground_truth,
+        predictions=args.predictions,
+        output=args.output,
+        max_results=args.max_results,
+        partitions=args.partitions,
+        overwrite=args.overwrite,
+        curve_points=args.curve_points,
+        predictions_format=args.predictions_format,
+        ground_truth_format=args.ground_truth_format,
+        title=args.title,
+    )
+    if job.output:
+        check_writable(job.output, job.overwrite)  # before paying for Spark's start
+    spark = spark_session(args.profile, args.master, debug=args.debug)
+    metrics = run(spark, job)
+    print(report.format_table(metrics, f"DISC21 matching track: {job.predictions}"))
+    if job.output:
+        print(f"results in {job.output}/ (metrics.json, pr_curve.csv, pr_curve.png)")
+    return metrics

@@ -1,0 +1,29 @@
+"""One log line per phase of a job, with its row count and seconds."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+log = logging.getLogger("disc21spark")
+
+
+class Phases:
+    """Times phases; each ends with a line such as ``sort: 5,000,000 rows in 3.12 s``."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+
+    @contextmanager
+    def phase(self, name: str) -> Iterator[dict]:
+        note: dict = {}
+        start = time.perf_counter()
+        yield note
+        elapsed = time.perf_counter() - start
+        self.seconds[name] = round(elapsed, 3)
+        rows = note.get("rows")
+        counted = f"{rows:,} rows" if rows is not None else "done"
+        extra = note.get("detail")
+        log.info("%-9s %s in %.2f s%s", name + ":", counted, elapsed, f" ({extra})" if extra else "")

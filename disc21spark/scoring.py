@@ -1,0 +1,245 @@
+"""The distributed plan of the matching-track metrics.
+
+Shape (after Spark MLlib's BinaryClassificationMetrics): one global range-partitioned
+sort by (submission, score desc, label asc), so the pessimistic order of ties holds
+across partitions too; one pass over the sorted partitions that keeps, per
+(partition, submission), only the pair count, the first and last row numbers and the
+row numbers of the true positives; offsets turned into global positions on the
+driver. The driver then holds O(partitions + true positives) values, never
+O(predictions), and every figure of ``metrics.py`` follows exactly:
+
+* at the k-th true positive, at global position i, precision = k / i and
+  recall = k / n_positives; μAP adds (k/P − (k−1)/P) · k/i over the true positives
+  (the terms of non-matching rows are exactly zero);
+* the best operating point at precision ≥ 0.9 is always at a true positive (the
+  precision peaks there), so the true positives alone decide it too.
+
+The ranks behind recall@1/@10 need, for each true positive, how many predictions of
+its query score at least as high: a broadcast join of the (few) true positives with
+the predictions, aggregated map-side.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from disc21spark.metrics import (
+    REQUIRED_PRECISION,
+    peak_points,
+    recall_at_rank,
+    thin_curve,
+)
+from disc21spark.model import GroundTruth, MatchingMetrics
+
+SUBMISSION = "submission"
+ROWS_PER_PARTITION = 1_000_000
+
+
+@dataclass(frozen=True)
+class SortedRun:
+    """What one (partition, submission) run of the sorted data reports to the driver."""
+
+    pid: int
+    n: int
+    first_row: int
+    last_row: int
+    top: float
+    bottom: float
+    match_rows: np.ndarray  # monotonically_increasing_id of the true positives, ascending
+    match_scores: np.ndarray
+
+
+@dataclass(frozen=True)
+class QueryStats:
+    n_predictions: int
+    n_unknown_query_predictions: int
+    n_queries_with_predictions: int
+
+
+def default_partitions(n_rows: int, parallelism: int) -> int:
+    return max(2 * parallelism, math.ceil(n_rows / ROWS_PER_PARTITION))
+
+
+def sort_order() -> list:
+    # the tiebreak only spreads huge tie groups (a constant score) over partitions:
+    # rows equal on (score, label) are interchangeable for every metric
+    return [
+        F.col(SUBMISSION).asc(),
+        F.col("score").desc(),
+        F.col("label").asc(),
+        F.col("tiebreak").asc(),
+    ]
+
+
+def sorted_runs(labelled: DataFrame, partitions: int) -> dict[int, list[SortedRun]]:
+    """The global sort and the single pass over it; runs per submission, in sorted order."""
+    order = sort_order()
+    ordered = (
+        labelled.select(
+            SUBMISSION,
+            "score",
+            "label",
+            F.xxhash64("query_id", "reference_id").alias("tiebreak"),
+        )
+        .repartitionByRange(partitions, *order)
+        .sortWithinPartitions(*order)
+        # numbered in the same stage as the sort, so the row number is the sorted position
+        .select(
+            SUBMISSION,
+            "score",
+            "label",
+            F.spark_partition_id().alias("pid"),
+            F.monotonically_increasing_id().alias("row"),
+        )
+    )
+    match = F.when(F.col("label"), F.struct("row", "score"))
+    summary = ordered.groupBy("pid", SUBMISSION).agg(
+        F.count(F.lit(1)).alias("n"),
+        F.min("row").alias("first_row"),
+        F.max("row").alias("last_row"),
+        F.max("score").alias("top"),
+        F.min("score").alias("bottom"),
+        F.sort_array(F.collect_list(match)).alias("matches"),
+    )
+    runs: dict[int, list[SortedRun]] = {}
+    for rec in summary.collect():
+        matches = rec["matches"]
+        runs.setdefault(rec[SUBMISSION], []).append(
+            SortedRun(
+                pid=rec["pid"],
+                n=rec["n"],
+                first_row=rec["first_row"],
+                last_row=rec["last_row"],
+                top=rec["top"],
+                bottom=rec["bottom"],
+                match_rows=np.array([m["row"] for m in matches], dtype=np.int64),
+                match_scores=np.array([m["score"] for m in matches], dtype=np.float64),
+            )
+        )
+    for sub_runs in runs.values():
+        sub_runs.sort(key=lambda run: run.pid)
+        _check_runs(sub_runs)
+    return runs
+
+
+def _check_runs(runs: list[SortedRun]) -> None:
+    # cheap guards on the two facts the offsets rely on; a failure is our bug, not the user's
+    for run in runs:
+        if run.last_row - run.first_row + 1 != run.n:
+            raise RuntimeError(f"internal error: partition {run.pid} rows are not contiguous")
+    for before, after in zip(runs, runs[1:]):
+        if before.bottom < after.top:
+            raise RuntimeError(
+                f"internal error: partitions {before.pid} and {after.pid} are out of order"
+            )
+
+
+def finish(
+    runs: list[SortedRun], n_positives: int, max_curve_points: int
+) -> tuple[float, tuple, object, int, int]:
+    """μAP, P90 operating point, PR curve, true positives and pairs, from one submission's runs."""
+    positions: list[np.ndarray] = []
+    scores: list[np.ndarray] = []
+    offset = 0
+    for run in runs:
+        positions.append(offset + (run.match_rows - run.first_row) + 1)
+        scores.append(run.match_scores)
+        offset += run.n
+    n_pairs = offset
+    pos = np.concatenate(positions) if positions else np.zeros(0, dtype=np.int64)
+    thr = np.concatenate(scores) if scores else np.zeros(0)
+    ntp = np.arange(1, len(pos) + 1)
+    precision = ntp / pos
+    # the same float operations as the specification, term by term
+    terms = (ntp / n_positives - (ntp - 1) / n_positives) * precision
+    micro_ap = math.fsum(terms)
+
+    valid = np.flatnonzero(precision >= REQUIRED_PRECISION)
+    keep = None
+    if valid.size:
+        best = valid[-1]  # recall grows with k: the last valid peak has the highest
+        point = (float(precision[best]), float(ntp[best] / n_positives), float(thr[best]))
+        keep = int(best)
+    else:
+        point = (None, None, None)
+
+    n_tp = len(pos)
+    if n_pairs and (n_tp == 0 or pos[-1] != n_pairs):
+        ntp = np.append(ntp, n_tp)
+        pos = np.append(pos, n_pairs)
+        thr = np.append(thr, runs[-1].bottom)
+    curve = thin_curve(peak_points(ntp, pos, thr, n_positives), max_curve_points, keep)
+    return micro_ap, point, curve, n_tp, n_pairs
+
+
+def true_pair_ranks(labelled: DataFrame) -> dict[int, np.ndarray]:
+    """Per submission, the rank (0 = first) of each found ground-truth pair within its query."""
+    truth = labelled.where("label").select(
+        SUBMISSION,
+        "query_id",
+        F.col("reference_id").alias("true_reference"),
+        F.col("score").alias("true_score"),
+    )
+    counts = (
+        labelled.select(SUBMISSION, "query_id", "score")
+        .join(F.broadcast(truth), [SUBMISSION, "query_id"])
+        .where(F.col("score") >= F.col("true_score"))
+        .groupBy(SUBMISSION, "query_id", "true_reference")
+        .count()
+        .collect()
+    )
+    ranks: dict[int, list[int]] = {}
+    for rec in counts:
+        ranks.setdefault(rec[SUBMISSION], []).append(rec["count"] - 1)
+    return {sub: np.array(r, dtype=np.int64) for sub, r in ranks.items()}
+
+
+def query_stats(labelled: DataFrame) -> dict[int, QueryStats]:
+    """Pairs, pairs of unknown queries and distinct queries, per submission."""
+    rows = (
+        labelled.groupBy(SUBMISSION)
+        .agg(
+            F.count(F.lit(1)).alias("n"),
+            F.count(F.when(~F.col("known"), 1)).alias("unknown"),
+            F.countDistinct("query_id").alias("queries"),
+        )
+        .collect()
+    )
+    return {r[SUBMISSION]: QueryStats(r["n"], r["unknown"], r["queries"]) for r in rows}
+
+
+def metrics_from_parts(
+    gt: GroundTruth,
+    runs: list[SortedRun],
+    found_ranks: np.ndarray,
+    stats: QueryStats,
+    max_curve_points: int,
+) -> MatchingMetrics:
+    """Assemble one submission's metrics from the plan's small outputs."""
+    micro_ap, (p90, r90, t90), curve, n_tp, n_pairs = finish(
+        runs, gt.n_positives, max_curve_points
+    )
+    if n_pairs != stats.n_predictions:
+        raise RuntimeError(f"internal error: sorted {n_pairs} pairs of {stats.n_predictions}")
+    missing = np.full(gt.n_positives - len(found_ranks), -1, dtype=np.int64)
+    ranks = np.concatenate([found_ranks, missing])
+    return MatchingMetrics(
+        micro_ap=micro_ap,
+        recall_at_p90=r90,
+        threshold_at_p90=t90,
+        precision_at_p90=p90,
+        recall_at_rank1=recall_at_rank(ranks, 1),
+        recall_at_rank10=recall_at_rank(ranks, 10),
+        n_predictions=n_pairs,
+        n_positives=gt.n_positives,
+        n_true_positives=n_tp,
+        n_queries=gt.n_queries,
+        n_queries_with_predictions=stats.n_queries_with_predictions,
+        n_unknown_query_predictions=stats.n_unknown_query_predictions,
+        curve=curve,
+    )

@@ -1,0 +1,178 @@
+"""Checks that turn bad input into one clear line naming the file, the row and the reason."""
+
+from __future__ import annotations
+
+import numpy as np
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from disc21spark.errors import InputError
+from disc21spark.io import GROUND_TRUTH_COLUMNS, PREDICTION_COLUMNS, Row, find_lines
+from disc21spark.model import GroundTruth
+
+# what Python's float() and Java's parseDouble agree on; anything else is rejected
+NUMBER = r"^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$"
+NON_FINITE = r"(?i)^[+-]?(nan|inf|infinity)$"
+FIELDS = "expected 3 fields: query_id,reference_id,score"
+
+
+def _problem(is_csv: Column) -> Column:
+    """The first problem of a prediction row, or null when the row is fine."""
+    q, r, raw, score = (F.col(c) for c in ("query_id", "reference_id", "score_raw", "score"))
+    blank = lambda c: c.isNull() | (F.trim(c) == "")  # noqa: E731
+    text = F.coalesce(raw, score.cast("string"))
+    return (
+        F.when(F.col("extra").isNotNull(), F.lit(f"{FIELDS}, found more"))
+        .when(blank(q), F.lit("empty query_id"))
+        .when(blank(r), F.lit("empty reference_id"))
+        .when(is_csv & raw.isNull(), F.lit(f"missing score ({FIELDS})"))
+        .when(~is_csv & score.isNull(), F.lit("missing score"))
+        .when(
+            is_csv & raw.rlike(NON_FINITE),
+            F.concat(F.lit("score '"), raw, F.lit("' is not finite")),
+        )
+        .when(
+            is_csv & ~raw.rlike(NUMBER),
+            F.concat(F.lit("score '"), raw, F.lit("' is not a number")),
+        )
+        .when(
+            F.isnan(score) | (F.abs(score) == float("inf")),
+            F.concat(F.lit("score '"), text, F.lit("' is not finite")),
+        )
+    )
+
+
+def typed_predictions(raw: DataFrame) -> DataFrame:
+    """Header lines dropped, score typed, and a ``problem`` column (null when the row is fine)."""
+    is_header = (
+        (F.col("query_id") == PREDICTION_COLUMNS[0])
+        & (F.col("reference_id") == PREDICTION_COLUMNS[1])
+        & (F.col("score_raw") == PREDICTION_COLUMNS[2])
+        & F.col("extra").isNull()
+    )
+    is_csv = F.col("from_csv")
+    rows = raw.where(~F.coalesce(is_header, F.lit(False)))
+    # + 0.0 turns -0.0 into 0.0: they tie in the official sort and must here too
+    score = F.coalesce(F.col("score"), F.col("score_raw").cast("double")) + F.lit(0.0)
+    rows = rows.withColumn("score", score)
+    problem = _problem(is_csv)
+    return rows.select(
+        "file",
+        "from_csv",
+        "query_id",
+        "reference_id",
+        "score",
+        problem.alias("problem"),
+        # kept only on bad rows, to find their line again
+        F.when(problem.isNotNull(), F.col("score_raw")).alias("score_raw"),
+        F.when(problem.isNotNull(), F.col("extra")).alias("extra"),
+    )
+
+
+def first_problem_column() -> Column:
+    """An aggregate picking one bad row (null when every row is fine)."""
+    bad = F.struct("file", "from_csv", "query_id", "reference_id", "score_raw", "extra", "problem")
+    return F.first(F.when(F.col("problem").isNotNull(), bad), ignorenulls=True)
+
+
+def raise_problem(spark: SparkSession, bad) -> None:
+    """Raise the InputError for one bad row picked by first_problem_column."""
+    where = None
+    if bad["from_csv"]:
+        fields = (bad["query_id"], bad["reference_id"], bad["score_raw"])
+        if bad["extra"] is not None:
+            fields = fields + (bad["extra"],)
+        lines = find_lines(spark, bad["file"], fields, limit=1)
+        where = f"line {lines[0]}" if lines else None
+    if where is None:  # Parquet has no lines; name the row by its ids
+        where = f"row query_id={bad['query_id']!r}, reference_id={bad['reference_id']!r}"
+    raise InputError(bad["file"], bad["problem"], where)
+
+
+def check_max_results(source: str, n_rows: int, max_results: int) -> None:
+    if max_results and n_rows > max_results:
+        raise InputError(
+            source,
+            f"{n_rows:,} predictions, more than --max-results {max_results:,} "
+            "(pass --max-results 0 for no limit)",
+        )
+
+
+def check_duplicates(spark: SparkSession, typed: DataFrame) -> None:
+    """Reject a repeated (query, reference) pair, naming the pair and where it repeats."""
+    key = F.xxhash64("query_id", "reference_id")
+    # a shuffle of 8-byte hashes is far cheaper than one of string pairs; collisions are
+    # rare and resolved exactly below
+    suspects = (
+        typed.groupBy(key.alias("h")).count().where(F.col("count") > 1).select("h").limit(10_000)
+    )
+    hashes = [r["h"] for r in suspects.collect()]
+    if not hashes:
+        return
+    dup = (
+        typed.where(key.isin(hashes))
+        .groupBy("query_id", "reference_id")
+        .agg(F.count(F.lit(1)).alias("n"), F.array_sort(F.collect_set("file")).alias("files"))
+        .where(F.col("n") > 1)
+        .limit(1)
+        .collect()
+    )
+    if not dup:
+        return
+    q, r, n, files = dup[0]["query_id"], dup[0]["reference_id"], dup[0]["n"], dup[0]["files"]
+    where = None
+    if len(files) == 1:
+        lines = find_lines(spark, files[0], (q, r), limit=2)
+        if len(lines) == 2:
+            where = f"lines {lines[0]} and {lines[1]}"
+    reason = (
+        f"duplicate pair ({q}, {r}) appears {n} times; "
+        "the official scorer rejects duplicate predictions"
+    )
+    raise InputError(files[0] if len(files) == 1 else ", ".join(files), reason, where)
+
+
+def ground_truth(rows: list[Row], source: str) -> GroundTruth:
+    """Validate ground-truth records: an empty reference_id marks a distractor query."""
+    header = GROUND_TRUTH_COLUMNS
+    queries: dict[str, str] = {}
+    pos_q: list[str] = []
+    pos_r: list[str] = []
+    seen: dict[tuple[str, str], str] = {}
+    for row in rows:
+        fields = tuple("" if f is None else f.strip() for f in row.fields)
+        if fields == header:
+            continue
+        if len(fields) != 2:
+            raise InputError(
+                source, f"expected 2 fields: query_id,reference_id, found {len(fields)}", row.where
+            )
+        q, r = fields
+        if not q:
+            raise InputError(source, "empty query_id", row.where)
+        if (q, r) in seen:
+            raise InputError(
+                source, f"duplicate ground-truth row ({q}, {r}), also on {seen[q, r]}", row.where
+            )
+        seen[q, r] = row.where
+        if q in queries and (queries[q] == "" or r == ""):
+            raise InputError(
+                source,
+                f"query {q} is listed both as a distractor and with a reference "
+                f"(first on {seen[q, queries[q]]})",
+                row.where,
+            )
+        queries.setdefault(q, r)
+        if r:
+            pos_q.append(q)
+            pos_r.append(r)
+    if not queries:
+        raise InputError(source, "ground truth is empty")
+    if not pos_q:
+        raise InputError(source, "ground truth has no positive pair (every reference_id is empty)")
+    return GroundTruth(
+        source=source,
+        query_ids=np.array(list(queries), dtype=object),
+        positive_queries=np.array(pos_q, dtype=object),
+        positive_references=np.array(pos_r, dtype=object),
+    )
