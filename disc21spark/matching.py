@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 from pyspark import StorageLevel
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
@@ -74,15 +73,9 @@ def score_predictions(
         partitions = job.partitions or scoring.default_partitions(
             stats.n_predictions, spark.sparkContext.defaultParallelism
         )
-        with phases.phase("sort") as note:
-            runs = scoring.sorted_runs(labelled, partitions).get(0, [])
-            note["rows"] = sum(run.n for run in runs)
-            note["detail"] = f"{partitions} range partitions"
-        with phases.phase("aggregate") as note:
-            ranks = scoring.true_pair_ranks(labelled).get(0, np.zeros(0, dtype=np.int64))
-            metrics = scoring.metrics_from_parts(gt, runs, ranks, stats, job.curve_points)
-            note["rows"] = metrics.n_true_positives
-            note["detail"] = "true positives"
+        metrics = scoring.score_labelled(
+            labelled, gt, partitions, job.curve_points, {0: stats}, phases
+        )[0]
     finally:
         typed.unpersist()
     return metrics

@@ -35,6 +35,7 @@ from disc21spark.metrics import (
     thin_curve,
 )
 from disc21spark.model import GroundTruth, MatchingMetrics
+from disc21spark.phases import Phases
 
 SUBMISSION = "submission"
 ROWS_PER_PARTITION = 1_000_000
@@ -76,8 +77,8 @@ def sort_order() -> list:
     ]
 
 
-def sorted_runs(labelled: DataFrame, partitions: int) -> dict[int, list[SortedRun]]:
-    """The global sort and the single pass over it; runs per submission, in sorted order."""
+def sorted_summary(labelled: DataFrame, partitions: int) -> DataFrame:
+    """The global sort and the single pass over it: one small row per (partition, submission)."""
     order = sort_order()
     ordered = (
         labelled.select(
@@ -98,7 +99,7 @@ def sorted_runs(labelled: DataFrame, partitions: int) -> dict[int, list[SortedRu
         )
     )
     match = F.when(F.col("label"), F.struct("row", "score"))
-    summary = ordered.groupBy("pid", SUBMISSION).agg(
+    return ordered.groupBy("pid", SUBMISSION).agg(
         F.count(F.lit(1)).alias("n"),
         F.min("row").alias("first_row"),
         F.max("row").alias("last_row"),
@@ -106,6 +107,11 @@ def sorted_runs(labelled: DataFrame, partitions: int) -> dict[int, list[SortedRu
         F.min("score").alias("bottom"),
         F.sort_array(F.collect_list(match)).alias("matches"),
     )
+
+
+def sorted_runs(labelled: DataFrame, partitions: int) -> dict[int, list[SortedRun]]:
+    """Runs per submission, in sorted order, collected from sorted_summary."""
+    summary = sorted_summary(labelled, partitions)
     runs: dict[int, list[SortedRun]] = {}
     for rec in summary.collect():
         matches = rec["matches"]
@@ -243,3 +249,33 @@ def metrics_from_parts(
         n_unknown_query_predictions=stats.n_unknown_query_predictions,
         curve=curve,
     )
+
+
+def score_labelled(
+    labelled: DataFrame,
+    gt: GroundTruth,
+    partitions: int,
+    max_curve_points: int,
+    stats: dict[int, QueryStats] | None = None,
+    phases: Phases | None = None,
+) -> dict[int, MatchingMetrics]:
+    """Metrics of every submission of a labelled frame (columns submission, query_id,
+    reference_id, score, label, known), through the sort plan above."""
+    phases = phases or Phases()
+    stats = stats if stats is not None else query_stats(labelled)
+    with phases.phase("sort") as note:
+        runs = sorted_runs(labelled, partitions)
+        note["rows"] = sum(run.n for sub_runs in runs.values() for run in sub_runs)
+        note["detail"] = f"{partitions} range partitions"
+    with phases.phase("aggregate") as note:
+        ranks = true_pair_ranks(labelled)
+        empty = np.zeros(0, dtype=np.int64)
+        results = {
+            sub: metrics_from_parts(
+                gt, runs.get(sub, []), ranks.get(sub, empty), sub_stats, max_curve_points
+            )
+            for sub, sub_stats in stats.items()
+        }
+        note["rows"] = sum(m.n_true_positives for m in results.values())
+        note["detail"] = "true positives"
+    return results

@@ -1,0 +1,40 @@
+"""One local SparkSession for the whole suite: Spark start-up costs seconds."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED_GT = ROOT.parent / "shared" / "data" / "disc21_dev_ground_truth.csv"
+DEV_GT = ROOT / "data" / "disc21_dev_ground_truth.csv"
+
+os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+
+
+@pytest.fixture(scope="session")
+def spark():
+    from disc21spark.session import spark_session
+
+    session = spark_session(
+        "local",
+        master="local[2]",
+        conf={
+            "spark.sql.shuffle.partitions": "4",
+            "spark.default.parallelism": "2",
+            "spark.driver.memory": "1g",
+        },
+        app_name="disc21spark-tests",
+    )
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="session")
+def dev_gt_path() -> Path:
+    """The public DISC21 dev ground truth (shared copy when present, else the project's)."""
+    return SHARED_GT if SHARED_GT.exists() else DEV_GT

@@ -1,0 +1,127 @@
+"""The Spark plan equals the numpy specification, exactly, for any partitioning."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from pyspark.sql import functions as F
+
+from disc21spark import labels, scoring
+from disc21spark.metrics import evaluate
+from disc21spark.model import GroundTruth
+
+
+def make_gt(n_queries: int, n_positive: int) -> GroundTruth:
+    queries = np.array([f"Q{i:03d}" for i in range(n_queries)], dtype=object)
+    return GroundTruth(
+        "gt", queries, queries[:n_positive].copy(),
+        np.array([f"R{i:03d}" for i in range(n_positive)], dtype=object),
+    )
+
+
+def spark_metrics(spark, frame: pd.DataFrame, gt: GroundTruth, partitions: int, curve_points=5000):
+    df = spark.createDataFrame(frame, "query_id string, reference_id string, score double")
+    positives, queries = labels.ground_truth_frames(spark, gt)
+    labelled = labels.label(df, positives, queries).withColumn(scoring.SUBMISSION, F.lit(0))
+    stats = scoring.query_stats(labelled)
+    if not stats:
+        stats = {0: scoring.QueryStats(0, 0, 0)}
+    return scoring.score_labelled(labelled, gt, partitions, curve_points, stats)[0]
+
+
+def spec_metrics(frame: pd.DataFrame, gt: GroundTruth, curve_points=5000):
+    return evaluate(frame["query_id"].to_numpy(), frame["reference_id"].to_numpy(),
+                    frame["score"].to_numpy(), gt, curve_points)
+
+
+def assert_same(a, b):
+    assert a.to_dict() == b.to_dict()
+    for field in ("precision", "recall", "threshold"):
+        np.testing.assert_array_equal(getattr(a.curve, field), getattr(b.curve, field))
+
+
+def random_submission(rng, gt: GroundTruth, n: int, n_scores: int) -> pd.DataFrame:
+    """Random pairs with many tied scores, true pairs, distractors and unknown queries."""
+    q = rng.integers(0, len(gt.query_ids) + 5, size=n)  # +5: unknown queries
+    r = rng.integers(0, len(gt.positive_queries) + 10, size=n)
+    frame = pd.DataFrame({
+        "query_id": [f"Q{i:03d}" for i in q],
+        "reference_id": [f"R{i:03d}" for i in r],
+        "score": rng.integers(0, n_scores, size=n) / n_scores - 0.5,
+    })
+    truth = rng.random(len(gt.positive_queries)) < 0.6
+    planted = pd.DataFrame({
+        "query_id": gt.positive_queries[truth],
+        "reference_id": gt.positive_references[truth],
+        "score": rng.integers(0, n_scores, size=truth.sum()) / n_scores,
+    })
+    frame = pd.concat([frame, planted], ignore_index=True)
+    return frame.drop_duplicates(["query_id", "reference_id"]).reset_index(drop=True)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(0, 400), n_scores=st.sampled_from([1, 3, 50, 10**6]))
+def test_spark_equals_specification_for_1_2_7_50_partitions(spark, seed, n, n_scores):
+    rng = np.random.default_rng(seed)
+    gt = make_gt(40, 25)
+    frame = random_submission(rng, gt, n, n_scores)
+    expected = spec_metrics(frame, gt)
+    for partitions in (1, 2, 7, 50):
+        assert_same(spark_metrics(spark, frame, gt, partitions), expected)
+
+
+def test_all_equal_scores_spread_over_partitions(spark):
+    gt = make_gt(200, 100)
+    rng = np.random.default_rng(3)
+    frame = random_submission(rng, gt, 3000, 1)
+    frame["score"] = 0.25
+    expected = spec_metrics(frame, gt)
+    assert_same(spark_metrics(spark, frame, gt, 7), expected)
+    df = spark.createDataFrame(frame, "query_id string, reference_id string, score double")
+    positives, queries = labels.ground_truth_frames(spark, gt)
+    labelled = labels.label(df, positives, queries).withColumn(scoring.SUBMISSION, F.lit(0))
+    sizes = [r["n"] for r in scoring.sorted_summary(labelled, 7).collect()]
+    # a constant score must not funnel every row into one partition
+    assert len(sizes) == 7 and max(sizes) < len(frame) / 2
+
+
+def test_plan_is_one_range_sort_without_a_global_window(spark):
+    gt = make_gt(40, 25)
+    frame = random_submission(np.random.default_rng(1), gt, 300, 10)
+    df = spark.createDataFrame(frame, "query_id string, reference_id string, score double")
+    positives, queries = labels.ground_truth_frames(spark, gt)
+    labelled = labels.label(df, positives, queries).withColumn(scoring.SUBMISSION, F.lit(0))
+    summary = scoring.sorted_summary(labelled, 5)
+    plan = summary._jdf.queryExecution().executedPlan().toString()
+    assert "rangepartitioning" in plan and "Window" not in plan
+    shuffles = plan.count("Exchange") - plan.count("BroadcastExchange")
+    assert shuffles <= 2  # the range sort, and the tiny per-partition summary
+    # the driver receives one row per partition, not one per prediction
+    assert summary.count() <= 5
+
+
+def test_thinned_curve_is_the_same_on_both_sides(spark):
+    gt = make_gt(400, 300)
+    frame = random_submission(np.random.default_rng(5), gt, 2000, 10**6)
+    assert_same(spark_metrics(spark, frame, gt, 3, curve_points=20), spec_metrics(frame, gt, 20))
+
+
+@pytest.mark.parametrize("partitions", [1, 4])
+def test_realistic_submission_on_dev_ground_truth(spark, dev_gt_path, partitions):
+    from disc21spark.synth import read_ground_truth_csv, simulate_submission
+
+    table = read_ground_truth_csv(dev_gt_path)
+    has = table["reference_id"] != ""
+    gt = GroundTruth(
+        "dev", table["query_id"].to_numpy(dtype=object),
+        table.loc[has, "query_id"].to_numpy(dtype=object),
+        table.loc[has, "reference_id"].to_numpy(dtype=object),
+    )
+    frame = simulate_submission(table, 60_000, seed=partitions)
+    spec = spec_metrics(frame, gt)
+    assert gt.n_positives == 4991 and gt.n_queries == 25_000
+    assert 0.3 < spec.micro_ap < 0.9
+    assert_same(spark_metrics(spark, frame, gt, partitions), spec)
