@@ -7,7 +7,9 @@ GT      = data/disc21_dev_ground_truth.csv
 export PYSPARK_PYTHON        = $(CURDIR)/$(BIN)/python
 export PYSPARK_DRIVER_PYTHON = $(CURDIR)/$(BIN)/python
 export SPARK_LOCAL_IP        = 127.0.0.1
-SUBMIT  = $(BIN)/spark-submit --driver-java-options "-Dlog4j2.configurationFile=file:$(CURDIR)/conf/log4j2.properties"
+# spark-submit reads conf/log4j2.properties (quiet logs) from here
+export SPARK_CONF_DIR        = $(CURDIR)/conf
+SUBMIT  = $(BIN)/spark-submit
 
 .PHONY: venv demo test lint bench cluster-start cluster-stop clean
 

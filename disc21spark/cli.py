@@ -22,12 +22,16 @@ def defaults(section: str) -> dict[str, str]:
 
 
 def setup_logging(quiet: bool = False) -> None:
-    logging.basicConfig(
-        level=logging.WARNING if quiet else logging.INFO,
-        format="%(asctime)s disc21spark %(message)s",
-        datefmt="%H:%M:%S",
-        stream=sys.stderr,
-    )
+    # a handler of our own: under spark-submit the root logger is already configured
+    logger = logging.getLogger("disc21spark")
+    if not logger.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(asctime)s disc21spark %(message)s", "%H:%M:%S"))
+        logger.addHandler(handler)
+    logger.setLevel(logging.WARNING if quiet else logging.INFO)
+    logger.propagate = False
+    # PySpark logs the Java trace of a failed query itself; the job reports it in one line
+    logging.getLogger("DataFrameQueryContextLogger").setLevel(logging.CRITICAL + 1)
 
 
 def java_is_usable() -> str | None:
@@ -37,9 +41,15 @@ def java_is_usable() -> str | None:
     import shutil
     import subprocess
 
-    java = os.path.join(os.environ["JAVA_HOME"], "bin", "java") if os.environ.get("JAVA_HOME") else shutil.which("java")
+    java = (
+        os.path.join(os.environ["JAVA_HOME"], "bin", "java")
+        if os.environ.get("JAVA_HOME")
+        else shutil.which("java")
+    )
     if not java or not os.path.exists(java):
-        return "Java 17 is required by Spark and was not found (install OpenJDK 17 or set JAVA_HOME)"
+        return (
+            "Java 17 is required by Spark and was not found (install OpenJDK 17 or set JAVA_HOME)"
+        )
     try:
         out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=60).stderr
     except (OSError, subprocess.SubprocessError) as exc:

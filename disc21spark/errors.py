@@ -18,8 +18,31 @@ class OutputError(Exception):
     """The output folder cannot be written as asked (exists, not a folder...)."""
 
 
-def first_line(text: str, limit: int = 300) -> str:
-    """The first non-empty line of a (Java) error message, shortened."""
+def display_path(uri: str) -> str:
+    """A local file URI as the plain path users type; other schemes unchanged."""
+    for prefix in ("file://", "file:"):
+        if uri.startswith(prefix):
+            return uri[len(prefix) :] if uri[len(prefix) :].startswith("/") else uri
+    return uri
+
+
+def first_line(exc: object, limit: int = 300) -> str:
+    """One line saying why a (Java) call failed: the root cause when Spark wraps one."""
+    java = getattr(exc, "java_exception", None) or getattr(exc, "_origin", None)
+    if java is not None:
+        try:
+            cause = java
+            while cause.getCause() is not None:
+                cause = cause.getCause()
+            message = cause.getMessage()
+            name = cause.getClass().getSimpleName()
+            return _first(f"{name}: {message}" if message else name, limit)
+        except Exception:  # the gateway may be gone; fall back to the text we have
+            pass
+    return _first(str(exc), limit)
+
+
+def _first(text: str, limit: int) -> str:
     for line in str(text).splitlines():
         line = line.strip()
         if line:

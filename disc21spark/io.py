@@ -72,9 +72,7 @@ def read_predictions(spark: SparkSession, path: str, fmt: str = "auto") -> DataF
         df = spark.read.parquet(path)
         missing = [c for c in PREDICTION_COLUMNS if c not in df.columns]
         if missing:
-            raise InputError(
-                path, f"missing column {missing[0]!r} (has: {', '.join(df.columns)})"
-            )
+            raise InputError(path, f"missing column {missing[0]!r} (has: {', '.join(df.columns)})")
         return df.select(
             F.col("_metadata.file_path").alias("file"),
             F.lit(False).alias("from_csv"),
@@ -85,9 +83,7 @@ def read_predictions(spark: SparkSession, path: str, fmt: str = "auto") -> DataF
             F.lit(None).cast("string").alias("extra"),
         )
     df = (
-        spark.read.schema(
-            "query_id string, reference_id string, score_raw string, extra string"
-        )
+        spark.read.schema("query_id string, reference_id string, score_raw string, extra string")
         .option("header", False)
         .option("mode", "PERMISSIVE")
         .option("ignoreLeadingWhiteSpace", True)
@@ -144,7 +140,9 @@ def parse_csv_line(line: str) -> tuple[str, ...]:
     return tuple(f.strip() for f in fields)
 
 
-def find_lines(spark: SparkSession, file: str, wanted: tuple[str, ...], limit: int = 2) -> list[int]:
+def find_lines(
+    spark: SparkSession, file: str, wanted: tuple[str, ...], limit: int = 2
+) -> list[int]:
     """1-based numbers of the first lines of a CSV file whose leading fields equal `wanted`.
 
     Only used to point at a bad row in an error message, so it may scan the file.

@@ -41,9 +41,7 @@ def pessimistic_order(scores: np.ndarray, labels: np.ndarray) -> np.ndarray:
     return np.lexsort((labels.astype(np.int8), -scores))
 
 
-def label_pairs(
-    query_ids: np.ndarray, reference_ids: np.ndarray, gt: GroundTruth
-) -> np.ndarray:
+def label_pairs(query_ids: np.ndarray, reference_ids: np.ndarray, gt: GroundTruth) -> np.ndarray:
     """True where (query, reference) is a ground-truth positive pair."""
     positives = pd.MultiIndex.from_arrays([gt.positive_queries, gt.positive_references])
     pairs = pd.MultiIndex.from_arrays([query_ids, reference_ids])

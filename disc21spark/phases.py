@@ -26,4 +26,6 @@ class Phases:
         rows = note.get("rows")
         counted = f"{rows:,} rows" if rows is not None else "done"
         extra = note.get("detail")
-        log.info("%-9s %s in %.2f s%s", name + ":", counted, elapsed, f" ({extra})" if extra else "")
+        log.info(
+            "%-9s %s in %.2f s%s", name + ":", counted, elapsed, f" ({extra})" if extra else ""
+        )

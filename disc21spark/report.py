@@ -61,7 +61,9 @@ def plot_curves(path: Path, curves: list[tuple[str, MatchingMetrics]], title: st
     fig, ax = plt.subplots(figsize=(7, 5.5), dpi=110)
     for label, metrics in curves:
         curve = metrics.curve
-        ax.plot(curve.recall, curve.precision, lw=1.4, label=f"{label} (μAP {metrics.micro_ap:.4f})")
+        ax.plot(
+            curve.recall, curve.precision, lw=1.4, label=f"{label} (μAP {metrics.micro_ap:.4f})"
+        )
         if metrics.recall_at_p90 is not None:
             ax.plot([metrics.recall_at_p90], [metrics.precision_at_p90], "o", ms=4, color="k")
     ax.axhline(0.9, color="grey", lw=0.8, ls="--")

@@ -227,9 +227,7 @@ def metrics_from_parts(
     max_curve_points: int,
 ) -> MatchingMetrics:
     """Assemble one submission's metrics from the plan's small outputs."""
-    micro_ap, (p90, r90, t90), curve, n_tp, n_pairs = finish(
-        runs, gt.n_positives, max_curve_points
-    )
+    micro_ap, (p90, r90, t90), curve, n_tp, n_pairs = finish(runs, gt.n_positives, max_curve_points)
     if n_pairs != stats.n_predictions:
         raise RuntimeError(f"internal error: sorted {n_pairs} pairs of {stats.n_predictions}")
     missing = np.full(gt.n_positives - len(found_ranks), -1, dtype=np.int64)

@@ -20,8 +20,9 @@ N_REFERENCES = 1_000_000
 
 def read_ground_truth_csv(path: str | Path) -> pd.DataFrame:
     """query_id, reference_id ('' for distractors) from a DISC21 CSV (header optional)."""
-    gt = pd.read_csv(path, header=None, names=["query_id", "reference_id"], dtype=str,
-                     keep_default_na=False)
+    gt = pd.read_csv(
+        path, header=None, names=["query_id", "reference_id"], dtype=str, keep_default_na=False
+    )
     return gt[gt["query_id"] != "query_id"].reset_index(drop=True)
 
 
@@ -84,7 +85,9 @@ def main(argv: list[str] | None = None) -> None:
     gt = read_ground_truth_csv(args.ground_truth)
     frame = simulate_submission(gt, args.predictions, args.seed)
     write_submission(frame, args.output)
-    print(f"wrote {len(frame):,} predictions for {frame['query_id'].nunique():,} queries to {args.output}")
+    print(
+        f"wrote {len(frame):,} predictions for {frame['query_id'].nunique():,} queries to {args.output}"
+    )
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@ import numpy as np
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from disc21spark.errors import InputError
+from disc21spark.errors import InputError, display_path
 from disc21spark.io import GROUND_TRUTH_COLUMNS, PREDICTION_COLUMNS, Row, find_lines
 from disc21spark.model import GroundTruth
 
@@ -53,7 +53,7 @@ def typed_predictions(raw: DataFrame) -> DataFrame:
     is_csv = F.col("from_csv")
     rows = raw.where(~F.coalesce(is_header, F.lit(False)))
     # + 0.0 turns -0.0 into 0.0: they tie in the official sort and must here too
-    score = F.coalesce(F.col("score"), F.col("score_raw").cast("double")) + F.lit(0.0)
+    score = F.coalesce(F.col("score"), F.col("score_raw").try_cast("double")) + F.lit(0.0)
     rows = rows.withColumn("score", score)
     problem = _problem(is_csv)
     return rows.select(
@@ -86,7 +86,7 @@ def raise_problem(spark: SparkSession, bad) -> None:
         where = f"line {lines[0]}" if lines else None
     if where is None:  # Parquet has no lines; name the row by its ids
         where = f"row query_id={bad['query_id']!r}, reference_id={bad['reference_id']!r}"
-    raise InputError(bad["file"], bad["problem"], where)
+    raise InputError(display_path(bad["file"]), bad["problem"], where)
 
 
 def check_max_results(source: str, n_rows: int, max_results: int) -> None:
@@ -129,7 +129,7 @@ def check_duplicates(spark: SparkSession, typed: DataFrame) -> None:
         f"duplicate pair ({q}, {r}) appears {n} times; "
         "the official scorer rejects duplicate predictions"
     )
-    raise InputError(files[0] if len(files) == 1 else ", ".join(files), reason, where)
+    raise InputError(", ".join(display_path(f) for f in files), reason, where)
 
 
 def ground_truth(rows: list[Row], source: str) -> GroundTruth:

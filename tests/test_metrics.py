@@ -78,10 +78,18 @@ def test_negative_zero_ties_with_zero():
 
 
 def test_seed_recipe_agrees_without_ties():
-    preds = [("q1", "r1", 0.95), ("q5", "r9", 0.9), ("q2", "r2", 0.8), ("q3", "rx", 0.7),
-             ("q3", "r3", 0.6), ("q4", "r4", 0.1)]
+    preds = [
+        ("q1", "r1", 0.95),
+        ("q5", "r9", 0.9),
+        ("q2", "r2", 0.8),
+        ("q3", "rx", 0.7),
+        ("q3", "r3", 0.6),
+        ("q4", "r4", 0.1),
+    ]
     gold = {("q1", "r1"), ("q2", "r2"), ("q3", "r3"), ("q4", "r4")}
-    assert run(preds, GT4).micro_ap == pytest.approx(seed_compute_micro_ap(preds, gold, 4), abs=1e-15)
+    assert run(preds, GT4).micro_ap == pytest.approx(
+        seed_compute_micro_ap(preds, gold, 4), abs=1e-15
+    )
 
 
 def test_operating_point_at_precision_90():
@@ -106,8 +114,11 @@ def test_precision_90_never_reached():
 def test_ranks_count_ties_against_the_truth():
     gt = gt_of([("q1", "r1"), ("q2", "r2"), ("q3", "r3")])
     preds = [
-        ("q1", "r1", 0.5), ("q1", "a", 0.5), ("q1", "b", 0.9),  # rank 2 (tie counted)
-        ("q2", "r2", 0.7), ("q2", "a", 0.1),                    # rank 0
+        ("q1", "r1", 0.5),
+        ("q1", "a", 0.5),
+        ("q1", "b", 0.9),  # rank 2 (tie counted)
+        ("q2", "r2", 0.7),
+        ("q2", "a", 0.1),  # rank 0
         # q3's truth absent: infinite rank
     ]
     m = run(preds, gt)

@@ -17,7 +17,9 @@ from disc21spark.model import GroundTruth
 def make_gt(n_queries: int, n_positive: int) -> GroundTruth:
     queries = np.array([f"Q{i:03d}" for i in range(n_queries)], dtype=object)
     return GroundTruth(
-        "gt", queries, queries[:n_positive].copy(),
+        "gt",
+        queries,
+        queries[:n_positive].copy(),
         np.array([f"R{i:03d}" for i in range(n_positive)], dtype=object),
     )
 
@@ -33,8 +35,13 @@ def spark_metrics(spark, frame: pd.DataFrame, gt: GroundTruth, partitions: int, 
 
 
 def spec_metrics(frame: pd.DataFrame, gt: GroundTruth, curve_points=5000):
-    return evaluate(frame["query_id"].to_numpy(), frame["reference_id"].to_numpy(),
-                    frame["score"].to_numpy(), gt, curve_points)
+    return evaluate(
+        frame["query_id"].to_numpy(),
+        frame["reference_id"].to_numpy(),
+        frame["score"].to_numpy(),
+        gt,
+        curve_points,
+    )
 
 
 def assert_same(a, b):
@@ -47,23 +54,33 @@ def random_submission(rng, gt: GroundTruth, n: int, n_scores: int) -> pd.DataFra
     """Random pairs with many tied scores, true pairs, distractors and unknown queries."""
     q = rng.integers(0, len(gt.query_ids) + 5, size=n)  # +5: unknown queries
     r = rng.integers(0, len(gt.positive_queries) + 10, size=n)
-    frame = pd.DataFrame({
-        "query_id": [f"Q{i:03d}" for i in q],
-        "reference_id": [f"R{i:03d}" for i in r],
-        "score": rng.integers(0, n_scores, size=n) / n_scores - 0.5,
-    })
+    frame = pd.DataFrame(
+        {
+            "query_id": [f"Q{i:03d}" for i in q],
+            "reference_id": [f"R{i:03d}" for i in r],
+            "score": rng.integers(0, n_scores, size=n) / n_scores - 0.5,
+        }
+    )
     truth = rng.random(len(gt.positive_queries)) < 0.6
-    planted = pd.DataFrame({
-        "query_id": gt.positive_queries[truth],
-        "reference_id": gt.positive_references[truth],
-        "score": rng.integers(0, n_scores, size=truth.sum()) / n_scores,
-    })
+    planted = pd.DataFrame(
+        {
+            "query_id": gt.positive_queries[truth],
+            "reference_id": gt.positive_references[truth],
+            "score": rng.integers(0, n_scores, size=truth.sum()) / n_scores,
+        }
+    )
     frame = pd.concat([frame, planted], ignore_index=True)
     return frame.drop_duplicates(["query_id", "reference_id"]).reset_index(drop=True)
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(seed=st.integers(0, 2**32 - 1), n=st.integers(0, 400), n_scores=st.sampled_from([1, 3, 50, 10**6]))
+@settings(
+    max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n=st.integers(0, 400),
+    n_scores=st.sampled_from([1, 3, 50, 10**6]),
+)
 def test_spark_equals_specification_for_1_2_7_50_partitions(spark, seed, n, n_scores):
     rng = np.random.default_rng(seed)
     gt = make_gt(40, 25)
@@ -116,7 +133,8 @@ def test_realistic_submission_on_dev_ground_truth(spark, dev_gt_path, partitions
     table = read_ground_truth_csv(dev_gt_path)
     has = table["reference_id"] != ""
     gt = GroundTruth(
-        "dev", table["query_id"].to_numpy(dtype=object),
+        "dev",
+        table["query_id"].to_numpy(dtype=object),
         table.loc[has, "query_id"].to_numpy(dtype=object),
         table.loc[has, "reference_id"].to_numpy(dtype=object),
     )
