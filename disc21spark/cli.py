@@ -30,8 +30,6 @@ def setup_logging(quiet: bool = False) -> None:
         logger.addHandler(handler)
     logger.setLevel(logging.WARNING if quiet else logging.INFO)
     logger.propagate = False
-    # PySpark logs the Java trace of a failed query itself; the job reports it in one line
-    logging.getLogger("DataFrameQueryContextLogger").setLevel(logging.CRITICAL + 1)
 
 
 def java_is_usable() -> str | None:

@@ -40,44 +40,50 @@ def load_ground_truth(spark: SparkSession, path: str, fmt: str = "auto") -> Grou
 def score_predictions(
     spark: SparkSession, job: MatchingJob, gt: GroundTruth, phases: Phases
 ) -> MatchingMetrics:
+    positives, queries = labels.ground_truth_frames(spark, gt)
     with phases.phase("read") as note:
         raw = read_predictions(spark, job.predictions, job.predictions_format)
-        typed = validate.typed_predictions(raw).persist(StorageLevel.MEMORY_AND_DISK)
+        typed = validate.typed_predictions(raw)
+        labelled = labels.label(typed, positives, queries).withColumn(labels.SUBMISSION, F.lit(0))
+        # one pass parses, checks and labels; only compact numeric rows are kept
+        rows = labels.compact(labelled, 0, "bad").persist(StorageLevel.MEMORY_AND_DISK)
         try:
-            check = typed.agg(
-                F.count(F.lit(1)).alias("n"),
-                F.count("problem").alias("bad"),
-                validate.first_problem_column().alias("first"),
-            ).collect()[0]
+            census = scoring.census(rows).get(0, scoring.EMPTY_CENSUS)
         except Exception as exc:  # the read is where unreadable input fails
-            typed.unpersist()
+            rows.unpersist()
             raise InputError(job.predictions, f"cannot be read ({first_line(exc)})") from None
-        note["rows"] = check["n"]
+        note["rows"] = census.n_predictions
+        note["detail"] = "parsed, checked, labelled and counted per query in one pass"
     try:
         with phases.phase("validate") as note:
-            if check["bad"]:
-                validate.raise_problem(spark, check["first"])
-            validate.check_max_results(job.predictions, check["n"], job.max_results)
-            validate.check_duplicates(spark, typed)
-            note["rows"] = check["n"]
+            if census.n_bad:
+                validate.raise_problem(spark, census.first_bad)
+            validate.check_max_results(job.predictions, census.n_predictions, job.max_results)
+            if census.n_repeated_pairs:
+                suspect = labels.query_key(census.repeating_query, gt)
+                validate.raise_duplicate(spark, typed, suspect)
+            note["rows"] = census.n_predictions
         with phases.phase("label") as note:
-            positives, queries = labels.ground_truth_frames(spark, gt)
-            labelled = labels.label(
-                typed.drop("problem", "score_raw", "extra", "file", "from_csv"),
-                positives,
-                queries,
-            ).withColumn(scoring.SUBMISSION, F.lit(0))
-            stats = scoring.query_stats(labelled).get(0, scoring.QueryStats(0, 0, 0))
+            stats = scoring.query_stats({0: census}, labelled)[0]
             note["rows"] = stats.n_predictions
-            note["detail"] = f"{stats.n_unknown_query_predictions:,} for unknown queries"
+            note["detail"] = (
+                f"{len(census.ranks):,} true pairs found, "
+                f"{stats.n_unknown_query_predictions:,} predictions for unknown queries"
+            )
         partitions = job.partitions or scoring.default_partitions(
             stats.n_predictions, spark.sparkContext.defaultParallelism
         )
-        metrics = scoring.score_labelled(
-            labelled, gt, partitions, job.curve_points, {0: stats}, phases
+        metrics = scoring.score_rows(
+            rows.drop("bad"),
+            gt,
+            partitions,
+            job.curve_points,
+            {0: stats},
+            {0: census.ranks},
+            phases,
         )[0]
     finally:
-        typed.unpersist()
+        rows.unpersist()
     return metrics
 
 

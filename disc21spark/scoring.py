@@ -28,6 +28,7 @@ import numpy as np
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from disc21spark.labels import SUBMISSION, is_unknown
 from disc21spark.metrics import (
     REQUIRED_PRECISION,
     peak_points,
@@ -37,8 +38,7 @@ from disc21spark.metrics import (
 from disc21spark.model import GroundTruth, MatchingMetrics
 from disc21spark.phases import Phases
 
-SUBMISSION = "submission"
-ROWS_PER_PARTITION = 1_000_000
+ROWS_PER_PARTITION = 2_000_000
 
 
 @dataclass(frozen=True)
@@ -62,6 +62,23 @@ class QueryStats:
     n_queries_with_predictions: int
 
 
+@dataclass(frozen=True)
+class Census:
+    """One submission as the per-query pass sees it, before the sort."""
+
+    n_predictions: int
+    n_bad: int
+    first_bad: object  # the ``bad`` struct of one bad row, or None
+    n_unknown_query_predictions: int
+    n_known_queries: int
+    n_repeated_pairs: int
+    repeating_query: int | None  # qid of a query with a repeated pair hash
+    ranks: np.ndarray  # rank (0 = first) of every ground-truth pair that was predicted
+
+
+EMPTY_CENSUS = Census(0, 0, None, 0, 0, 0, None, np.zeros(0, dtype=np.int64))
+
+
 def default_partitions(n_rows: int, parallelism: int) -> int:
     return max(2 * parallelism, math.ceil(n_rows / ROWS_PER_PARTITION))
 
@@ -77,16 +94,11 @@ def sort_order() -> list:
     ]
 
 
-def sorted_summary(labelled: DataFrame, partitions: int) -> DataFrame:
+def sorted_summary(rows: DataFrame, partitions: int) -> DataFrame:
     """The global sort and the single pass over it: one small row per (partition, submission)."""
     order = sort_order()
     ordered = (
-        labelled.select(
-            SUBMISSION,
-            "score",
-            "label",
-            F.xxhash64("query_id", "reference_id").alias("tiebreak"),
-        )
+        rows.select(SUBMISSION, "score", "label", F.col("pair").alias("tiebreak"))
         .repartitionByRange(partitions, *order)
         .sortWithinPartitions(*order)
         # numbered in the same stage as the sort, so the row number is the sorted position
@@ -109,9 +121,9 @@ def sorted_summary(labelled: DataFrame, partitions: int) -> DataFrame:
     )
 
 
-def sorted_runs(labelled: DataFrame, partitions: int) -> dict[int, list[SortedRun]]:
+def sorted_runs(rows: DataFrame, partitions: int) -> dict[int, list[SortedRun]]:
     """Runs per submission, in sorted order, collected from sorted_summary."""
-    summary = sorted_summary(labelled, partitions)
+    summary = sorted_summary(rows, partitions)
     runs: dict[int, list[SortedRun]] = {}
     for rec in summary.collect():
         matches = rec["matches"]
@@ -183,40 +195,90 @@ def finish(
     return micro_ap, point, curve, n_tp, n_pairs
 
 
-def true_pair_ranks(labelled: DataFrame) -> dict[int, np.ndarray]:
-    """Per submission, the rank (0 = first) of each found ground-truth pair within its query."""
-    truth = labelled.where("label").select(
-        SUBMISSION,
-        "query_id",
-        F.col("reference_id").alias("true_reference"),
-        F.col("score").alias("true_score"),
-    )
-    counts = (
-        labelled.select(SUBMISSION, "query_id", "score")
-        .join(F.broadcast(truth), [SUBMISSION, "query_id"])
-        .where(F.col("score") >= F.col("true_score"))
-        .groupBy(SUBMISSION, "query_id", "true_reference")
-        .count()
-        .collect()
-    )
-    ranks: dict[int, list[int]] = {}
-    for rec in counts:
-        ranks.setdefault(rec[SUBMISSION], []).append(rec["count"] - 1)
-    return {sub: np.array(r, dtype=np.int64) for sub, r in ranks.items()}
+def census(rows: DataFrame) -> dict[int, Census]:
+    """Counts, checks and true-pair ranks of every submission, from one shuffle by query.
 
-
-def query_stats(labelled: DataFrame) -> dict[int, QueryStats]:
-    """Pairs, pairs of unknown queries and distinct queries, per submission."""
-    rows = (
-        labelled.groupBy(SUBMISSION)
+    Grouping by (submission, query) puts together everything that needs a query's
+    predictions at once: repeated pairs (a repeat shares the query), the distinct queries,
+    and the rank of each true pair (the count of the query's scores ≥ its score).
+    The driver receives one row per submission; its ranks list has at most one entry per
+    ground-truth pair.
+    """
+    truth = F.when(F.col("label"), F.col("score"))
+    if "bad" not in rows.columns:  # rows that were checked already
+        rows = rows.withColumn("bad", F.lit(None).cast("struct<problem:string>"))
+    per_query = (
+        rows.groupBy(SUBMISSION, "qid")
         .agg(
             F.count(F.lit(1)).alias("n"),
-            F.count(F.when(~F.col("known"), 1)).alias("unknown"),
-            F.countDistinct("query_id").alias("queries"),
+            F.count("bad").alias("bad"),
+            F.first("bad", ignorenulls=True).alias("first_bad"),
+            F.size(F.collect_set("pair")).alias("distinct_pairs"),
+            F.collect_list("score").alias("scores"),
+            F.collect_list(truth).alias("truths"),
         )
-        .collect()
+        .select(
+            SUBMISSION,
+            "qid",
+            "n",
+            "bad",
+            "first_bad",
+            (F.col("n") - F.col("distinct_pairs")).alias("repeats"),
+            F.transform("truths", lambda t: F.size(F.filter("scores", lambda x: x >= t)) - 1).alias(
+                "ranks"
+            ),
+        )
     )
-    return {r[SUBMISSION]: QueryStats(r["n"], r["unknown"], r["queries"]) for r in rows}
+    unknown = is_unknown(F.col("qid"))
+    summary = per_query.groupBy(SUBMISSION).agg(
+        F.sum("n").alias("n"),
+        F.sum("bad").alias("bad"),
+        F.first("first_bad", ignorenulls=True).alias("first_bad"),
+        F.sum(F.when(unknown, F.col("n")).otherwise(0)).alias("unknown"),
+        F.count(F.when(~unknown, 1)).alias("known_queries"),
+        F.sum("repeats").alias("repeats"),
+        F.first(F.when(F.col("repeats") > 0, F.col("qid")), ignorenulls=True).alias("repeating"),
+        F.flatten(F.collect_list("ranks")).alias("ranks"),
+    )
+    return {
+        r[SUBMISSION]: Census(
+            n_predictions=r["n"],
+            n_bad=r["bad"],
+            first_bad=r["first_bad"],
+            n_unknown_query_predictions=r["unknown"],
+            n_known_queries=r["known_queries"],
+            n_repeated_pairs=r["repeats"],
+            repeating_query=r["repeating"],
+            ranks=np.array(r["ranks"], dtype=np.int64),
+        )
+        for r in summary.collect()
+    }
+
+
+def unknown_query_counts(labelled: DataFrame) -> dict[int, int]:
+    """Distinct unknown query ids per submission, on the strings (run only when there are some)."""
+    return {
+        r[SUBMISSION]: r["n"]
+        for r in labelled.where(is_unknown(F.col("qid")))
+        .groupBy(SUBMISSION)
+        .agg(F.countDistinct("query_id").alias("n"))
+        .collect()
+    }
+
+
+def query_stats(censuses: dict[int, Census], labelled: DataFrame) -> dict[int, QueryStats]:
+    """Pairs, pairs of unknown queries and distinct queries per submission."""
+    unknown: dict[int, int] = {}
+    if any(c.n_unknown_query_predictions for c in censuses.values()):
+        unknown = unknown_query_counts(labelled)
+    return {
+        sub: QueryStats(
+            c.n_predictions,
+            c.n_unknown_query_predictions,
+            c.n_known_queries + unknown.get(sub, 0),
+        )
+        for sub, c in censuses.items()
+    }
 
 
 def metrics_from_parts(
@@ -249,24 +311,23 @@ def metrics_from_parts(
     )
 
 
-def score_labelled(
-    labelled: DataFrame,
+def score_rows(
+    rows: DataFrame,
     gt: GroundTruth,
     partitions: int,
     max_curve_points: int,
-    stats: dict[int, QueryStats] | None = None,
+    stats: dict[int, QueryStats],
+    ranks: dict[int, np.ndarray],
     phases: Phases | None = None,
 ) -> dict[int, MatchingMetrics]:
-    """Metrics of every submission of a labelled frame (columns submission, query_id,
-    reference_id, score, label, known), through the sort plan above."""
+    """Metrics of every submission of compact rows (labels.COMPACT_COLUMNS) through the
+    sort plan above; ``stats`` and ``ranks`` from the census."""
     phases = phases or Phases()
-    stats = stats if stats is not None else query_stats(labelled)
     with phases.phase("sort") as note:
-        runs = sorted_runs(labelled, partitions)
+        runs = sorted_runs(rows, partitions)
         note["rows"] = sum(run.n for sub_runs in runs.values() for run in sub_runs)
         note["detail"] = f"{partitions} range partitions"
     with phases.phase("aggregate") as note:
-        ranks = true_pair_ranks(labelled)
         empty = np.zeros(0, dtype=np.int64)
         results = {
             sub: metrics_from_parts(

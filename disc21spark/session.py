@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import sys
@@ -85,6 +86,8 @@ NOISY_LOGGERS = (
 
 
 def _silence_task_failures(spark: SparkSession) -> None:
+    # PySpark logs the Java trace of a failed query itself; the job reports it in one line
+    logging.getLogger("DataFrameQueryContextLogger").setLevel(logging.CRITICAL + 1)
     jvm = spark.sparkContext._jvm
     off = jvm.org.apache.logging.log4j.Level.OFF
     for name in NOISY_LOGGERS:

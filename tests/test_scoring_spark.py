@@ -24,14 +24,19 @@ def make_gt(n_queries: int, n_positive: int) -> GroundTruth:
     )
 
 
-def spark_metrics(spark, frame: pd.DataFrame, gt: GroundTruth, partitions: int, curve_points=5000):
+def compact_rows(spark, frame: pd.DataFrame, gt: GroundTruth):
     df = spark.createDataFrame(frame, "query_id string, reference_id string, score double")
     positives, queries = labels.ground_truth_frames(spark, gt)
-    labelled = labels.label(df, positives, queries).withColumn(scoring.SUBMISSION, F.lit(0))
-    stats = scoring.query_stats(labelled)
-    if not stats:
-        stats = {0: scoring.QueryStats(0, 0, 0)}
-    return scoring.score_labelled(labelled, gt, partitions, curve_points, stats)[0]
+    labelled = labels.label(df, positives, queries).withColumn(labels.SUBMISSION, F.lit(0))
+    return labels.compact(labelled, 0), labelled
+
+
+def spark_metrics(spark, frame: pd.DataFrame, gt: GroundTruth, partitions: int, curve_points=5000):
+    rows, labelled = compact_rows(spark, frame, gt)
+    census = scoring.census(rows) or {0: scoring.EMPTY_CENSUS}
+    stats = scoring.query_stats(census, labelled)
+    ranks = {sub: c.ranks for sub, c in census.items()}
+    return scoring.score_rows(rows, gt, partitions, curve_points, stats, ranks)[0]
 
 
 def spec_metrics(frame: pd.DataFrame, gt: GroundTruth, curve_points=5000):
@@ -97,10 +102,8 @@ def test_all_equal_scores_spread_over_partitions(spark):
     frame["score"] = 0.25
     expected = spec_metrics(frame, gt)
     assert_same(spark_metrics(spark, frame, gt, 7), expected)
-    df = spark.createDataFrame(frame, "query_id string, reference_id string, score double")
-    positives, queries = labels.ground_truth_frames(spark, gt)
-    labelled = labels.label(df, positives, queries).withColumn(scoring.SUBMISSION, F.lit(0))
-    sizes = [r["n"] for r in scoring.sorted_summary(labelled, 7).collect()]
+    rows, _ = compact_rows(spark, frame, gt)
+    sizes = [r["n"] for r in scoring.sorted_summary(rows, 7).collect()]
     # a constant score must not funnel every row into one partition
     assert len(sizes) == 7 and max(sizes) < len(frame) / 2
 
@@ -108,10 +111,8 @@ def test_all_equal_scores_spread_over_partitions(spark):
 def test_plan_is_one_range_sort_without_a_global_window(spark):
     gt = make_gt(40, 25)
     frame = random_submission(np.random.default_rng(1), gt, 300, 10)
-    df = spark.createDataFrame(frame, "query_id string, reference_id string, score double")
-    positives, queries = labels.ground_truth_frames(spark, gt)
-    labelled = labels.label(df, positives, queries).withColumn(scoring.SUBMISSION, F.lit(0))
-    summary = scoring.sorted_summary(labelled, 5)
+    rows, _ = compact_rows(spark, frame, gt)
+    summary = scoring.sorted_summary(rows, 5)
     plan = summary._jdf.queryExecution().executedPlan().toString()
     assert "rangepartitioning" in plan and "Window" not in plan
     shuffles = plan.count("Exchange") - plan.count("BroadcastExchange")
