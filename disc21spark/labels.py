@@ -19,35 +19,30 @@ SUBMISSION = "submission"
 COMPACT_COLUMNS = (SUBMISSION, "qid", "label", "score", "pair")
 
 
-def ground_truth_frames(spark: SparkSession, gt: GroundTruth) -> tuple[DataFrame, DataFrame]:
-    """(positive pairs, every query with its index) as small Spark frames, ready to broadcast."""
-    positives = spark.createDataFrame(
-        pd.DataFrame(
-            {"query_id": gt.positive_queries, "reference_id": gt.positive_references}
-        ).astype(str),
-        "query_id string, reference_id string",
-    ).withColumn("label", F.lit(True))
-    queries = spark.createDataFrame(
-        pd.DataFrame(
-            {
-                "query_id": pd.Series(gt.query_ids).astype(str),
-                "qid": np.arange(gt.n_queries, dtype=np.int32),
-            }
-        ),
-        "query_id string, qid int",
+def ground_truth_frame(spark: SparkSession, gt: GroundTruth) -> DataFrame:
+    """Every query with its index and its true references (none for a distractor):
+    a small frame, broadcast for the one labelling join."""
+    refs: dict[str, list[str]] = {str(q): [] for q in gt.query_ids}
+    for q, r in zip(gt.positive_queries, gt.positive_references):
+        refs[str(q)].append(str(r))
+    table = pd.DataFrame(
+        {
+            "query_id": list(refs),
+            "qid": np.arange(len(refs), dtype=np.int64),
+            "true_references": list(refs.values()),
+        }
     )
-    return positives, queries
+    return spark.createDataFrame(table, "query_id string, qid long, true_references array<string>")
 
 
-def label(predictions: DataFrame, positives: DataFrame, queries: DataFrame) -> DataFrame:
+def label(predictions: DataFrame, queries: DataFrame) -> DataFrame:
     """Adds ``label`` (a ground-truth pair) and ``qid``: the query's index in the ground
     truth, or for an unknown query a negative key from its hash (only grouping uses it)."""
-    return (
-        predictions.join(F.broadcast(positives), ["query_id", "reference_id"], "left")
-        .join(F.broadcast(queries), ["query_id"], "left")
-        .withColumn("label", F.coalesce(F.col("label"), F.lit(False)))
-        .withColumn("qid", F.coalesce(F.col("qid").cast("long"), unknown_query_key()))
-    )
+    joined = predictions.join(F.broadcast(queries), ["query_id"], "left")
+    return joined.withColumn(
+        "label",
+        F.coalesce(F.array_contains("true_references", F.col("reference_id")), F.lit(False)),
+    ).withColumn("qid", F.coalesce(F.col("qid"), unknown_query_key()))
 
 
 def unknown_query_key() -> Column:

@@ -40,11 +40,11 @@ def load_ground_truth(spark: SparkSession, path: str, fmt: str = "auto") -> Grou
 def score_predictions(
     spark: SparkSession, job: MatchingJob, gt: GroundTruth, phases: Phases
 ) -> MatchingMetrics:
-    positives, queries = labels.ground_truth_frames(spark, gt)
+    queries = labels.ground_truth_frame(spark, gt)
     with phases.phase("read") as note:
         raw = read_predictions(spark, job.predictions, job.predictions_format)
         typed = validate.typed_predictions(raw)
-        labelled = labels.label(typed, positives, queries).withColumn(labels.SUBMISSION, F.lit(0))
+        labelled = labels.label(typed, queries).withColumn(labels.SUBMISSION, F.lit(0))
         # one pass parses, checks and labels; only compact numeric rows are kept
         rows = labels.compact(labelled, 0, "bad").persist(StorageLevel.MEMORY_AND_DISK)
         try:

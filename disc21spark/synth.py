@@ -45,7 +45,7 @@ def simulate_submission(
     r = rng.integers(0, N_REFERENCES, size=q.size)
     # random references do not collide with each other within a query
     r = (r + np.tile(np.arange(per_query), len(queries)) * 7919) % N_REFERENCES
-    score = rng.beta(2.0, 5.0, size=q.size)
+    score = rng.beta(1.0, 9.0, size=q.size)
     refs = reference_ids(r)
 
     has_truth = gt["reference_id"].to_numpy() != ""
@@ -58,7 +58,7 @@ def simulate_submission(
     if extra > 0:
         eq = rng.choice(queries, size=extra)
         er = reference_ids(rng.integers(0, N_REFERENCES, size=extra))
-        es = rng.beta(2.0, 5.0, size=extra).round(decimals)
+        es = rng.beta(1.0, 9.0, size=extra).round(decimals)
         frame = pd.concat(
             [frame, pd.DataFrame({"query_id": eq, "reference_id": er, "score": es})],
             ignore_index=True,

@@ -14,22 +14,30 @@ FIELDS = "expected 3 fields: query_id,reference_id,score"
 
 
 def _problem(is_csv: Column) -> Column:
-    """The first problem of a prediction row, or null when the row is fine."""
+    """What is wrong with a prediction row (evaluated only for rows that are not fine)."""
     q, r, raw, score = (F.col(c) for c in ("query_id", "reference_id", "score_raw", "score"))
-    blank = lambda c: c.isNull() | (c == "")  # noqa: E731  (the CSV reader already trims)
     text = F.coalesce(raw, score.cast("string"))
     return (
         F.when(F.col("extra").isNotNull(), F.lit(f"{FIELDS}, found more"))
-        .when(blank(q), F.lit("empty query_id"))
-        .when(blank(r), F.lit("empty reference_id"))
+        .when(q.isNull() | (q == ""), F.lit("empty query_id"))
+        .when(r.isNull() | (r == ""), F.lit("empty reference_id"))
         .when(is_csv & raw.isNull(), F.lit(f"missing score ({FIELDS})"))
         .when(~is_csv & score.isNull(), F.lit("missing score"))
-        # a try_cast that fails is the only per-row text work: no regex on the hot path
         .when(score.isNull(), F.concat(F.lit("score '"), raw, F.lit("' is not a number")))
-        .when(
-            F.isnan(score) | (F.abs(score) == float("inf")),
-            F.concat(F.lit("score '"), text, F.lit("' is not finite")),
-        )
+        .otherwise(F.concat(F.lit("score '"), text, F.lit("' is not finite")))
+    )
+
+
+def _is_fine() -> Column:
+    # one cheap conjunction per row; the wording of a problem is built for bad rows only
+    q, r, score = F.col("query_id"), F.col("reference_id"), F.col("score")
+    return F.coalesce(
+        (q != "")
+        & (r != "")
+        & F.col("extra").isNull()
+        & ~F.isnan(score)
+        & (F.abs(score) != float("inf")),
+        F.lit(False),
     )
 
 
@@ -46,7 +54,6 @@ def typed_predictions(raw: DataFrame) -> DataFrame:
     # + 0.0 turns -0.0 into 0.0: they tie in the official sort and must here too
     score = F.coalesce(F.col("score"), F.col("score_raw").try_cast("double")) + F.lit(0.0)
     rows = rows.withColumn("score", score)
-    problem = _problem(F.col("from_csv"))
     bad = F.struct(
         "file",
         "from_csv",
@@ -54,14 +61,14 @@ def typed_predictions(raw: DataFrame) -> DataFrame:
         "reference_id",
         "score_raw",
         "extra",
-        problem.alias("problem"),
+        _problem(F.col("from_csv")).alias("problem"),
     )
     return rows.select(
         "file",
         "query_id",
         "reference_id",
         "score",
-        F.when(problem.isNotNull(), bad).alias("bad"),
+        F.when(~_is_fine(), bad).alias("bad"),
     )
 
 

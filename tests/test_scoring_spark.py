@@ -26,8 +26,8 @@ def make_gt(n_queries: int, n_positive: int) -> GroundTruth:
 
 def compact_rows(spark, frame: pd.DataFrame, gt: GroundTruth):
     df = spark.createDataFrame(frame, "query_id string, reference_id string, score double")
-    positives, queries = labels.ground_truth_frames(spark, gt)
-    labelled = labels.label(df, positives, queries).withColumn(labels.SUBMISSION, F.lit(0))
+    queries = labels.ground_truth_frame(spark, gt)
+    labelled = labels.label(df, queries).withColumn(labels.SUBMISSION, F.lit(0))
     return labels.compact(labelled, 0), labelled
 
 

@@ -1,0 +1,83 @@
+"""The same command on a real standalone cluster (master and worker on 127.0.0.1)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from disc21spark.synth import read_ground_truth_csv, simulate_submission
+
+ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.cluster
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    state = tmp_path_factory.mktemp("standalone")
+    port = "17077"
+    env = dict(
+        os.environ,
+        SPARK_STANDALONE_DIR=str(state),
+        SPARK_MASTER_PORT=port,
+        VENV=str(Path(sys.executable).parents[1]),
+        SPARK_WORKER_MEMORY="2g",
+    )
+    script = ROOT / "scripts" / "standalone.sh"
+    started = subprocess.run(
+        [str(script), "start"], env=env, capture_output=True, text=True, timeout=180
+    )
+    assert started.returncode == 0, started.stdout + started.stderr
+    yield f"spark://127.0.0.1:{port}"
+    subprocess.run([str(script), "stop"], env=env, timeout=60)
+
+
+def test_cluster_gives_the_local_result(cluster, tmp_path, dev_gt_path, spark):
+    from disc21spark.matching import MatchingJob, run
+
+    frame = simulate_submission(read_ground_truth_csv(dev_gt_path), 40_000, seed=9)
+    preds = tmp_path / "preds.csv"
+    frame.to_csv(preds, index=False)
+    local = run(spark, MatchingJob(str(dev_gt_path), str(preds), None))
+
+    env = dict(
+        os.environ,
+        PYSPARK_PYTHON=sys.executable,
+        SPARK_LOCAL_IP="127.0.0.1",
+        SPARK_CONF_DIR=str(ROOT / "conf"),
+    )
+    env.pop("PYSPARK_GATEWAY_PORT", None)
+    out = tmp_path / "out"
+    proc = subprocess.run(
+        [
+            str(Path(sys.executable).parent / "spark-submit"),
+            "--master",
+            cluster,
+            "--executor-memory",
+            "1g",
+            "--conf",
+            f"spark.pyspark.python={sys.executable}",
+            str(ROOT / "jobs" / "evaluate.py"),
+            "--ground-truth",
+            str(dev_gt_path),
+            "--predictions",
+            str(preds),
+            "--output",
+            str(out),
+            "--partitions",
+            "6",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    doc = json.loads((out / "metrics.json").read_text())
+    assert doc["run"]["spark_master"] == cluster
+    for key, value in local.to_dict().items():
+        assert doc[key] == value, key

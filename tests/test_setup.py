@@ -1,0 +1,50 @@
+"""What a fresh machine needs: Java 17, said clearly when missing; the conf files in place."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+from disc21spark.cli import java_is_usable
+from disc21spark.session import read_profile
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_java_is_found_here():
+    assert java_is_usable() is None
+
+
+def test_missing_java_is_one_clear_sentence(monkeypatch, tmp_path):
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path / "no-jdk"))
+    assert "Java 17 is required" in java_is_usable()
+    proc = subprocess.run(
+        [str(ROOT / "scripts" / "check_java.sh")],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, JAVA_HOME=str(tmp_path / "no-jdk")),
+    )
+    assert proc.returncode == 1 and "Java 17 is required" in proc.stderr
+
+
+def test_old_java_is_refused(monkeypatch, tmp_path):
+    fake = tmp_path / "jdk" / "bin"
+    fake.mkdir(parents=True)
+    (fake / "java").write_text("#!/bin/sh\necho 'openjdk version \"11.0.2\" 2019-01-15' >&2\n")
+    (fake / "java").chmod(0o755)
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path / "jdk"))
+    assert "version 11" in java_is_usable()
+    proc = subprocess.run(
+        [str(ROOT / "scripts" / "check_java.sh")],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, JAVA_HOME=str(tmp_path / "jdk")),
+    )
+    assert proc.returncode == 1 and "version 11" in proc.stderr
+
+
+def test_profiles_are_readable():
+    local = read_profile("local")
+    assert local["spark.master"] == "local[*]" and local["spark.driver.memory"] == "2g"
+    assert read_profile("standalone")["spark.master"].startswith("spark://127.0.0.1")
