@@ -42,6 +42,30 @@ def first_line(exc: object, limit: int = 300) -> str:
     return _first(str(exc), limit)
 
 
+READ_FAILURES = (
+    "FAILED_READ_FILE",
+    "IOException",
+    "EOFException",
+    "ZipException",
+    "FileNotFoundException",
+    "AccessDeniedException",
+    "PATH_NOT_FOUND",
+)
+
+
+def is_read_failure(exc: object) -> bool:
+    """Whether a Spark failure comes from reading input (rather than from our plan)."""
+    java = getattr(exc, "java_exception", None) or getattr(exc, "_origin", None)
+    texts = [str(exc)]
+    try:
+        while java is not None:
+            texts.append(f"{java.getClass().getName()} {java.getMessage()}")
+            java = java.getCause()
+    except Exception:  # the gateway may be gone; the Python text is enough
+        pass
+    return any(marker in text for text in texts for marker in READ_FAILURES)
+
+
 def _first(text: str, limit: int) -> str:
     for line in str(text).splitlines():
         line = line.strip()

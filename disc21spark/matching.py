@@ -10,7 +10,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from disc21spark import labels, report, scoring, validate
-from disc21spark.errors import InputError, first_line
+from disc21spark.errors import InputError, first_line, is_read_failure
 from disc21spark.io import GROUND_TRUTH_COLUMNS, read_predictions, read_small_table
 from disc21spark.metrics import DEFAULT_CURVE_POINTS
 from disc21spark.model import GroundTruth, MatchingMetrics
@@ -49,9 +49,11 @@ def score_predictions(
         rows = labels.compact(labelled, 0, "bad").persist(StorageLevel.MEMORY_AND_DISK)
         try:
             census = scoring.census(rows).get(0, scoring.EMPTY_CENSUS)
-        except Exception as exc:  # the read is where unreadable input fails
+        except Exception as exc:
             rows.unpersist()
-            raise InputError(job.predictions, f"cannot be read ({first_line(exc)})") from None
+            if is_read_failure(exc):  # an unreadable file fails here, at its first read
+                raise InputError(job.predictions, f"cannot be read ({first_line(exc)})") from None
+            raise
         note["rows"] = census.n_predictions
         note["detail"] = "parsed, checked, labelled and counted per query in one pass"
     try:

@@ -14,9 +14,9 @@ O(predictions), and every figure of ``metrics.py`` follows exactly:
 * the best operating point at precision ≥ 0.9 is always at a true positive (the
   precision peaks there), so the true positives alone decide it too.
 
-The ranks behind recall@1/@10 need, for each true positive, how many predictions of
-its query score at least as high: a broadcast join of the (few) true positives with
-the predictions, aggregated map-side.
+Before the sort, one census shuffle by query (``census``) gathers what needs a query's
+predictions at once: repeated pairs, distinct queries, and the rank of each true pair
+behind recall@1/@10 (how many of its query's predictions score at least as high).
 """
 
 from __future__ import annotations

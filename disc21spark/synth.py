@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 N_REFERENCES = 1_000_000
+CHUNK_ROWS = 5_000_000  # larger submissions are written by blocks of queries
 
 
 def read_ground_truth_csv(path: str | Path) -> pd.DataFrame:
@@ -73,6 +74,22 @@ def write_submission(frame: pd.DataFrame, path: str | Path) -> None:
         frame.to_parquet(path, index=False)
     else:
         frame.to_csv(path, index=False, float_format="%.6g")
+
+
+def write_in_chunks(
+    gt: pd.DataFrame, n_predictions: int, seed: int, path: str | Path, chunk_rows: int
+) -> int:
+    """A large CSV submission written by blocks of queries, so memory stays bounded."""
+    n_chunks = max(1, -(-n_predictions // chunk_rows))
+    blocks = np.array_split(np.arange(len(gt)), n_chunks)
+    written = 0
+    with open(path, "w") as fh:
+        fh.write("query_id,reference_id,score\n")
+        for i, block in enumerate(blocks):
+            part = simulate_submission(gt.iloc[block], n_predictions // n_chunks, seed + i)
+            part.to_csv(fh, index=False, header=False, float_format="%.6g")
+            written += len(part)
+    return written
 
 
 def main(argv: list[str] | None = None) -> None:
