@@ -268,3 +268,16 @@ def test_cli_bad_input_is_one_line_and_exit_code_2(tmp_path, gt_file):
     assert errors == [f"error: {preds}: line 2: score 'x' is not a number"]
     assert "Traceback" not in proc.stderr and "at org.apache" not in proc.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_parquet_ground_truth_without_reference_column(spark, tmp_path):
+    pd.DataFrame({"query_id": ["Q1"]}).to_parquet(tmp_path / "gt.parquet")
+    preds = write(tmp_path / "p.csv", "Q1,R1,0.5\n")
+    with pytest.raises(InputError, match=r"gt\.parquet: missing column 'reference_id'"):
+        run(spark, job(tmp_path / "gt.parquet", preds))
+
+
+def test_folder_without_data_files(spark, tmp_path, gt_file):
+    (tmp_path / "empty_dir").mkdir()
+    with pytest.raises(InputError, match=r"empty_dir: folder holds no data file"):
+        run(spark, job(gt_file, tmp_path / "empty_dir"))
