@@ -1,10 +1,12 @@
 """The distributed plan of the matching-track metrics.
 
-Shape (after Spark MLlib's BinaryClassificationMetrics): one global range-partitioned
-sort by (submission, score desc, label asc), so the pessimistic order of ties holds
-across partitions too; one pass over the sorted partitions that keeps, per
-(partition, submission), only the pair count, the first and last row numbers and the
-row numbers of the true positives; offsets turned into global positions on the
+Shape (after Spark MLlib's BinaryClassificationMetrics): pairs are first counted per
+(submission, score) — matching and non-matching — since pairs of equal score are
+ordered only by label (non-matches first, the pessimistic order) and are otherwise
+interchangeable; one global range-partitioned sort of those score groups by
+(submission, score desc); one local pass over each sorted partition (Arrow) that turns
+counts into cumulative counts and keeps, per (partition, submission), the pair count
+and the score groups holding true pairs; offsets turned into global positions on the
 driver. The driver then holds O(partitions + true positives) values, never
 O(predictions), and every figure of ``metrics.py`` follows exactly:
 
@@ -43,16 +45,16 @@ ROWS_PER_PARTITION = 2_000_000
 
 @dataclass(frozen=True)
 class SortedRun:
-    """What one (partition, submission) run of the sorted data reports to the driver."""
+    """What one (partition, submission) run of the sorted score groups reports to the driver."""
 
     pid: int
-    n: int
-    first_row: int
-    last_row: int
+    n: int  # predictions in the run
     top: float
     bottom: float
-    match_rows: np.ndarray  # monotonically_increasing_id of the true positives, ascending
-    match_scores: np.ndarray
+    rows_before: np.ndarray  # for each score group holding true pairs: run rows ahead of it
+    misses: np.ndarray  # its non-matching pairs (they come first: pessimistic order)
+    hits: np.ndarray  # its true pairs
+    scores: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -83,60 +85,89 @@ def default_partitions(n_rows: int, parallelism: int) -> int:
     return max(2 * parallelism, math.ceil(n_rows / ROWS_PER_PARTITION))
 
 
-def sort_order() -> list:
-    # the tiebreak only spreads huge tie groups (a constant score) over partitions:
-    # rows equal on (score, label) are interchangeable for every metric
-    return [
-        F.col(SUBMISSION).asc(),
-        F.col("score").desc(),
-        F.col("label").asc(),
-        F.col("tiebreak").asc(),
-    ]
+RUN_SCHEMA = (
+    "pid int, submission int, kind byte, n long, top double, bottom double,"
+    " rows_before long, misses long, hits long, score double"
+)
+
+
+def score_groups(rows: DataFrame) -> DataFrame:
+    """(submission, score) → non-matching and matching pairs: all the sort needs, since
+    pairs of equal score and label are interchangeable. Aggregated map-side first, so
+    ties (common: scores are usually printed with a few decimals) shrink the sort."""
+    return rows.groupBy(SUBMISSION, "score").agg(
+        F.count(F.when(~F.col("label"), 1)).alias("misses"),
+        F.count(F.when(F.col("label"), 1)).alias("hits"),
+    )
 
 
 def sorted_summary(rows: DataFrame, partitions: int) -> DataFrame:
-    """The global sort and the single pass over it: one small row per (partition, submission)."""
-    order = sort_order()
-    ordered = (
-        rows.select(SUBMISSION, "score", "label", F.col("pair").alias("tiebreak"))
-        .repartitionByRange(partitions, *order)
-        .sortWithinPartitions(*order)
-        # numbered in the same stage as the sort, so the row number is the sorted position
-        .select(
-            SUBMISSION,
-            "score",
-            "label",
-            F.spark_partition_id().alias("pid"),
-            F.monotonically_increasing_id().alias("row"),
-        )
-    )
-    match = F.when(F.col("label"), F.struct("row", "score"))
-    return ordered.groupBy("pid", SUBMISSION).agg(
-        F.count(F.lit(1)).alias("n"),
-        F.min("row").alias("first_row"),
-        F.max("row").alias("last_row"),
-        F.max("score").alias("top"),
-        F.min("score").alias("bottom"),
-        F.sort_array(F.collect_list(match)).alias("matches"),
-    )
+    """The global range sort of the score groups and one local pass over each partition:
+    one row per (partition, submission) run, and one per score group holding true pairs."""
+    order = [F.col(SUBMISSION).asc(), F.col("score").desc()]
+    ordered = score_groups(rows).repartitionByRange(partitions, *order).sortWithinPartitions(*order)
+    return ordered.mapInArrow(finish_partition, RUN_SCHEMA)
+
+
+def finish_partition(batches):
+    """Cumulative counts inside one sorted partition (runs on the executors)."""
+    import pyarrow as pa
+    from pyspark import TaskContext
+
+    pid = TaskContext.get().partitionId()
+    tables = [pa.Table.from_batches([b]) for b in batches if b.num_rows]
+    if not tables:
+        return
+    table = pa.concat_tables(tables)
+    sub = table.column(SUBMISSION).to_numpy()
+    score = table.column("score").to_numpy()
+    misses = table.column("misses").to_numpy()
+    hits = table.column("hits").to_numpy()
+    size = misses + hits
+    starts = np.flatnonzero(np.r_[True, sub[1:] != sub[:-1]])
+    ends = np.r_[starts[1:], len(sub)]
+    for start, end in zip(starts, ends):
+        seg = slice(start, end)
+        before = np.cumsum(size[seg]) - size[seg]
+        has = np.flatnonzero(hits[seg] > 0)
+        k = len(has)
+        cols = {
+            "pid": np.full(k + 1, pid, dtype=np.int32),
+            SUBMISSION: np.full(k + 1, sub[start], dtype=np.int32),
+            "kind": np.r_[0, np.ones(k)].astype(np.int8),
+            "n": np.r_[size[seg].sum(), np.zeros(k)].astype(np.int64),
+            "top": np.r_[score[start], np.zeros(k)],
+            "bottom": np.r_[score[end - 1], np.zeros(k)],
+            "rows_before": np.r_[0, before[has]].astype(np.int64),
+            "misses": np.r_[0, misses[seg][has]].astype(np.int64),
+            "hits": np.r_[0, hits[seg][has]].astype(np.int64),
+            "score": np.r_[0.0, score[seg][has]],
+        }
+        yield pa.RecordBatch.from_pydict(cols)
 
 
 def sorted_runs(rows: DataFrame, partitions: int) -> dict[int, list[SortedRun]]:
-    """Runs per submission, in sorted order, collected from sorted_summary."""
-    summary = sorted_summary(rows, partitions)
+    """Runs per submission, in sorted order, from sorted_summary (at most one row per
+    partition plus one per score group holding true pairs reach the driver)."""
+    table = sorted_summary(rows, partitions).toArrow()
+    data = {name: table.column(name).to_numpy() for name in table.column_names}
     runs: dict[int, list[SortedRun]] = {}
-    for rec in summary.collect():
-        matches = rec["matches"]
-        runs.setdefault(rec[SUBMISSION], []).append(
+    heads = np.flatnonzero(data["kind"] == 0)
+    for i in heads:
+        pid, sub = data["pid"][i], data[SUBMISSION][i]
+        mine = np.flatnonzero(
+            (data["kind"] == 1) & (data["pid"] == pid) & (data[SUBMISSION] == sub)
+        )
+        runs.setdefault(int(sub), []).append(
             SortedRun(
-                pid=rec["pid"],
-                n=rec["n"],
-                first_row=rec["first_row"],
-                last_row=rec["last_row"],
-                top=rec["top"],
-                bottom=rec["bottom"],
-                match_rows=np.array([m["row"] for m in matches], dtype=np.int64),
-                match_scores=np.array([m["score"] for m in matches], dtype=np.float64),
+                pid=int(pid),
+                n=int(data["n"][i]),
+                top=float(data["top"][i]),
+                bottom=float(data["bottom"][i]),
+                rows_before=data["rows_before"][mine],
+                misses=data["misses"][mine],
+                hits=data["hits"][mine],
+                scores=data["score"][mine],
             )
         )
     for sub_runs in runs.values():
@@ -146,12 +177,9 @@ def sorted_runs(rows: DataFrame, partitions: int) -> dict[int, list[SortedRun]]:
 
 
 def _check_runs(runs: list[SortedRun]) -> None:
-    # cheap guards on the two facts the offsets rely on; a failure is our bug, not the user's
-    for run in runs:
-        if run.last_row - run.first_row + 1 != run.n:
-            raise RuntimeError(f"internal error: partition {run.pid} rows are not contiguous")
+    # a cheap guard on what the offsets rely on; a failure is our bug, not the user's
     for before, after in zip(runs, runs[1:]):
-        if before.bottom < after.top:
+        if before.bottom <= after.top:
             raise RuntimeError(
                 f"internal error: partitions {before.pid} and {after.pid} are out of order"
             )
@@ -165,8 +193,10 @@ def finish(
     scores: list[np.ndarray] = []
     offset = 0
     for run in runs:
-        positions.append(offset + (run.match_rows - run.first_row) + 1)
-        scores.append(run.match_scores)
+        # a group's true pairs follow its misses: positions first+misses+1 .. +hits
+        first = offset + run.rows_before + run.misses
+        positions.append(np.repeat(first, run.hits) + _within(run.hits))
+        scores.append(np.repeat(run.scores, run.hits))
         offset += run.n
     n_pairs = offset
     pos = np.concatenate(positions) if positions else np.zeros(0, dtype=np.int64)
@@ -193,6 +223,15 @@ def finish(
         thr = np.append(thr, runs[-1].bottom)
     curve = thin_curve(peak_points(ntp, pos, thr, n_positives), max_curve_points, keep)
     return micro_ap, point, curve, n_tp, n_pairs
+
+
+def _within(counts: np.ndarray) -> np.ndarray:
+    """1, 2, ..., c for each count c, concatenated."""
+    total = int(counts.sum())
+    if total == 0:
+        return np.zeros(0, dtype=np.int64)
+    starts = np.repeat(np.cumsum(counts) - counts, counts)
+    return np.arange(total) - starts + 1
 
 
 def census(rows: DataFrame) -> dict[int, Census]:
