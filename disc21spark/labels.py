@@ -61,7 +61,7 @@ def query_key(qid: int, gt: GroundTruth) -> Column:
 
 
 def pair_hash() -> Column:
-    """64-bit hash of (query_id, reference_id): the sort's tiebreak and the duplicate check's key."""
+    """64-bit hash of (query_id, reference_id): the repeated-pair check's key."""
     return F.xxhash64("query_id", "reference_id")
 
 

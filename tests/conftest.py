@@ -38,3 +38,15 @@ def spark():
 def dev_gt_path() -> Path:
     """The public DISC21 dev ground truth (shared copy when present, else the project's)."""
     return SHARED_GT if SHARED_GT.exists() else DEV_GT
+
+
+def cli_env() -> dict:
+    """Environment for a job started as its own process (python or spark-submit)."""
+    env = dict(
+        os.environ,
+        PYSPARK_PYTHON=sys.executable,
+        SPARK_LOCAL_IP="127.0.0.1",
+        SPARK_CONF_DIR=str(ROOT / "conf"),
+    )
+    env.pop("PYSPARK_GATEWAY_PORT", None)
+    return env

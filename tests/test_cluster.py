@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from disc21spark.synth import read_ground_truth_csv, simulate_submission
+from tests.conftest import cli_env
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.cluster
@@ -44,13 +45,7 @@ def test_cluster_gives_the_local_result(cluster, tmp_path, dev_gt_path, spark):
     frame.to_csv(preds, index=False)
     local = run(spark, MatchingJob(str(dev_gt_path), str(preds), None))
 
-    env = dict(
-        os.environ,
-        PYSPARK_PYTHON=sys.executable,
-        SPARK_LOCAL_IP="127.0.0.1",
-        SPARK_CONF_DIR=str(ROOT / "conf"),
-    )
-    env.pop("PYSPARK_GATEWAY_PORT", None)
+    env = cli_env()
     out = tmp_path / "out"
     proc = subprocess.run(
         [

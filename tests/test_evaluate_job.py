@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +16,7 @@ from disc21spark.errors import InputError, OutputError
 from disc21spark.matching import MatchingJob, run
 from disc21spark.metrics import evaluate
 from disc21spark.synth import read_ground_truth_csv, simulate_submission
+from tests.conftest import cli_env
 
 ROOT = Path(__file__).resolve().parents[1]
 GT_LINES = "query_id,reference_id\nQ1,R1\nQ2,R2\nQ3,\nQ4,R4\n"
@@ -196,17 +196,6 @@ def test_existing_output_is_kept_unless_overwrite(spark, tmp_path, gt_file):
     run(spark, job(gt_file, preds, out, overwrite=True))
     assert sorted(p.name for p in out.iterdir()) == ["metrics.json", "pr_curve.csv", "pr_curve.png"]
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
-
-
-def cli_env() -> dict:
-    env = dict(
-        os.environ,
-        PYSPARK_PYTHON=sys.executable,
-        SPARK_LOCAL_IP="127.0.0.1",
-        SPARK_CONF_DIR=str(ROOT / "conf"),
-    )
-    env.pop("PYSPARK_GATEWAY_PORT", None)
-    return env
 
 
 def test_spark_submit_end_to_end(tmp_path, dev_gt_path):

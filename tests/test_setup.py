@@ -16,15 +16,21 @@ def test_java_is_found_here():
     assert java_is_usable() is None
 
 
-def test_missing_java_is_one_clear_sentence(monkeypatch, tmp_path):
-    monkeypatch.setenv("JAVA_HOME", str(tmp_path / "no-jdk"))
-    assert "Java 17 is required" in java_is_usable()
+def both_checks(monkeypatch, java_home: Path) -> tuple[str | None, subprocess.CompletedProcess]:
+    """What the job (cli.java_is_usable) and make (check_java.sh) say of a JAVA_HOME."""
+    monkeypatch.setenv("JAVA_HOME", str(java_home))
     proc = subprocess.run(
         [str(ROOT / "scripts" / "check_java.sh")],
         capture_output=True,
         text=True,
-        env=dict(os.environ, JAVA_HOME=str(tmp_path / "no-jdk")),
+        env=dict(os.environ, JAVA_HOME=str(java_home)),
     )
+    return java_is_usable(), proc
+
+
+def test_missing_java_is_one_clear_sentence(monkeypatch, tmp_path):
+    said, proc = both_checks(monkeypatch, tmp_path / "no-jdk")
+    assert "Java 17 is required" in said
     assert proc.returncode == 1 and "Java 17 is required" in proc.stderr
 
 
@@ -33,14 +39,8 @@ def test_old_java_is_refused(monkeypatch, tmp_path):
     fake.mkdir(parents=True)
     (fake / "java").write_text("#!/bin/sh\necho 'openjdk version \"11.0.2\" 2019-01-15' >&2\n")
     (fake / "java").chmod(0o755)
-    monkeypatch.setenv("JAVA_HOME", str(tmp_path / "jdk"))
-    assert "version 11" in java_is_usable()
-    proc = subprocess.run(
-        [str(ROOT / "scripts" / "check_java.sh")],
-        capture_output=True,
-        text=True,
-        env=dict(os.environ, JAVA_HOME=str(tmp_path / "jdk")),
-    )
+    said, proc = both_checks(monkeypatch, tmp_path / "jdk")
+    assert "version 11" in said
     assert proc.returncode == 1 and "version 11" in proc.stderr
 
 
