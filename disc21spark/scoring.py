@@ -359,7 +359,7 @@ def score_rows(
     ranks: dict[int, np.ndarray],
     phases: Phases | None = None,
 ) -> dict[int, MatchingMetrics]:
-    """Metrics of every submission of compact rows (labels.COMPACT_COLUMNS) through the
+    """Metrics of every submission of compact rows (labels.compact) through the
     sort plan above; ``stats`` and ``ranks`` from the census."""
     phases = phases or Phases()
     with phases.phase("sort") as note:

@@ -72,13 +72,8 @@ def typed_predictions(raw: DataFrame) -> DataFrame:
     )
 
 
-def first_problem_column() -> Column:
-    """An aggregate picking one bad row (null when every row is fine)."""
-    return F.first("bad", ignorenulls=True)
-
-
 def raise_problem(spark: SparkSession, bad) -> None:
-    """Raise the InputError for one bad row picked by first_problem_column."""
+    """Raise the InputError for one bad row (the ``bad`` struct of typed_predictions)."""
     where = None
     if bad["from_csv"]:
         fields = (bad["query_id"], bad["reference_id"], bad["score_raw"])
