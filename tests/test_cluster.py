@@ -76,3 +76,39 @@ def test_cluster_gives_the_local_result(cluster, tmp_path, dev_gt_path, spark):
     assert doc["run"]["spark_master"] == cluster
     for key, value in local.to_dict().items():
         assert doc[key] == value, key
+
+
+def test_cluster_bad_input_names_the_line(cluster, tmp_path, dev_gt_path):
+    """Finding the line runs Python on the executors: the job ships its package there."""
+    preds = tmp_path / "preds.csv"
+    preds.write_text("Q00003,R326040,0.9\nQ00001,R1,0.5\nQ00001,R1,0.7\n")
+    proc = subprocess.run(
+        [
+            str(Path(sys.executable).parent / "spark-submit"),
+            "--master",
+            cluster,
+            "--executor-memory",
+            "1g",
+            "--conf",
+            f"spark.pyspark.python={sys.executable}",
+            str(ROOT / "jobs" / "evaluate.py"),
+            "--quiet",
+            "--ground-truth",
+            str(dev_gt_path),
+            "--predictions",
+            str(preds),
+            "--output",
+            str(tmp_path / "out"),
+        ],
+        capture_output=True,
+        text=True,
+        env=cli_env(),
+        timeout=600,
+    )
+    assert proc.returncode == 2, (proc.stdout + proc.stderr)[-3000:]
+    said = [line for line in (proc.stdout + proc.stderr).splitlines() if line.startswith("error:")]
+    assert said == [
+        f"error: {preds}: lines 2 and 3: duplicate pair (Q00001, R1) appears 2 times; "
+        "the official scorer rejects duplicate predictions"
+    ]
+    assert not (tmp_path / "out").exists()
