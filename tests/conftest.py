@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -50,3 +51,23 @@ def cli_env() -> dict:
     )
     env.pop("PYSPARK_GATEWAY_PORT", None)
     return env
+
+
+def run_evaluate(launcher: list[str], *args: str) -> subprocess.CompletedProcess:
+    """jobs/evaluate.py as a user starts it: ``launcher`` is python or spark-submit + options."""
+    return subprocess.run(
+        [*launcher, str(ROOT / "jobs" / "evaluate.py"), *args],
+        capture_output=True,
+        text=True,
+        env=cli_env(),
+        timeout=600,
+    )
+
+
+def spark_submit(*options: str) -> list[str]:
+    return [str(Path(sys.executable).parent / "spark-submit"), *options]
+
+
+def error_lines(proc: subprocess.CompletedProcess) -> list[str]:
+    """The `error:` lines a job printed (spark-submit merges stderr into stdout)."""
+    return [line for line in (proc.stdout + proc.stderr).splitlines() if line.startswith("error:")]

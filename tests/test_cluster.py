@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from disc21spark.synth import read_ground_truth_csv, simulate_submission
-from tests.conftest import cli_env
+from tests.conftest import error_lines, run_evaluate, spark_submit
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.cluster
@@ -37,6 +37,17 @@ def cluster(tmp_path_factory):
     subprocess.run([str(script), "stop"], env=env, timeout=60)
 
 
+def on_cluster(master: str) -> list[str]:
+    return spark_submit(
+        "--master",
+        master,
+        "--executor-memory",
+        "1g",
+        "--conf",
+        f"spark.pyspark.python={sys.executable}",
+    )
+
+
 def test_cluster_gives_the_local_result(cluster, tmp_path, dev_gt_path, spark):
     from disc21spark.matching import MatchingJob, run
 
@@ -45,31 +56,17 @@ def test_cluster_gives_the_local_result(cluster, tmp_path, dev_gt_path, spark):
     frame.to_csv(preds, index=False)
     local = run(spark, MatchingJob(str(dev_gt_path), str(preds), None))
 
-    env = cli_env()
     out = tmp_path / "out"
-    proc = subprocess.run(
-        [
-            str(Path(sys.executable).parent / "spark-submit"),
-            "--master",
-            cluster,
-            "--executor-memory",
-            "1g",
-            "--conf",
-            f"spark.pyspark.python={sys.executable}",
-            str(ROOT / "jobs" / "evaluate.py"),
-            "--ground-truth",
-            str(dev_gt_path),
-            "--predictions",
-            str(preds),
-            "--output",
-            str(out),
-            "--partitions",
-            "6",
-        ],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=600,
+    proc = run_evaluate(
+        on_cluster(cluster),
+        "--ground-truth",
+        str(dev_gt_path),
+        "--predictions",
+        str(preds),
+        "--output",
+        str(out),
+        "--partitions",
+        "6",
     )
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
     doc = json.loads((out / "metrics.json").read_text())
@@ -82,32 +79,18 @@ def test_cluster_bad_input_names_the_line(cluster, tmp_path, dev_gt_path):
     """Finding the line runs Python on the executors: the job ships its package there."""
     preds = tmp_path / "preds.csv"
     preds.write_text("Q00003,R326040,0.9\nQ00001,R1,0.5\nQ00001,R1,0.7\n")
-    proc = subprocess.run(
-        [
-            str(Path(sys.executable).parent / "spark-submit"),
-            "--master",
-            cluster,
-            "--executor-memory",
-            "1g",
-            "--conf",
-            f"spark.pyspark.python={sys.executable}",
-            str(ROOT / "jobs" / "evaluate.py"),
-            "--quiet",
-            "--ground-truth",
-            str(dev_gt_path),
-            "--predictions",
-            str(preds),
-            "--output",
-            str(tmp_path / "out"),
-        ],
-        capture_output=True,
-        text=True,
-        env=cli_env(),
-        timeout=600,
+    proc = run_evaluate(
+        on_cluster(cluster),
+        "--quiet",
+        "--ground-truth",
+        str(dev_gt_path),
+        "--predictions",
+        str(preds),
+        "--output",
+        str(tmp_path / "out"),
     )
     assert proc.returncode == 2, (proc.stdout + proc.stderr)[-3000:]
-    said = [line for line in (proc.stdout + proc.stderr).splitlines() if line.startswith("error:")]
-    assert said == [
+    assert error_lines(proc) == [
         f"error: {preds}: lines 2 and 3: duplicate pair (Q00001, R1) appears 2 times; "
         "the official scorer rejects duplicate predictions"
     ]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -16,7 +15,7 @@ from disc21spark.errors import InputError, OutputError
 from disc21spark.matching import MatchingJob, run
 from disc21spark.metrics import evaluate
 from disc21spark.synth import read_ground_truth_csv, simulate_submission
-from tests.conftest import cli_env
+from tests.conftest import run_evaluate, spark_submit
 
 ROOT = Path(__file__).resolve().parents[1]
 GT_LINES = "query_id,reference_id\nQ1,R1\nQ2,R2\nQ3,\nQ4,R4\n"
@@ -202,25 +201,15 @@ def test_spark_submit_end_to_end(tmp_path, dev_gt_path):
     """The command of the README, with spark-submit, on a DISC21-shaped submission."""
     frame = simulate_submission(read_ground_truth_csv(dev_gt_path), 20_000, seed=5)
     frame.to_csv(tmp_path / "preds.csv", index=False)
-    submit = Path(sys.executable).parent / "spark-submit"
     out = tmp_path / "out"
-    proc = subprocess.run(
-        [
-            str(submit),
-            "--master",
-            "local[2]",
-            str(ROOT / "jobs" / "evaluate.py"),
-            "--ground-truth",
-            str(dev_gt_path),
-            "--predictions",
-            str(tmp_path / "preds.csv"),
-            "--output",
-            str(out),
-        ],
-        capture_output=True,
-        text=True,
-        env=cli_env(),
-        timeout=600,
+    proc = run_evaluate(
+        spark_submit("--master", "local[2]"),
+        "--ground-truth",
+        str(dev_gt_path),
+        "--predictions",
+        str(tmp_path / "preds.csv"),
+        "--output",
+        str(out),
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "μAP (micro average precision)" in proc.stdout
@@ -235,22 +224,15 @@ def test_spark_submit_end_to_end(tmp_path, dev_gt_path):
 
 def test_cli_bad_input_is_one_line_and_exit_code_2(tmp_path, gt_file):
     preds = write(tmp_path / "p.csv", "Q1,R1,0.5\nQ1,R1,x\n")
-    proc = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "jobs" / "evaluate.py"),
-            "--quiet",
-            "--ground-truth",
-            gt_file,
-            "--predictions",
-            preds,
-            "--output",
-            str(tmp_path / "out"),
-        ],
-        capture_output=True,
-        text=True,
-        env=cli_env(),
-        timeout=600,
+    proc = run_evaluate(
+        [sys.executable],
+        "--quiet",
+        "--ground-truth",
+        gt_file,
+        "--predictions",
+        preds,
+        "--output",
+        str(tmp_path / "out"),
     )
     assert proc.returncode == 2
     errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
