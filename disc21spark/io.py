@@ -60,6 +60,18 @@ def data_files(spark: SparkSession, path: str) -> list[str]:
     return sorted(files)
 
 
+def read_parquet(spark: SparkSession, path: str, columns: tuple[str, ...]) -> DataFrame:
+    """A Parquet file or folder holding (at least) the given columns."""
+    try:
+        df = spark.read.parquet(path)
+    except Exception as exc:  # not Parquet, or a damaged footer
+        raise InputError(path, f"cannot be read ({first_line(exc)})") from None
+    missing = [c for c in columns if c not in df.columns]
+    if missing:
+        raise InputError(path, f"missing column {missing[0]!r} (has: {', '.join(df.columns)})")
+    return df
+
+
 def read_predictions(spark: SparkSession, path: str, fmt: str = "auto") -> DataFrame:
     """Raw predictions: file, from_csv, query_id, reference_id, score_raw (text or null), score, extra.
 
@@ -70,17 +82,14 @@ def read_predictions(spark: SparkSession, path: str, fmt: str = "auto") -> DataF
     fmt = detect_format(path, fmt)
     data_files(spark, path)
     if fmt == "parquet":
-        df = spark.read.parquet(path)
-        missing = [c for c in PREDICTION_COLUMNS if c not in df.columns]
-        if missing:
-            raise InputError(path, f"missing column {missing[0]!r} (has: {', '.join(df.columns)})")
+        df = read_parquet(spark, path, PREDICTION_COLUMNS)
         return df.select(
             F.col("_metadata.file_path").alias("file"),
             F.lit(False).alias("from_csv"),
             F.col("query_id").cast("string").alias("query_id"),
             F.col("reference_id").cast("string").alias("reference_id"),
             F.lit(None).cast("string").alias("score_raw"),
-            F.col("score").cast("double").alias("score"),
+            F.col("score").try_cast("double").alias("score"),
             F.lit(None).cast("string").alias("extra"),
         )
     # the official reader's rule: strip the line, split on commas (no quoting); a plain
@@ -112,12 +121,7 @@ def read_small_table(
     rows: list[Row] = []
     try:
         if fmt == "parquet":
-            df = spark.read.parquet(path)
-            missing = [c for c in columns if c not in df.columns]
-            if missing:
-                raise InputError(
-                    path, f"missing column {missing[0]!r} (has: {', '.join(df.columns)})"
-                )
+            df = read_parquet(spark, path, columns)
             table = df.select(*[F.col(c).cast("string") for c in columns]).collect()
             for i, rec in enumerate(table, start=1):
                 rows.append(Row(f"row {i}", tuple(rec)))

@@ -22,7 +22,7 @@ def _problem(is_csv: Column) -> Column:
         .when(q.isNull() | (q == ""), F.lit("empty query_id"))
         .when(r.isNull() | (r == ""), F.lit("empty reference_id"))
         .when(is_csv & raw.isNull(), F.lit(f"missing score ({FIELDS})"))
-        .when(~is_csv & score.isNull(), F.lit("missing score"))
+        .when(~is_csv & score.isNull(), F.lit("missing or non-numeric score"))
         .when(score.isNull(), F.concat(F.lit("score '"), raw, F.lit("' is not a number")))
         .otherwise(F.concat(F.lit("score '"), text, F.lit("' is not finite")))
     )

@@ -252,3 +252,16 @@ def test_folder_without_data_files(spark, tmp_path, gt_file):
     (tmp_path / "empty_dir").mkdir()
     with pytest.raises(InputError, match=r"empty_dir: folder holds no data file"):
         run(spark, job(gt_file, tmp_path / "empty_dir"))
+
+
+def test_damaged_parquet_and_text_scores_in_parquet(spark, tmp_path, gt_file):
+    (tmp_path / "p.parquet").write_bytes(b"PAR1 this is not a parquet file")
+    with pytest.raises(InputError, match=r"p\.parquet: cannot be read \(.+\)"):
+        run(spark, job(gt_file, tmp_path / "p.parquet"))
+    pd.DataFrame(
+        {"query_id": ["Q1", "Q2"], "reference_id": ["R1", "R2"], "score": ["0.5", "abc"]}
+    ).to_parquet(tmp_path / "s.parquet")
+    with pytest.raises(
+        InputError, match=r"s\.parquet: row query_id='Q2', reference_id='R2': missing or non-numeric score"
+    ):
+        run(spark, job(gt_file, tmp_path / "s.parquet"))
