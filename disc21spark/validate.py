@@ -95,16 +95,15 @@ def check_max_results(source: str, n_rows: int, max_results: int) -> None:
         )
 
 
-def raise_duplicate(spark: SparkSession, typed: DataFrame, suspects: Column | None) -> None:
+def raise_duplicate(spark: SparkSession, typed: DataFrame, suspects: Column) -> None:
     """Name a repeated (query, reference) pair and where it repeats.
 
     The scoring pass finds repeats by 64-bit pair hash within each query; here the strings
     of the suspect rows decide, so a hash collision never rejects a good submission (then
     every row is checked before giving up).
     """
-    for rows in (typed.where(suspects) if suspects is not None else None, typed):
-        if rows is None:
-            continue
+    dup = []
+    for rows in (typed.where(suspects), typed):
         dup = (
             rows.groupBy("query_id", "reference_id")
             .agg(F.count(F.lit(1)).alias("n"), F.array_sort(F.collect_set("file")).alias("files"))
@@ -114,7 +113,7 @@ def raise_duplicate(spark: SparkSession, typed: DataFrame, suspects: Column | No
         )
         if dup:
             break
-    else:
+    if not dup:
         return
     q, r, n, files = dup[0]["query_id"], dup[0]["reference_id"], dup[0]["n"], dup[0]["files"]
     where = None
