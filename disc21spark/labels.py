@@ -63,12 +63,11 @@ def pair_hash() -> Column:
     return F.xxhash64("query_id", "reference_id")
 
 
-def compact(labelled: DataFrame, submission: Column | int = 0, *keep: str) -> DataFrame:
-    """The numeric rows the scoring plan needs, 29 bytes each: submission, qid, label,
-    score, pair (plus the `keep` columns)."""
-    sub = submission if isinstance(submission, Column) else F.lit(submission)
+def compact(labelled: DataFrame, *keep: str) -> DataFrame:
+    """The numeric rows the scoring plan needs, 29 bytes each: submission (the labelled
+    frame's column), qid, label, score, pair (plus the `keep` columns)."""
     return labelled.select(
-        sub.cast("int").alias(SUBMISSION),
+        F.col(SUBMISSION).cast("int").alias(SUBMISSION),
         "qid",
         "label",
         "score",

@@ -46,7 +46,7 @@ def score_predictions(
         typed = validate.typed_predictions(raw)
         labelled = labels.label(typed, queries).withColumn(labels.SUBMISSION, F.lit(0))
         # one pass parses, checks and labels; only compact numeric rows are kept
-        rows = labels.compact(labelled, 0, "bad").persist(StorageLevel.MEMORY_AND_DISK)
+        rows = labels.compact(labelled, "bad").persist(StorageLevel.MEMORY_AND_DISK)
         try:
             census = scoring.census(rows).get(0, scoring.EMPTY_CENSUS)
         except Exception as exc:

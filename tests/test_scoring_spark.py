@@ -28,7 +28,7 @@ def compact_rows(spark, frame: pd.DataFrame, gt: GroundTruth):
     df = spark.createDataFrame(frame, "query_id string, reference_id string, score double")
     queries = labels.ground_truth_frame(spark, gt)
     labelled = labels.label(df, queries).withColumn(labels.SUBMISSION, F.lit(0))
-    return labels.compact(labelled, 0), labelled
+    return labels.compact(labelled), labelled
 
 
 def spark_metrics(spark, frame: pd.DataFrame, gt: GroundTruth, partitions: int, curve_points=5000):
