@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pyspark import StorageLevel
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from disc21spark import labels, report, scoring, validate
@@ -40,10 +40,29 @@ def load_ground_truth(spark: SparkSession, path: str, fmt: str = "auto") -> Grou
 def score_predictions(
     spark: SparkSession, job: MatchingJob, gt: GroundTruth, phases: Phases
 ) -> MatchingMetrics:
+    raw = read_predictions(spark, job.predictions, job.predictions_format)
+    typed = validate.typed_predictions(raw)
+    return score_typed(
+        spark, typed, gt, phases, job.predictions, job.max_results, job.partitions, job.curve_points
+    )
+
+
+def score_typed(
+    spark: SparkSession,
+    typed: DataFrame,
+    gt: GroundTruth,
+    phases: Phases,
+    source: str,
+    max_results: int,
+    partitions: int | None,
+    curve_points: int,
+    read_detail: str = "parsed, checked, labelled and counted per query in one pass",
+) -> MatchingMetrics:
+    """Score typed predictions (file, query_id, reference_id, score, bad): the one path
+    of both tracks from labelling to the metrics (the read phase runs the plan of
+    ``typed`` too, as Spark is lazy)."""
     queries = labels.ground_truth_frame(spark, gt)
     with phases.phase("read") as note:
-        raw = read_predictions(spark, job.predictions, job.predictions_format)
-        typed = validate.typed_predictions(raw)
         labelled = labels.label(typed, queries).withColumn(labels.SUBMISSION, F.lit(0))
         # one pass parses, checks and labels; only compact numeric rows are kept
         rows = labels.compact(labelled, "bad").persist(StorageLevel.MEMORY_AND_DISK)
@@ -52,15 +71,15 @@ def score_predictions(
         except Exception as exc:
             rows.unpersist()
             if is_read_failure(exc):  # an unreadable file fails here, at its first read
-                raise InputError(job.predictions, f"cannot be read ({first_line(exc)})") from None
+                raise InputError(source, f"cannot be read ({first_line(exc)})") from None
             raise
         note["rows"] = census.n_predictions
-        note["detail"] = "parsed, checked, labelled and counted per query in one pass"
+        note["detail"] = read_detail
     try:
         with phases.phase("validate") as note:
             if census.n_bad:
                 validate.raise_problem(spark, census.first_bad)
-            validate.check_max_results(job.predictions, census.n_predictions, job.max_results)
+            validate.check_max_results(source, census.n_predictions, max_results)
             if census.n_repeated_pairs:
                 suspect = labels.query_key(census.repeating_query, gt)
                 validate.raise_duplicate(spark, typed, suspect)
@@ -72,14 +91,14 @@ def score_predictions(
                 f"{len(census.ranks):,} true pairs found, "
                 f"{stats.n_unknown_query_predictions:,} predictions for unknown queries"
             )
-        partitions = job.partitions or scoring.default_partitions(
+        partitions = partitions or scoring.default_partitions(
             stats.n_predictions, spark.sparkContext.defaultParallelism
         )
         metrics = scoring.score_rows(
             rows.drop("bad"),
             gt,
             partitions,
-            job.curve_points,
+            curve_points,
             {0: stats},
             {0: census.ranks},
             phases,

@@ -92,14 +92,88 @@ def write_in_chunks(
     return written
 
 
+def planted_descriptors(
+    gt: pd.DataFrame, n_references: int, dim: int, noise: float, seed: int = 0
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Descriptors for a ground truth: random unit reference vectors; a query with a true
+    reference is that vector plus noise (relative norm ``noise``); a distractor query is
+    a noisy copy of a vector that is not in the reference set.
+    Returns query ids, query vectors, reference ids, reference vectors."""
+    rng = np.random.default_rng(seed)
+    truth = gt["reference_id"].to_numpy(dtype=object)
+    needed = pd.unique(truth[truth != ""])
+    if len(needed) > n_references:
+        raise ValueError(f"the ground truth needs {len(needed)} references, more than {n_references}")
+    taken = set(needed)
+    others = []
+    while len(others) < n_references - len(needed):
+        for i in rng.integers(0, N_REFERENCES, size=2 * n_references):
+            rid = f"R{i:06d}"
+            if rid not in taken:
+                taken.add(rid)
+                others.append(rid)
+                if len(others) == n_references - len(needed):
+                    break
+    ref_ids = np.array(list(needed) + others, dtype=object)
+    ref_ids = ref_ids[rng.permutation(len(ref_ids))]
+    xb = _unit(rng.standard_normal((n_references, dim)))
+    where = {r: i for i, r in enumerate(ref_ids)}
+    base = _unit(rng.standard_normal((len(gt), dim)))  # distractors: originals not indexed
+    has = truth != ""
+    base[has] = xb[[where[r] for r in truth[has]]]
+    xq = _unit(base + noise / np.sqrt(dim) * rng.standard_normal(base.shape))
+    return gt["query_id"].to_numpy(dtype=object), xq, ref_ids, xb
+
+
+def _unit(x: np.ndarray) -> np.ndarray:
+    return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
+
+
+def write_hdf5_descriptors(path: str | Path, ids: np.ndarray, vectors: np.ndarray) -> None:
+    """The ISC2021 layout: float32 'vectors' and ASCII 'image_names'."""
+    import h5py
+
+    with h5py.File(path, "w") as f:
+        f.create_dataset("vectors", data=np.ascontiguousarray(vectors, dtype=np.float32))
+        f.create_dataset("image_names", data=np.array([str(i).encode("ascii") for i in ids]))
+
+
+def write_descriptor_set(
+    gt: pd.DataFrame, folder: str | Path, n_references: int, dim: int, noise: float, seed: int
+) -> tuple[Path, Path]:
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    qids, xq, rids, xb = planted_descriptors(gt, n_references, dim, noise, seed)
+    queries, refs = folder / "queries.h5", folder / "references.h5"
+    write_hdf5_descriptors(queries, qids, xq)
+    write_hdf5_descriptors(refs, rids, xb)
+    return queries, refs
+
+
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(description="write a DISC21-shaped matching-track submission")
+    p = argparse.ArgumentParser(
+        description="write a DISC21-shaped matching-track submission (--output) "
+        "or descriptor set (--descriptors)"
+    )
     p.add_argument("--ground-truth", required=True)
-    p.add_argument("--output", required=True, help=".csv, .csv.gz or .parquet")
+    p.add_argument("--output", help=".csv, .csv.gz or .parquet")
     p.add_argument("--predictions", type=int, default=100_000)
+    p.add_argument("--descriptors", help="folder for queries.h5 and references.h5")
+    p.add_argument("--references", type=int, default=50_000)
+    p.add_argument("--dim", type=int, default=64)
+    p.add_argument("--noise", type=float, default=0.6)
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
+    if not (args.output or args.descriptors):
+        p.error("give --output or --descriptors")
     gt = read_ground_truth_csv(args.ground_truth)
+    if args.descriptors:
+        q, r = write_descriptor_set(
+            gt, args.descriptors, args.references, args.dim, args.noise, args.seed
+        )
+        print(f"wrote {len(gt):,} query and {args.references:,} reference descriptors: {q}, {r}")
+        if not args.output:
+            return
     frame = simulate_submission(gt, args.predictions, args.seed)
     write_submission(frame, args.output)
     print(

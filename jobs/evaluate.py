@@ -1,6 +1,8 @@
-"""Score a DISC21 matching-track submission on Spark.
+"""Score a DISC21 submission on Spark: matching track (pairs) or descriptor track (vectors).
 
 spark-submit jobs/evaluate.py --ground-truth gt.csv --predictions preds.csv --output out/
+spark-submit jobs/evaluate.py --ground-truth gt.csv \
+    --query-descriptors queries.h5 --reference-descriptors 'refs_*.h5' --output out/
 python jobs/evaluate.py ...          (no master given: local[*])
 """
 
@@ -12,8 +14,31 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout too
 
+from disc21spark import descriptor_track, matching  # noqa: E402
 from disc21spark.cli import defaults, run_job, setup_logging  # noqa: E402
-from disc21spark.matching import evaluate_cli  # noqa: E402
+
+
+def _bytes(text: str) -> int:
+    units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+    t = text.strip().lower().removesuffix("b")
+    try:
+        value = float(t[:-1]) * units[t[-1]] if t and t[-1] in units else float(t)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a size such as 2G or 512M") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError("the broadcast limit must be positive")
+    return int(value)
+
+
+def _span(text: str) -> tuple[int, int]:
+    a, sep, b = text.partition("..")
+    try:
+        first, last = (int(a), int(b)) if sep else (int(a), int(a))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a range such as 10..20") from None
+    if not 1 <= first <= last:
+        raise argparse.ArgumentTypeError(f"'{text}': need 1 ≤ a ≤ b")
+    return first, last
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -25,7 +50,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--ground-truth", required=True, help="query_id,reference_id (CSV, .csv.gz or Parquet)"
     )
     p.add_argument(
-        "--predictions", required=True, help="query_id,reference_id,score (CSV, .csv.gz or Parquet)"
+        "--predictions",
+        help="matching track: query_id,reference_id,score (CSV, .csv.gz or Parquet)",
     )
     p.add_argument(
         "--output", required=True, help="folder for metrics.json, pr_curve.csv, pr_curve.png"
@@ -35,7 +61,69 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--max-results",
         type=int,
         default=int(conf.get("max_results", 500_000)),
-        help="reject more predictions than this (default %(default)s; 0: no limit)",
+        help="matching track: reject more predictions than this; descriptor track: keep "
+        "the best this many pairs over all queries (default %(default)s; 0: no limit)",
+    )
+    d = p.add_argument_group("descriptor track")
+    d.add_argument(
+        "--query-descriptors",
+        nargs="+",
+        help="query vectors: HDF5 (vectors, image_names), .npy + <name>_ids.txt, or Parquet; globs",
+    )
+    d.add_argument("--reference-descriptors", nargs="+", help="reference vectors, same formats")
+    d.add_argument(
+        "--knn",
+        type=int,
+        default=None,
+        help="K nearest references per query instead of --max-results",
+    )
+    d.add_argument(
+        "--metric",
+        choices=("l2", "ip"),
+        default="l2",
+        help="l2: score = -squared distance; ip: inner product",
+    )
+    d.add_argument(
+        "--index",
+        default="Flat",
+        help="FAISS factory string (default Flat: exact), e.g. 'IVF4096,Flat', 'PCAW256,L2norm,Flat'",
+    )
+    d.add_argument("--nprobe", type=int, default=None, help="IVF lists visited per query")
+    d.add_argument(
+        "--max-dim", type=int, default=256, help="reject descriptors with more dimensions"
+    )
+    d.add_argument(
+        "--broadcast-limit",
+        type=_bytes,
+        default=2 << 30,
+        help="largest index broadcast whole (e.g. 2G, 512M); larger ones are sharded",
+    )
+    d.add_argument("--score-norm", nargs="+", help="background descriptors for score normalisation")
+    d.add_argument(
+        "--score-norm-weight",
+        type=float,
+        default=1.0,
+        help="β: weight of the background similarity",
+    )
+    d.add_argument(
+        "--score-norm-neighbors",
+        type=_span,
+        default=(1, 1),
+        help="a..b: background neighbours averaged (default 1..1)",
+    )
+    d.add_argument(
+        "--train-descriptors",
+        nargs="+",
+        help="training set of a trained --index (default: the background set, else the references)",
+    )
+    d.add_argument(
+        "--write-predictions", action="store_true", help="also write the pairs as predictions.csv"
+    )
+    d.add_argument(
+        "--query-partitions",
+        type=int,
+        default=None,
+        help="query partitions searched in parallel (default: from the size)",
     )
     p.add_argument(
         "--partitions",
@@ -61,6 +149,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--quiet", action="store_true", help="no phase log lines")
     p.add_argument("--debug", action="store_true", help="full traces and Spark logs")
     args = p.parse_args(argv)
+    descriptor = args.query_descriptors or args.reference_descriptors
+    if descriptor and args.predictions:
+        p.error("give --predictions (matching track) or descriptors (descriptor track), not both")
+    if not descriptor and not args.predictions:
+        p.error("give --predictions, or --query-descriptors and --reference-descriptors")
+    if descriptor and not (args.query_descriptors and args.reference_descriptors):
+        p.error("the descriptor track needs --query-descriptors and --reference-descriptors")
+    if (args.knn is not None and args.knn < 1) or args.max_dim < 1 or (args.nprobe or 1) < 1:
+        p.error("--knn, --max-dim and --nprobe must be ≥ 1")
+    if (args.query_partitions or 1) < 1:
+        p.error("--query-partitions must be ≥ 1")
+    args.track = "descriptor" if descriptor else "matching"
     if (
         args.max_results < 0
         or (args.partitions is not None and args.partitions < 1)
@@ -73,4 +173,5 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 if __name__ == "__main__":
     args = parse_args()
     setup_logging(args.quiet)
-    sys.exit(run_job(lambda: evaluate_cli(args), debug=args.debug))
+    track = descriptor_track if args.track == "descriptor" else matching
+    sys.exit(run_job(lambda: track.evaluate_cli(args), debug=args.debug))

@@ -1,0 +1,324 @@
+"""The descriptor-track job: read → check → index → search → score → report.
+
+Queries are searched against the references on the executors (search_plan.py); the
+resulting pairs go through the matching track's scorer unchanged.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from disc21spark import descriptors, report, search, search_plan
+from disc21spark.errors import InputError
+from disc21spark.matching import load_ground_truth, score_typed
+from disc21spark.metrics import DEFAULT_CURVE_POINTS
+from disc21spark.model import GroundTruth, MatchingMetrics
+from disc21spark.outdir import check_writable, staged_output
+from disc21spark.phases import Phases
+
+GB = 1 << 30
+
+
+@dataclass(frozen=True)
+class DescriptorJob:
+    ground_truth: str
+    query_descriptors: list[str]
+    reference_descriptors: list[str]
+    output: str | None
+    knn: int | None = None  # None: max-results mode
+    max_results: int = 500_000
+    metric: str = "l2"
+    index: str = "Flat"
+    nprobe: int | None = None
+    max_dim: int = 256
+    broadcast_limit: int = 2 * GB
+    score_norm: list[str] = field(default_factory=list)
+    score_norm_weight: float = 1.0
+    score_norm_neighbors: tuple[int, int] = (1, 1)
+    train_descriptors: list[str] = field(default_factory=list)
+    write_predictions: bool = False
+    query_partitions: int | None = None
+    partitions: int | None = None
+    overwrite: bool = False
+    curve_points: int = DEFAULT_CURVE_POINTS
+    title: str | None = None
+
+    @property
+    def spec(self) -> search_plan.SearchSpec:
+        norm = None
+        if self.score_norm:
+            first, last = self.score_norm_neighbors
+            norm = (first, last, self.score_norm_weight)
+        return search_plan.SearchSpec(self.metric, self.knn, self.max_results, norm)
+
+
+@dataclass
+class SearchOutcome:
+    pairs: DataFrame  # query_id, reference_id, score
+    n_queries: int
+    n_references: int
+    dim: int
+    shards: int
+    broadcast_bytes: int
+    cached: list = field(default_factory=list)
+
+    def release(self) -> None:
+        for frame in self.cached:
+            frame.unpersist()
+
+
+def _check_queries(frame: DataFrame, source: str) -> int:
+    """Count the queries; fail on the first bad vector (file order) or a repeated id."""
+    row = frame.agg(
+        F.count(F.lit(1)).alias("n"),
+        F.min(F.when(F.col("problem").isNotNull(), F.col("qpos"))).alias("first_bad"),
+    ).first()
+    if row["first_bad"] is not None:
+        problem = frame.where(F.col("qpos") == row["first_bad"]).select("problem").first()[0]
+        path, _, rest = problem.partition(": ")
+        where, _, reason = rest.rpartition(": ")
+        raise InputError(path, reason, where or None)
+    if row["n"] == 0:
+        raise InputError(source, "the query side has no descriptors")
+    dup = frame.groupBy("query_id").count().where(F.col("count") > 1).limit(1).collect()
+    if dup:
+        raise InputError(
+            source,
+            f"image id '{dup[0]['query_id']}' appears {dup[0]['count']} times in the query descriptors",
+        )
+    return int(row["n"])
+
+
+def search_pairs(spark: SparkSession, job: DescriptorJob, phases: Phases) -> SearchOutcome:
+    """The pairs of the descriptor track, on Spark, before scoring."""
+    with phases.phase("references") as note:
+        refs = descriptors.read_side(spark, job.reference_descriptors, "reference", job.max_dim)
+        dim = refs.vectors.shape[1]
+        background = None
+        if job.score_norm:
+            background = descriptors.read_side(spark, job.score_norm, "background", job.max_dim)
+            _same_dim(background, dim, "background")
+        train = background
+        if job.train_descriptors:
+            train = descriptors.read_side(spark, job.train_descriptors, "training", job.max_dim)
+            _same_dim(train, dim, "training")
+        note["rows"] = len(refs.ids)
+        note["detail"] = f"{dim} dimensions"
+    with phases.phase("index") as note:
+        try:
+            empty = search.build_index(job.index, job.metric, (train or refs).vectors, job.nprobe)
+        except RuntimeError as exc:
+            raise InputError(
+                f"--index {job.index}", f"FAISS cannot build it ({_faiss_reason(exc)})"
+            ) from None
+        shards = search_plan.shard_count(empty, refs.vectors, job.broadcast_limit)
+        ranks = search.reference_ranks(refs.ids.astype(str))
+        bounds = [round(i * len(refs.ids) / shards) for i in range(shards + 1)]
+        shipped = []
+        for a, b in zip(bounds[:-1], bounds[1:]):
+            index = search.filled(empty, refs.vectors[a:b])
+            shipped.append(search_plan.ship(spark, index, job.metric, ranks[a:b], a))
+            del index
+        bg_shipped = None
+        if background is not None:
+            bg_index = search.filled(empty, background.vectors)
+            bg_ranks = search.reference_ranks(background.ids.astype(str))
+            bg_shipped = search_plan.ship(spark, bg_index, job.metric, bg_ranks)
+        size = sum(s.size for s in shipped)
+        note["rows"] = len(refs.ids)
+        note["detail"] = (
+            f"{job.index} {job.metric}, {shards} shard(s), {size / 2**20:,.1f} MiB broadcast"
+        )
+    with phases.phase("queries") as note:
+        files = descriptors.query_files(spark, job.query_descriptors)
+        for f in files:
+            if f.dim != -1 and f.dim != dim:
+                raise InputError(
+                    f.path, f"query descriptors have {f.dim} dimensions, references have {dim}"
+                )
+        parts = job.query_partitions or _query_partitions(spark, files)
+        queries = descriptors.query_frame(spark, files, dim, parts)
+        queries = queries.persist(StorageLevel.MEMORY_AND_DISK)
+        source = ", ".join(f.path for f in files)
+        try:
+            n_queries = _check_queries(queries, source)
+        except Exception:
+            queries.unpersist()
+            raise
+        note["rows"] = n_queries
+        note["detail"] = f"{queries.rdd.getNumPartitions()} partitions read by the executors"
+    cached = [queries]
+    with phases.phase("search") as note:
+        pairs = search_plan.candidate_pairs(queries, shipped, bg_shipped, job.spec)
+        if job.knn is None:
+            pairs = pairs.persist(StorageLevel.MEMORY_AND_DISK)
+            cached.append(pairs)
+            pairs = search_plan.global_cut(pairs, job.max_results)
+        ids = spark.createDataFrame(
+            pa.table(
+                {
+                    "rpos": np.arange(len(refs.ids), dtype=np.int64),
+                    "reference_id": refs.ids.astype(str),
+                }
+            )
+        )
+        pairs = pairs.join(F.broadcast(ids), "rpos").select("query_id", "reference_id", "score")
+        pairs = pairs.persist(StorageLevel.MEMORY_AND_DISK)
+        cached.append(pairs)
+        note["rows"] = pairs.count()
+        mode = f"kNN {job.knn}" if job.knn is not None else f"max-results {job.max_results:,}"
+        note["detail"] = mode
+    return SearchOutcome(pairs, n_queries, len(refs.ids), dim, shards, size, cached)
+
+
+def _same_dim(side: descriptors.Side, dim: int, name: str) -> None:
+    if side.vectors.shape[1] != dim:
+        raise InputError(
+            side.source,
+            f"{name} descriptors have {side.vectors.shape[1]} dimensions, references have {dim}",
+        )
+
+
+def _faiss_reason(exc: Exception) -> str:
+    text = str(exc)
+    for line in text.splitlines():
+        if "Error" in line and "'" in line:
+            return line.strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _query_partitions(spark: SparkSession, files: list[descriptors.DescriptorFile]) -> int:
+    rows = sum(max(f.rows, 0) for f in files)
+    # enough partitions to keep every core busy; each big enough for FAISS's batches
+    return max(
+        1, min(max(spark.sparkContext.defaultParallelism, rows // 200_000), max(rows // 1000, 1))
+    )
+
+
+def score_pairs(
+    spark: SparkSession, job: DescriptorJob, gt: GroundTruth, outcome: SearchOutcome, phases: Phases
+) -> MatchingMetrics:
+    typed = outcome.pairs.select(
+        F.lit(", ".join(job.query_descriptors)).alias("file"),
+        "query_id",
+        "reference_id",
+        "score",
+        F.lit(None).cast("struct<file:string>").alias("bad"),
+    )
+    return score_typed(
+        spark,
+        typed,
+        gt,
+        phases,
+        source="descriptor search",
+        max_results=0,  # the search obeys --max-results itself; kNN is not capped
+        partitions=job.partitions,
+        curve_points=job.curve_points,
+        read_detail="searched pairs labelled and counted per query",
+    )
+
+
+def write_predictions(pairs: DataFrame, target: Path) -> None:
+    """The pairs as a matching-track CSV (scores written so they read back exactly)."""
+    parts = target.with_name(target.name + ".parts")
+    (
+        pairs.orderBy("query_id", F.desc("score"), "reference_id")
+        .coalesce(1)
+        .write.option("header", True)
+        .csv(str(parts))
+    )
+    (part,) = sorted(parts.glob("part-*.csv"))
+    part.rename(target)
+    shutil.rmtree(parts)
+
+
+def run(spark: SparkSession, job: DescriptorJob) -> MatchingMetrics:
+    """Search and score; writes job.output (when given) whole or not at all."""
+    if job.output:
+        check_writable(job.output, job.overwrite)
+    phases = Phases()
+    with phases.phase("ground truth") as note:  # first: a bad file fails before the search
+        gt = load_ground_truth(spark, job.ground_truth)
+        note["rows"] = gt.n_queries
+        note["detail"] = f"{gt.n_positives:,} positive pairs"
+    outcome = search_pairs(spark, job, phases)
+    try:
+        metrics = score_pairs(spark, job, gt, outcome, phases)
+        if job.output:
+            with phases.phase("report"), staged_output(job.output, job.overwrite) as stage:
+                run_info = {
+                    "ground_truth": job.ground_truth,
+                    "query_descriptors": job.query_descriptors,
+                    "reference_descriptors": job.reference_descriptors,
+                    "search": f"knn {job.knn}" if job.knn is not None else "max_results",
+                    "max_results": job.max_results if job.knn is None else None,
+                    "metric": job.metric,
+                    "index": job.index,
+                    "nprobe": job.nprobe,
+                    "score_norm": job.score_norm or None,
+                    "score_norm_weight": job.score_norm_weight if job.score_norm else None,
+                    "score_norm_neighbors": list(job.score_norm_neighbors)
+                    if job.score_norm
+                    else None,
+                    "n_queries_searched": outcome.n_queries,
+                    "n_references": outcome.n_references,
+                    "dimensions": outcome.dim,
+                    "reference_shards": outcome.shards,
+                    "broadcast_bytes": outcome.broadcast_bytes,
+                    "spark_master": spark.sparkContext.master,
+                    "spark_version": spark.version,
+                    "phase_seconds": phases.seconds,
+                }
+                title = job.title or "DISC21 descriptor track"
+                report.write_matching_report(stage, metrics, run_info, title)
+                if job.write_predictions:
+                    write_predictions(outcome.pairs, stage / "predictions.csv")
+    finally:
+        outcome.release()
+    return metrics
+
+
+def evaluate_cli(args) -> MatchingMetrics:
+    """jobs/evaluate.py's call for the descriptor track."""
+    from disc21spark.session import spark_session
+
+    first, last = args.score_norm_neighbors
+    job = DescriptorJob(
+        ground_truth=args.ground_truth,
+        query_descriptors=args.query_descriptors,
+        reference_descriptors=args.reference_descriptors,
+        output=args.output,
+        knn=args.knn,
+        max_results=args.max_results,
+        metric=args.metric,
+        index=args.index,
+        nprobe=args.nprobe,
+        max_dim=args.max_dim,
+        broadcast_limit=args.broadcast_limit,
+        score_norm=args.score_norm or [],
+        score_norm_weight=args.score_norm_weight,
+        score_norm_neighbors=(first, last),
+        train_descriptors=args.train_descriptors or [],
+        write_predictions=args.write_predictions,
+        query_partitions=args.query_partitions,
+        partitions=args.partitions,
+        overwrite=args.overwrite,
+        curve_points=args.curve_points,
+        title=args.title,
+    )
+    if job.output:
+        check_writable(job.output, job.overwrite)
+    spark = spark_session(args.profile, args.master, debug=args.debug)
+    metrics = run(spark, job)
+    print(report.format_table(metrics, "DISC21 descriptor track"))
+    if job.output:
+        print(f"results in {job.output}/ (metrics.json, pr_curve.csv, pr_curve.png)")
+    return metrics

@@ -1,0 +1,424 @@
+"""Descriptor files: the ISC2021 HDF5 layout, .npy with a sibling ids file, or Parquet.
+
+The reference side (and a background set) is read whole on the driver: the index is
+built there. The query side is read by the executors, each a range of rows, so nothing
+the size of the query set passes through the driver. Every check names the file and
+the row or image id.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+
+import numpy as np
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from disc21spark.errors import InputError, display_path
+
+IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".webp", ".bmp", ".gif", ".tif", ".tiff")
+ID_NAMES = ("id", "image_id", "image_name", "name", "query_id", "reference_id")
+VECTOR_NAMES = ("vector", "vectors", "descriptor", "descriptors", "embedding", "features")
+QUERY_SCHEMA = T.StructType(
+    [
+        T.StructField("query_id", T.StringType()),
+        T.StructField("qpos", T.LongType()),
+        T.StructField("vector", T.ArrayType(T.FloatType())),
+        T.StructField("problem", T.StringType()),
+    ]
+)
+
+
+@dataclass(frozen=True)
+class DescriptorFile:
+    path: str
+    fmt: str  # hdf5 | npy | parquet
+    rows: int  # -1 for Parquet (counted by Spark)
+    dim: int  # -1 for Parquet queries (checked per row)
+    id_column: str = ""
+    vector_column: str = ""
+
+
+def bare_id(name: str) -> str:
+    """'images/R000123.jpg' -> 'R000123', as the ISC2021 reader reduces image names."""
+    base = PurePosixPath(name.replace("\\", "/")).name
+    stem, dot, suffix = base.rpartition(".")
+    return stem if dot and f".{suffix.lower()}" in IMAGE_SUFFIXES else base
+
+
+def _format(path: str) -> str:
+    lower = path.lower().rstrip("/")
+    if lower.endswith((".h5", ".hdf5")):
+        return "hdf5"
+    if lower.endswith(".npy"):
+        return "npy"
+    if lower.endswith(".parquet") or os.path.isdir(path):
+        return "parquet"
+    raise InputError(path, "unknown descriptor format (expected .h5/.hdf5, .npy or Parquet)")
+
+
+def ids_file(npy_path: str) -> str:
+    return npy_path[: -len(".npy")] + "_ids.txt"
+
+
+def expand(patterns: list[str], side: str) -> list[str]:
+    """Every file of the patterns, each glob sorted; several files are one side."""
+    files: list[str] = []
+    for pattern in patterns:
+        local = display_path(pattern)
+        found = sorted(glob.glob(local)) if glob.has_magic(local) else [local]
+        found = [f for f in found if os.path.exists(f)]
+        if not found:
+            raise InputError(pattern, f"no {side} descriptor file found")
+        files.extend(found)
+    return files
+
+
+def inspect(spark: SparkSession, path: str, side: str) -> DescriptorFile:
+    """Rows, dimension and layout of one file, from its metadata only."""
+    fmt = _format(path)
+    if fmt == "hdf5":
+        return _inspect_hdf5(path)
+    if fmt == "npy":
+        return _inspect_npy(path)
+    return _inspect_parquet(spark, path)
+
+
+def _inspect_hdf5(path: str) -> DescriptorFile:
+    import h5py
+
+    try:
+        with h5py.File(path, "r") as f:
+            missing = [n for n in ("vectors", "image_names") if n not in f]
+            if missing:
+                raise InputError(path, f"missing HDF5 dataset {' and '.join(map(repr, missing))}")
+            vectors, names = f["vectors"], f["image_names"]
+            if vectors.ndim != 2 or vectors.dtype.kind != "f":
+                raise InputError(
+                    path,
+                    f"'vectors' must be a 2-D float array, found {vectors.dtype} {vectors.shape}",
+                )
+            if names.ndim != 1 or len(names) != vectors.shape[0]:
+                raise InputError(
+                    path,
+                    f"{len(names)} image_names for {vectors.shape[0]} vectors (they must match)",
+                )
+            return DescriptorFile(path, "hdf5", int(vectors.shape[0]), int(vectors.shape[1]))
+    except OSError as exc:
+        raise InputError(path, f"cannot be read as HDF5 ({exc})") from None
+
+
+def _inspect_npy(path: str) -> DescriptorFile:
+    try:
+        vectors = np.load(path, mmap_mode="r")
+    except (OSError, ValueError) as exc:
+        raise InputError(path, f"cannot be read as .npy ({exc})") from None
+    if vectors.ndim != 2 or vectors.dtype.kind != "f":
+        raise InputError(
+            path, f"must hold a 2-D float array, found {vectors.dtype} {vectors.shape}"
+        )
+    sibling = ids_file(path)
+    if not os.path.exists(sibling):
+        raise InputError(path, f"needs its ids file {sibling} (one id per line)")
+    n_ids = len(_read_ids_txt(sibling))
+    if n_ids != vectors.shape[0]:
+        raise InputError(sibling, f"{n_ids} ids for {vectors.shape[0]} vectors (they must match)")
+    return DescriptorFile(path, "npy", int(vectors.shape[0]), int(vectors.shape[1]))
+
+
+def _read_ids_txt(path: str) -> list[str]:
+    with open(path, encoding="utf-8") as f:
+        lines = f.read().splitlines()
+    while lines and lines[-1] == "":
+        lines.pop()
+    return lines
+
+
+def _inspect_parquet(spark: SparkSession, path: str) -> DescriptorFile:
+    try:
+        schema = spark.read.parquet(path).schema
+    except Exception as exc:
+        from disc21spark.errors import first_line
+
+        raise InputError(path, f"cannot be read as Parquet ({first_line(exc)})") from None
+    strings = [f.name for f in schema if isinstance(f.dataType, T.StringType)]
+    arrays = [
+        f.name
+        for f in schema
+        if isinstance(f.dataType, T.ArrayType)
+        and isinstance(f.dataType.elementType, (T.FloatType, T.DoubleType))
+    ]
+    id_col = _pick(strings, ID_NAMES)
+    vec_col = _pick(arrays, VECTOR_NAMES)
+    if not id_col or not vec_col:
+        columns = ", ".join(f"{f.name} {f.dataType.simpleString()}" for f in schema)
+        raise InputError(
+            path,
+            "needs one string id column and one array<float> vector column, found: " + columns,
+        )
+    return DescriptorFile(path, "parquet", -1, -1, id_col, vec_col)
+
+
+def _pick(names: list[str], preferred: tuple[str, ...]) -> str:
+    if len(names) == 1:
+        return names[0]
+    for name in preferred:
+        if name in names:
+            return name
+    return ""
+
+
+def read_block(f: DescriptorFile, start: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
+    """Ids (bare) and float32 vectors of rows [start, stop) of an HDF5 or .npy file."""
+    if f.fmt == "hdf5":
+        import h5py
+
+        with h5py.File(f.path, "r") as h:
+            vectors = np.asarray(h["vectors"][start:stop], dtype=np.float32)
+            names = h["image_names"]
+            raw = names.asstr()[start:stop] if names.dtype.kind in "SOU" else names[start:stop]
+    else:
+        vectors = np.asarray(np.load(f.path, mmap_mode="r")[start:stop], dtype=np.float32)
+        raw = _read_ids_txt(ids_file(f.path))[start:stop]
+    ids = np.array([bare_id(str(n)) for n in raw], dtype=object)
+    return ids, np.ascontiguousarray(vectors)
+
+
+def first_problem(ids: np.ndarray, vectors: np.ndarray, dim: int) -> tuple[int, str] | None:
+    """The first row that cannot be searched, and why."""
+    if vectors.shape[1] != dim:
+        return 0, f"vectors have {vectors.shape[1]} dimensions, expected {dim}"
+    finite = np.isfinite(vectors).all(axis=1)
+    empty = np.array([not i for i in ids], dtype=bool)
+    bad = np.nonzero(~finite | empty)[0]
+    if not len(bad):
+        return None
+    row = int(bad[0])
+    if empty[row]:
+        return row, "empty image id"
+    return row, "vector has NaN or infinite values"
+
+
+def describe(f: DescriptorFile, ids: np.ndarray, row: int) -> str:
+    """Where a row is, in words a user can look up."""
+    return f"row {row + 1} (image '{ids[row]}')" if ids[row] else f"row {row + 1}"
+
+
+@dataclass
+class Side:
+    """A whole descriptor side in memory: references or a background set."""
+
+    ids: np.ndarray  # object array of bare ids
+    vectors: np.ndarray  # float32 [n, d]
+    source: str
+
+
+def read_side(spark: SparkSession, patterns: list[str], side: str, max_dim: int) -> Side:
+    """Read every file of a side on the driver, checked: dimensions, values, ids."""
+    files = [inspect(spark, p, side) for p in expand(patterns, side)]
+    all_ids, all_vectors, origin = [], [], []
+    dim = None
+    for f in files:
+        if f.fmt == "parquet":
+            ids, vectors = _read_parquet_side(spark, f)
+        else:
+            ids, vectors = read_block(f, 0, f.rows)
+        if len(vectors) == 0:
+            continue
+        if dim is None:
+            dim = vectors.shape[1]
+            if dim > max_dim:
+                raise InputError(f.path, f"{dim} dimensions, more than --max-dim {max_dim}")
+        problem = first_problem(ids, vectors, dim)
+        if problem:
+            row, reason = problem
+            raise InputError(f.path, reason, describe(f, ids, row))
+        all_ids.append(ids)
+        all_vectors.append(vectors)
+        origin.append(np.full(len(ids), len(origin)))
+    source = ", ".join(f.path for f in files)
+    if not all_ids:
+        raise InputError(source, f"the {side} side has no descriptors")
+    ids = np.concatenate(all_ids)
+    _check_unique(ids, [files[i].path for i in np.concatenate(origin)], side)
+    return Side(ids, np.ascontiguousarray(np.vstack(all_vectors)), source)
+
+
+def _check_unique(ids: np.ndarray, file_of_row: list[str], side: str) -> None:
+    uniq, first, counts = np.unique(ids.astype(str), return_index=True, return_counts=True)
+    if (counts > 1).any():
+        dup = uniq[counts > 1][0]
+        rows = np.nonzero(ids.astype(str) == dup)[0]
+        raise InputError(
+            file_of_row[rows[1]],
+            f"image id '{dup}' appears {len(rows)} times in the {side} descriptors",
+        )
+
+
+def _read_parquet_side(spark: SparkSession, f: DescriptorFile) -> tuple[np.ndarray, np.ndarray]:
+    table = (
+        spark.read.parquet(f.path)
+        .select(
+            F.col(f.id_column).alias("id"),
+            F.col(f.vector_column).cast("array<float>").alias("vector"),
+            F.size(f.vector_column).alias("size"),
+        )
+        .toArrow()
+    )
+    ids = np.array([bare_id(i) if i else "" for i in table.column("id").to_pylist()], dtype=object)
+    if len(ids) == 0:
+        return ids, np.zeros((0, 0), np.float32)
+    sizes = table.column("size").to_numpy()
+    if (sizes < 0).any():  # Spark's size of a null array
+        raise InputError(f.path, "missing vector", describe(f, ids, int(np.argmax(sizes < 0))))
+    if (sizes != sizes[0]).any():
+        row = int(np.argmax(sizes != sizes[0]))
+        raise InputError(
+            f.path, f"vector of {sizes[row]} values, expected {sizes[0]}", describe(f, ids, row)
+        )
+    values = table.column("vector").combine_chunks()
+    flat = values.flatten().to_numpy(zero_copy_only=False)
+    vectors = np.asarray(flat, dtype=np.float32).reshape(len(ids), int(sizes[0]))
+    # nulls inside a vector become NaN and are reported by first_problem
+    return ids, vectors
+
+
+# -- the query side, read by the executors ------------------------------------------------
+
+
+def query_files(spark: SparkSession, patterns: list[str]) -> list[DescriptorFile]:
+    files = [inspect(spark, p, "query") for p in expand(patterns, "query")]
+    kinds = {f.fmt == "parquet" for f in files}
+    if len(kinds) > 1:
+        raise InputError(", ".join(patterns), "query descriptors mix Parquet with HDF5/.npy files")
+    return files
+
+
+def row_ranges(files: list[DescriptorFile], parts: int) -> list[list[tuple[int, int, int, int]]]:
+    """Split the rows of all files into ``parts`` contiguous ranges; each range is a list
+    of (file index, start, stop, global position of start)."""
+    total = sum(f.rows for f in files)
+    parts = max(1, min(parts, total))
+    bounds = [round(i * total / parts) for i in range(parts + 1)]
+    tasks: list[list[tuple[int, int, int, int]]] = []
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        task, offset = [], 0
+        for i, f in enumerate(files):
+            lo, hi = max(a, offset), min(b, offset + f.rows)
+            if lo < hi:
+                task.append((i, lo - offset, hi - offset, lo))
+            offset += f.rows
+        tasks.append(task)
+    return tasks
+
+
+def _query_batch(
+    ids: np.ndarray, qpos: np.ndarray, vectors: np.ndarray, problems
+) -> pa.RecordBatch:
+    n, d = vectors.shape
+    offsets = pa.array(
+        np.arange(0, (n + 1) * d, d, dtype=np.int32) if d else np.zeros(n + 1, np.int32)
+    )
+    values = pa.ListArray.from_arrays(offsets, pa.array(vectors.ravel(), type=pa.float32()))
+    return pa.RecordBatch.from_arrays(
+        [
+            pa.array(list(ids), pa.string()),
+            pa.array(qpos, pa.int64()),
+            values,
+            pa.array(problems, pa.string()),
+        ],
+        schema=pa.schema(
+            [
+                ("query_id", pa.string()),
+                ("qpos", pa.int64()),
+                ("vector", pa.list_(pa.float32())),
+                ("problem", pa.string()),
+            ]
+        ),
+    )
+
+
+def query_frame(
+    spark: SparkSession, files: list[DescriptorFile], dim: int, parts: int
+) -> DataFrame:
+    """query_id, qpos (global row), vector, problem (null when fine), read in parallel."""
+    if files[0].fmt == "parquet":
+        return _parquet_queries(spark, files, dim)
+    tasks = row_ranges(files, parts)
+    chunk = 65536
+
+    def read(batches):
+        from pyspark import TaskContext
+
+        task = tasks[TaskContext.get().partitionId()]
+        for _ in batches:  # one row per partition: its index
+            pass
+        for i, start, stop, pos in task:
+            f = files[i]
+            for a in range(start, stop, chunk):
+                b = min(stop, a + chunk)
+                ids, vectors = read_block(f, a, b)
+                problems = [None] * len(ids)
+                if vectors.shape[1] != dim:
+                    problems = [f"{f.path}: {vectors.shape[1]} dimensions, expected {dim}"] * len(
+                        ids
+                    )
+                    vectors = np.zeros((len(ids), dim), np.float32)
+                else:
+                    finite = np.isfinite(vectors).all(axis=1)
+                    for r in np.nonzero(~finite)[0]:
+                        problems[r] = (
+                            f"{f.path}: row {a + r + 1} (image '{ids[r]}'): vector has NaN or infinite values"
+                        )
+                    for r in range(len(ids)):
+                        if not ids[r] and problems[r] is None:
+                            problems[r] = f"{f.path}: row {a + r + 1}: empty image id"
+                qpos = np.arange(pos + (a - start), pos + (b - start), dtype=np.int64)
+                yield _query_batch(ids, qpos, vectors, problems)
+
+    return spark.range(0, len(tasks), 1, len(tasks)).mapInArrow(read, QUERY_SCHEMA)
+
+
+def _parquet_queries(spark: SparkSession, files: list[DescriptorFile], dim: int) -> DataFrame:
+    frames = []
+    for f in files:
+        vec = F.col(f.vector_column)
+        ident = F.col(f.id_column)
+        bare = F.regexp_replace(
+            F.regexp_extract(ident, r"([^/\\]*)$", 1), r"(?i)\.(jpe?g|png|webp|bmp|gif|tiff?)$", ""
+        )
+        where = F.concat(F.lit(f"{f.path}: image '"), bare, F.lit("': "))
+        problem = (
+            F.when(ident.isNull() | (bare == ""), F.lit(f"{f.path}: empty image id"))
+            .when(vec.isNull(), F.concat(where, F.lit("missing vector")))
+            .when(
+                F.size(vec) != dim,
+                F.concat(
+                    where,
+                    F.lit("vector of "),
+                    F.size(vec).cast("string"),
+                    F.lit(f" values, expected {dim}"),
+                ),
+            )
+            .when(
+                F.exists(vec, lambda x: x.isNull() | F.isnan(x) | (F.abs(x) == float("inf"))),
+                F.concat(where, F.lit("vector has NaN or infinite values")),
+            )
+        )
+        frames.append(
+            spark.read.parquet(f.path).select(
+                bare.alias("query_id"),
+                F.lit(0).cast("long").alias("qpos"),
+                vec.cast("array<float>").alias("vector"),
+                problem.alias("problem"),
+            )
+        )
+    frame = frames[0]
+    for other in frames[1:]:
+        frame = frame.unionByName(other)
+    return frame.withColumn("qpos", F.monotonically_increasing_id())
