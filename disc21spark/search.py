@@ -33,12 +33,13 @@ _EPS32 = float(np.finfo(np.float32).eps)
 class Searcher:
     """An index ready to search, with what exact rescoring needs."""
 
-    index: faiss.Index
+    index: faiss.Index  # searched with transformed queries (pre-transforms removed)
     metric: str
     reference_rank: np.ndarray  # position of each reference's id in sorted id order
     vectors: np.ndarray | None  # the indexed (transformed) vectors; None: approximate index
     transforms: list  # pre-transforms applied to queries before the flat index
     max_norm: float  # largest |r| among the indexed vectors
+    owner: faiss.Index | None = None  # the deserialized index: owns `index` and `vectors`
 
     @property
     def ntotal(self) -> int:
@@ -75,7 +76,8 @@ def build_index(
 
 def filled(empty: faiss.Index, vectors: np.ndarray) -> faiss.Index:
     """A copy of a trained, empty index holding ``vectors``."""
-    index = faiss.clone_index(empty)
+    # a serialization round trip copies any index (clone_index refuses some transforms)
+    index = faiss.deserialize_index(faiss.serialize_index(empty))
     index.add(np.ascontiguousarray(vectors, dtype=np.float32))
     return index
 
@@ -101,7 +103,8 @@ def searcher(blob: bytes, metric: str, reference_rank: np.ndarray) -> Searcher:
     max_norm = 0.0
     if vectors is not None and len(vectors):
         max_norm = float(np.sqrt((vectors.astype(np.float64) ** 2).sum(1).max()))
-    return Searcher(index, metric, reference_rank, vectors, transforms, max_norm)
+    # queries are transformed here once, so the search goes to the inner index
+    return Searcher(inner, metric, reference_rank, vectors, transforms, max_norm, owner=index)
 
 
 def pair_scores(xq: np.ndarray, xb: np.ndarray, qi: np.ndarray, ri: np.ndarray, metric: str):

@@ -103,7 +103,9 @@ def planted_descriptors(
     truth = gt["reference_id"].to_numpy(dtype=object)
     needed = pd.unique(truth[truth != ""])
     if len(needed) > n_references:
-        raise ValueError(f"the ground truth needs {len(needed)} references, more than {n_references}")
+        raise ValueError(
+            f"the ground truth needs {len(needed)} references, more than {n_references}"
+        )
     taken = set(needed)
     others = []
     while len(others) < n_references - len(needed):

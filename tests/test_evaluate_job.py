@@ -262,6 +262,7 @@ def test_damaged_parquet_and_text_scores_in_parquet(spark, tmp_path, gt_file):
         {"query_id": ["Q1", "Q2"], "reference_id": ["R1", "R2"], "score": ["0.5", "abc"]}
     ).to_parquet(tmp_path / "s.parquet")
     with pytest.raises(
-        InputError, match=r"s\.parquet: row query_id='Q2', reference_id='R2': missing or non-numeric score"
+        InputError,
+        match=r"s\.parquet: row query_id='Q2', reference_id='R2': missing or non-numeric score",
     ):
         run(spark, job(gt_file, tmp_path / "s.parquet"))
