@@ -76,23 +76,29 @@ class SearchOutcome:
 
 
 def _check_queries(frame: DataFrame, source: str) -> int:
-    """Count the queries; fail on the first bad vector (file order) or a repeated id."""
-    row = frame.agg(
+    """Count the queries; fail on the first bad vector (file order) or a repeated id.
+    One job: a shuffle of the ids only, the vectors stay where they are."""
+    per_id = frame.groupBy("query_id").agg(
         F.count(F.lit(1)).alias("n"),
         F.min(F.when(F.col("problem").isNotNull(), F.col("qpos"))).alias("first_bad"),
+    )
+    row = per_id.agg(
+        F.sum("n").alias("n"),
+        F.max("n").alias("most"),
+        F.min("first_bad").alias("first_bad"),
+        F.max_by("query_id", "n").alias("repeated"),
     ).first()
     if row["first_bad"] is not None:
         problem = frame.where(F.col("qpos") == row["first_bad"]).select("problem").first()[0]
         path, _, rest = problem.partition(": ")
         where, _, reason = rest.rpartition(": ")
         raise InputError(path, reason, where or None)
-    if row["n"] == 0:
+    if not row["n"]:
         raise InputError(source, "the query side has no descriptors")
-    dup = frame.groupBy("query_id").count().where(F.col("count") > 1).limit(1).collect()
-    if dup:
+    if row["most"] > 1:
         raise InputError(
             source,
-            f"image id '{dup[0]['query_id']}' appears {dup[0]['count']} times in the query descriptors",
+            f"image id '{row['repeated']}' appears {row['most']} times in the query descriptors",
         )
     return int(row["n"])
 
@@ -122,16 +128,14 @@ def search_pairs(spark: SparkSession, job: DescriptorJob, phases: Phases) -> Sea
         shards = search_plan.shard_count(empty, refs.vectors, job.broadcast_limit)
         ranks = search.reference_ranks(refs.ids.astype(str))
         bounds = [round(i * len(refs.ids) / shards) for i in range(shards + 1)]
-        shipped = []
-        for a, b in zip(bounds[:-1], bounds[1:]):
-            index = search.filled(empty, refs.vectors[a:b])
-            shipped.append(search_plan.ship(spark, index, job.metric, ranks[a:b], a))
-            del index
+        shipped = [
+            search_plan.ship(spark, empty, refs.vectors[a:b], job.metric, ranks[a:b], a)
+            for a, b in zip(bounds[:-1], bounds[1:])
+        ]
         bg_shipped = None
         if background is not None:
-            bg_index = search.filled(empty, background.vectors)
             bg_ranks = search.reference_ranks(background.ids.astype(str))
-            bg_shipped = search_plan.ship(spark, bg_index, job.metric, bg_ranks)
+            bg_shipped = search_plan.ship(spark, empty, background.vectors, job.metric, bg_ranks)
         size = sum(s.size for s in shipped)
         note["rows"] = len(refs.ids)
         note["detail"] = (

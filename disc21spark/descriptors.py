@@ -28,7 +28,9 @@ QUERY_SCHEMA = T.StructType(
     [
         T.StructField("query_id", T.StringType()),
         T.StructField("qpos", T.LongType()),
-        T.StructField("vector", T.ArrayType(T.FloatType())),
+        # float32 bytes: one copy into Spark's rows, and zero-copy back out (an
+        # array<float> column is converted value by value both ways)
+        T.StructField("vector", T.BinaryType()),
         T.StructField("problem", T.StringType()),
     ]
 )
@@ -321,10 +323,9 @@ def _query_batch(
     ids: np.ndarray, qpos: np.ndarray, vectors: np.ndarray, problems
 ) -> pa.RecordBatch:
     n, d = vectors.shape
-    offsets = pa.array(
-        np.arange(0, (n + 1) * d, d, dtype=np.int32) if d else np.zeros(n + 1, np.int32)
-    )
-    values = pa.ListArray.from_arrays(offsets, pa.array(vectors.ravel(), type=pa.float32()))
+    offsets = pa.array(np.arange(0, (n + 1) * d * 4, d * 4, dtype=np.int32))
+    data = pa.py_buffer(np.ascontiguousarray(vectors, dtype=np.float32).tobytes())
+    values = pa.BinaryArray.from_buffers(pa.binary(), n, [None, offsets.buffers()[1], data])
     return pa.RecordBatch.from_arrays(
         [
             pa.array(list(ids), pa.string()),
@@ -332,15 +333,18 @@ def _query_batch(
             values,
             pa.array(problems, pa.string()),
         ],
-        schema=pa.schema(
-            [
-                ("query_id", pa.string()),
-                ("qpos", pa.int64()),
-                ("vector", pa.list_(pa.float32())),
-                ("problem", pa.string()),
-            ]
-        ),
+        names=["query_id", "qpos", "vector", "problem"],
     )
+
+
+def vectors_of(column: pa.Array, rows: int) -> np.ndarray:
+    """float32 [rows, d] from a query batch's vector column (bytes or array<float>)."""
+    if pa.types.is_binary(column.type):
+        offsets = np.frombuffer(column.buffers()[1], np.int32, rows + 1, column.offset * 4)
+        data = np.frombuffer(column.buffers()[2], np.uint8)[offsets[0] : offsets[-1]]
+        return data.view(np.float32).reshape(rows, -1)
+    flat = column.flatten().to_numpy(zero_copy_only=False)
+    return np.asarray(flat, np.float32).reshape(rows, -1)
 
 
 def query_frame(

@@ -22,6 +22,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from disc21spark import search
+from disc21spark.descriptors import vectors_of
 
 PAIR_SCHEMA = T.StructType(
     [
@@ -52,25 +53,39 @@ class SearchSpec:
 
 @dataclass(frozen=True)
 class Shipped:
-    """An index on its way to the executors: a token and a broadcast of its bytes."""
+    """An index on its way to the executors: a token and a broadcast of its content."""
 
     token: str
-    payload: Broadcast  # (index bytes, metric, reference ranks of the rows)
+    payload: Broadcast  # (kind, (vectors, max norm) or index bytes, metric, reference ranks)
     offset: int  # global row of this shard's first reference
-    size: int  # bytes of the serialized index
+    size: int  # bytes broadcast
 
 
-def ship(spark: SparkSession, index, metric: str, ranks: np.ndarray, offset: int = 0) -> Shipped:
-    blob = search.serialize(index)
-    payload = spark.sparkContext.broadcast((blob, metric, ranks))
-    return Shipped(uuid.uuid4().hex, payload, offset, len(blob))
+def ship(
+    spark: SparkSession, empty, vectors: np.ndarray, metric: str, ranks: np.ndarray, offset: int = 0
+) -> Shipped:
+    """Broadcast ``vectors`` indexed as ``empty`` (a trained, empty index): a flat index
+    travels as the float32 array itself, any other as FAISS's serialised bytes."""
+    if search.is_flat(empty):
+        content = np.ascontiguousarray(vectors, dtype=np.float32)
+        payload = ("vectors", (content, search.largest_norm(content)), metric, ranks)
+        size = content.nbytes
+    else:
+        blob = search.serialize(search.filled(empty, vectors))
+        payload = ("faiss", blob, metric, ranks)
+        size = len(blob)
+    return Shipped(uuid.uuid4().hex, spark.sparkContext.broadcast(payload), offset, size)
 
 
 def _searcher(shipped: Shipped) -> search.Searcher:
     s = _SEARCHERS.get(shipped.token)
     if s is None:
-        blob, metric, ranks = shipped.payload.value
-        s = search.searcher(blob, metric, ranks)
+        kind, content, metric, ranks = shipped.payload.value
+        if kind == "vectors":
+            vectors, max_norm = content
+            s = search.flat_searcher(vectors, metric, ranks, max_norm)
+        else:
+            s = search.searcher(content, metric, ranks)
         _SEARCHERS[shipped.token] = s
         while len(_SEARCHERS) > _KEEP:
             _SEARCHERS.popitem(last=False)
@@ -100,11 +115,9 @@ def _search_partition(batches, index: Shipped, background: Shipped | None, spec:
     for batch in batches:
         if batch.num_rows == 0:
             continue
-        vectors = batch.column("vector")
         ids_parts.append(np.asarray(batch.column("query_id").to_pylist(), dtype=object))
         pos_parts.append(batch.column("qpos").to_numpy())
-        flat = vectors.flatten().to_numpy(zero_copy_only=False)
-        vec_parts.append(np.asarray(flat, np.float32).reshape(batch.num_rows, -1))
+        vec_parts.append(vectors_of(batch.column("vector"), batch.num_rows))
     if not ids_parts:
         return
     ids, qpos = np.concatenate(ids_parts), np.concatenate(pos_parts)
@@ -238,13 +251,16 @@ def global_cut(pairs: DataFrame, n: int, points: int = SKETCH_POINTS) -> DataFra
 
 
 def shard_count(empty_index, vectors: np.ndarray, limit: int) -> int:
-    """How many shards keep each serialized index under ``limit`` bytes."""
+    """How many shards keep each broadcast under ``limit`` bytes."""
     n = len(vectors)
-    base = len(search.serialize(empty_index))
-    m = min(n, 4096)
-    probe = len(search.serialize(search.filled(empty_index, vectors[:m])))
-    per_vector = (probe - base) / max(m, 1)
+    if search.is_flat(empty_index):
+        base, per_vector = 0, vectors.shape[1] * 4.0
+    else:
+        base = len(search.serialize(empty_index))
+        m = min(n, 4096)
+        probe = len(search.serialize(search.filled(empty_index, vectors[:m])))
+        per_vector = (probe - base) / max(m, 1)
     room = limit - base
-    if room <= per_vector:
+    if room < per_vector:
         raise ValueError(f"--broadcast-limit {limit} bytes cannot hold even one reference")
     return max(1, math.ceil(n * per_vector / room))
