@@ -7,6 +7,7 @@ resulting pairs go through the matching track's scorer unchanged.
 from __future__ import annotations
 
 import shutil
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -103,10 +104,89 @@ def _check_queries(frame: DataFrame, source: str) -> int:
     return int(row["n"])
 
 
+def _prepare_queries(
+    spark: SparkSession, job: DescriptorJob, dim: int, phases: Phases
+) -> tuple[DataFrame, int]:
+    """Read and check the queries on the executors: a persisted frame and its size."""
+    with phases.phase("queries") as note:
+        files = descriptors.query_files(spark, job.query_descriptors)
+        for f in files:
+            if f.dim != -1 and f.dim != dim:
+                raise InputError(
+                    f.path, f"query descriptors have {f.dim} dimensions, references have {dim}"
+                )
+        parts = job.query_partitions or _query_partitions(spark, files)
+        queries = descriptors.query_frame(spark, files, dim, parts)
+        queries = queries.persist(StorageLevel.MEMORY_AND_DISK)
+        try:
+            n_queries = _check_queries(queries, ", ".join(f.path for f in files))
+        except Exception:
+            queries.unpersist()
+            raise
+        note["rows"] = n_queries
+        note["detail"] = f"{parts} partitions read by the executors"
+    return queries, n_queries
+
+
 def search_pairs(spark: SparkSession, job: DescriptorJob, phases: Phases) -> SearchOutcome:
     """The pairs of the descriptor track, on Spark, before scoring."""
+    ref_files = descriptors.side_files(spark, job.reference_descriptors, "reference")
+    dim = descriptors.declared_dim(ref_files)
+    pool = ThreadPoolExecutor(max_workers=1)
+    early = None
+    if dim is not None and dim <= job.max_dim:
+        # the executors read the queries while the driver reads the references
+        early = pool.submit(_prepare_queries, spark, job, dim, phases)
+    try:
+        refs, background, train = _read_references(spark, job, ref_files, phases)
+        dim = refs.vectors.shape[1]
+        shipped, bg_shipped = _ship_indexes(spark, job, refs, background, train, phases)
+    except BaseException:
+        if early is not None:  # no job left running behind the error
+            _settle(early)
+        raise
+    finally:
+        pool.shutdown(wait=False)
+    queries, n_queries = early.result() if early else _prepare_queries(spark, job, dim, phases)
+    shards, size = len(shipped), sum(s.size for s in shipped)
+    cached = [queries]
+    with phases.phase("search") as note:
+        pairs = search_plan.candidate_pairs(queries, shipped, bg_shipped, job.spec)
+        if job.knn is None:
+            pairs = pairs.persist(StorageLevel.MEMORY_AND_DISK)
+            cached.append(pairs)
+            pairs = search_plan.global_cut(pairs, job.max_results)
+        ids = spark.createDataFrame(
+            pa.table(
+                {
+                    "rpos": np.arange(len(refs.ids), dtype=np.int64),
+                    "reference_id": refs.ids.astype(str),
+                }
+            )
+        )
+        pairs = pairs.join(F.broadcast(ids), "rpos").select("query_id", "reference_id", "score")
+        pairs = pairs.persist(StorageLevel.MEMORY_AND_DISK)
+        cached.append(pairs)
+        note["rows"] = pairs.count()
+        mode = f"kNN {job.knn}" if job.knn is not None else f"max-results {job.max_results:,}"
+        note["detail"] = mode
+    return SearchOutcome(pairs, n_queries, len(refs.ids), dim, shards, size, cached)
+
+
+def _settle(future) -> None:
+    """Wait for the query reading and release it: an error elsewhere comes first."""
+    try:
+        queries, _ = future.result()
+    except BaseException:
+        return
+    queries.unpersist()
+
+
+def _read_references(spark, job: DescriptorJob, files, phases: Phases):
     with phases.phase("references") as note:
-        refs = descriptors.read_side(spark, job.reference_descriptors, "reference", job.max_dim)
+        refs = descriptors.read_side(
+            spark, job.reference_descriptors, "reference", job.max_dim, files
+        )
         dim = refs.vectors.shape[1]
         background = None
         if job.score_norm:
@@ -118,6 +198,12 @@ def search_pairs(spark: SparkSession, job: DescriptorJob, phases: Phases) -> Sea
             _same_dim(train, dim, "training")
         note["rows"] = len(refs.ids)
         note["detail"] = f"{dim} dimensions"
+    return refs, background, train
+
+
+def _ship_indexes(spark, job: DescriptorJob, refs, background, train, phases: Phases):
+    """Build the index (trained on ``train`` when it needs training) and broadcast it,
+    in shards when it is larger than --broadcast-limit; the background set too."""
     with phases.phase("index") as note:
         try:
             empty = search.build_index(job.index, job.metric, (train or refs).vectors, job.nprobe)
@@ -141,46 +227,7 @@ def search_pairs(spark: SparkSession, job: DescriptorJob, phases: Phases) -> Sea
         note["detail"] = (
             f"{job.index} {job.metric}, {shards} shard(s), {size / 2**20:,.1f} MiB broadcast"
         )
-    with phases.phase("queries") as note:
-        files = descriptors.query_files(spark, job.query_descriptors)
-        for f in files:
-            if f.dim != -1 and f.dim != dim:
-                raise InputError(
-                    f.path, f"query descriptors have {f.dim} dimensions, references have {dim}"
-                )
-        parts = job.query_partitions or _query_partitions(spark, files)
-        queries = descriptors.query_frame(spark, files, dim, parts)
-        queries = queries.persist(StorageLevel.MEMORY_AND_DISK)
-        source = ", ".join(f.path for f in files)
-        try:
-            n_queries = _check_queries(queries, source)
-        except Exception:
-            queries.unpersist()
-            raise
-        note["rows"] = n_queries
-        note["detail"] = f"{queries.rdd.getNumPartitions()} partitions read by the executors"
-    cached = [queries]
-    with phases.phase("search") as note:
-        pairs = search_plan.candidate_pairs(queries, shipped, bg_shipped, job.spec)
-        if job.knn is None:
-            pairs = pairs.persist(StorageLevel.MEMORY_AND_DISK)
-            cached.append(pairs)
-            pairs = search_plan.global_cut(pairs, job.max_results)
-        ids = spark.createDataFrame(
-            pa.table(
-                {
-                    "rpos": np.arange(len(refs.ids), dtype=np.int64),
-                    "reference_id": refs.ids.astype(str),
-                }
-            )
-        )
-        pairs = pairs.join(F.broadcast(ids), "rpos").select("query_id", "reference_id", "score")
-        pairs = pairs.persist(StorageLevel.MEMORY_AND_DISK)
-        cached.append(pairs)
-        note["rows"] = pairs.count()
-        mode = f"kNN {job.knn}" if job.knn is not None else f"max-results {job.max_results:,}"
-        note["detail"] = mode
-    return SearchOutcome(pairs, n_queries, len(refs.ids), dim, shards, size, cached)
+    return shipped, bg_shipped
 
 
 def _same_dim(side: descriptors.Side, dim: int, name: str) -> None:

@@ -220,9 +220,25 @@ class Side:
     source: str
 
 
-def read_side(spark: SparkSession, patterns: list[str], side: str, max_dim: int) -> Side:
+def side_files(spark: SparkSession, patterns: list[str], side: str) -> list[DescriptorFile]:
+    return [inspect(spark, p, side) for p in expand(patterns, side)]
+
+
+def declared_dim(files: list[DescriptorFile]) -> int | None:
+    """The dimension the metadata announces (HDF5/.npy), before reading any vector."""
+    sized = [f for f in files if f.fmt != "parquet" and f.rows > 0]
+    return sized[0].dim if sized and len(sized) == len(files) else None
+
+
+def read_side(
+    spark: SparkSession,
+    patterns: list[str],
+    side: str,
+    max_dim: int,
+    files: list[DescriptorFile] | None = None,
+) -> Side:
     """Read every file of a side on the driver, checked: dimensions, values, ids."""
-    files = [inspect(spark, p, side) for p in expand(patterns, side)]
+    files = files if files is not None else side_files(spark, patterns, side)
     all_ids, all_vectors, origin = [], [], []
     dim = None
     for f in files:

@@ -11,7 +11,12 @@ from hypothesis import strategies as st
 from disc21spark import search as S
 
 
-def make_searcher(xb: np.ndarray, metric: str, ids: np.ndarray, factory: str = "Flat", train=None):
+def make_searcher(
+    xb: np.ndarray, metric: str, ids: np.ndarray, factory: str = "Flat", train=None, array=False
+):
+    """A FAISS index through serialisation, or (array=True) the broadcast-array path."""
+    if array:
+        return S.flat_searcher(xb, metric, S.reference_ranks(ids), S.largest_norm(xb))
     empty = S.build_index(factory, metric, xb if train is None else train)
     return S.searcher(S.serialize(S.filled(empty, xb)), metric, S.reference_ranks(ids))
 
@@ -52,10 +57,11 @@ def data(seed: int, nq: int, nb: int, d: int, duplicates: bool, coarse: bool):
     metric=st.sampled_from(["l2", "ip"]),
     duplicates=st.booleans(),
     coarse=st.booleans(),
+    array=st.booleans(),
 )
-def test_knn_equals_brute_force(seed, nq, nb, d, k, metric, duplicates, coarse):
+def test_knn_equals_brute_force(seed, nq, nb, d, k, metric, duplicates, coarse, array):
     xq, xb, _, ids = data(seed, nq, nb, d, duplicates, coarse)
-    s = make_searcher(xb, metric, ids)
+    s = make_searcher(xb, metric, ids, array=array)
     full = S.brute_force_pairs(xq, xb, metric)
     p = S.knn(s, xq, k)
     kk = min(k, nb)
@@ -75,12 +81,13 @@ def test_knn_equals_brute_force(seed, nq, nb, d, k, metric, duplicates, coarse):
     metric=st.sampled_from(["l2", "ip"]),
     coarse=st.booleans(),
     normalise=st.booleans(),
+    array=st.booleans(),
 )
 def test_bounded_blocks_then_global_cut_equal_brute_force(
-    seed, nq, nb, n, cuts, metric, coarse, normalise
+    seed, nq, nb, n, cuts, metric, coarse, normalise, array
 ):
     xq, xb, qids, ids = data(seed, nq, nb, 8, True, coarse)
-    s = make_searcher(xb, metric, ids)
+    s = make_searcher(xb, metric, ids, array=array)
     shift = np.random.default_rng(seed).normal(size=nq).round(1) if normalise else None
     full = S.brute_force_pairs(xq, xb, metric, shift)
     bounds = sorted({0, nq, *[c for c in cuts if c < nq]})
