@@ -11,8 +11,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
-import pyarrow as pa
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -156,15 +154,7 @@ def search_pairs(spark: SparkSession, job: DescriptorJob, phases: Phases) -> Sea
             pairs = pairs.persist(StorageLevel.MEMORY_AND_DISK)
             cached.append(pairs)
             pairs = search_plan.global_cut(pairs, job.max_results)
-        ids = spark.createDataFrame(
-            pa.table(
-                {
-                    "rpos": np.arange(len(refs.ids), dtype=np.int64),
-                    "reference_id": refs.ids.astype(str),
-                }
-            )
-        )
-        pairs = pairs.join(F.broadcast(ids), "rpos").select("query_id", "reference_id", "score")
+        pairs = pairs.select("query_id", "reference_id", "score")
         pairs = pairs.persist(StorageLevel.MEMORY_AND_DISK)
         cached.append(pairs)
         note["rows"] = pairs.count()
@@ -212,16 +202,19 @@ def _ship_indexes(spark, job: DescriptorJob, refs, background, train, phases: Ph
                 f"--index {job.index}", f"FAISS cannot build it ({_faiss_reason(exc)})"
             ) from None
         shards = search_plan.shard_count(empty, refs.vectors, job.broadcast_limit)
-        ranks = search.reference_ranks(refs.ids.astype(str))
+        ref_ids = refs.ids.astype(str)
+        ranks = search.reference_ranks(ref_ids)
         bounds = [round(i * len(refs.ids) / shards) for i in range(shards + 1)]
         shipped = [
-            search_plan.ship(spark, empty, refs.vectors[a:b], job.metric, ranks[a:b], a)
+            search_plan.ship(spark, empty, refs.vectors[a:b], job.metric, ranks[a:b], ref_ids[a:b])
             for a, b in zip(bounds[:-1], bounds[1:])
         ]
         bg_shipped = None
         if background is not None:
             bg_ranks = search.reference_ranks(background.ids.astype(str))
-            bg_shipped = search_plan.ship(spark, empty, background.vectors, job.metric, bg_ranks)
+            bg_shipped = search_plan.ship(
+                spark, empty, background.vectors, job.metric, bg_ranks, background.ids.astype(str)
+            )
         size = sum(s.size for s in shipped)
         note["rows"] = len(refs.ids)
         note["detail"] = (

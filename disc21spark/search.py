@@ -40,6 +40,7 @@ class Searcher:
     transforms: list  # pre-transforms applied to queries before the flat index
     max_norm: float  # largest |r| among the indexed vectors
     owner: faiss.Index | None = None  # the deserialized index: owns `index` and `vectors`
+    ids: np.ndarray | None = None  # reference ids by row, when the caller wants them
 
     @property
     def ntotal(self) -> int:

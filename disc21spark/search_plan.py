@@ -28,7 +28,7 @@ PAIR_SCHEMA = T.StructType(
     [
         T.StructField("query_id", T.StringType()),
         T.StructField("qpos", T.LongType()),
-        T.StructField("rpos", T.LongType()),
+        T.StructField("reference_id", T.StringType()),
         T.StructField("rrank", T.LongType()),  # the reference's position in id order
         T.StructField("score", T.DoubleType()),
     ]
@@ -56,36 +56,41 @@ class Shipped:
     """An index on its way to the executors: a token and a broadcast of its content."""
 
     token: str
-    payload: Broadcast  # (kind, (vectors, max norm) or index bytes, metric, reference ranks)
-    offset: int  # global row of this shard's first reference
+    payload: Broadcast  # (kind, (vectors, max norm) or index bytes, metric, ranks, ids)
     size: int  # bytes broadcast
 
 
 def ship(
-    spark: SparkSession, empty, vectors: np.ndarray, metric: str, ranks: np.ndarray, offset: int = 0
+    spark: SparkSession,
+    empty,
+    vectors: np.ndarray,
+    metric: str,
+    ranks: np.ndarray,
+    ids: np.ndarray,
 ) -> Shipped:
     """Broadcast ``vectors`` indexed as ``empty`` (a trained, empty index): a flat index
     travels as the float32 array itself, any other as FAISS's serialised bytes."""
     if search.is_flat(empty):
         content = np.ascontiguousarray(vectors, dtype=np.float32)
-        payload = ("vectors", (content, search.largest_norm(content)), metric, ranks)
+        payload = ("vectors", (content, search.largest_norm(content)), metric, ranks, ids)
         size = content.nbytes
     else:
         blob = search.serialize(search.filled(empty, vectors))
-        payload = ("faiss", blob, metric, ranks)
+        payload = ("faiss", blob, metric, ranks, ids)
         size = len(blob)
-    return Shipped(uuid.uuid4().hex, spark.sparkContext.broadcast(payload), offset, size)
+    return Shipped(uuid.uuid4().hex, spark.sparkContext.broadcast(payload), size)
 
 
 def _searcher(shipped: Shipped) -> search.Searcher:
     s = _SEARCHERS.get(shipped.token)
     if s is None:
-        kind, content, metric, ranks = shipped.payload.value
+        kind, content, metric, ranks, ids = shipped.payload.value
         if kind == "vectors":
             vectors, max_norm = content
             s = search.flat_searcher(vectors, metric, ranks, max_norm)
         else:
             s = search.searcher(content, metric, ranks)
+        s.ids = ids  # the pairs leave the worker with their reference ids: no join later
         _SEARCHERS[shipped.token] = s
         while len(_SEARCHERS) > _KEEP:
             _SEARCHERS.popitem(last=False)
@@ -93,12 +98,12 @@ def _searcher(shipped: Shipped) -> search.Searcher:
     return s
 
 
-def _pairs_batch(ids: np.ndarray, qpos: np.ndarray, p: search.Pairs, s, offset: int):
+def _pairs_batch(ids: np.ndarray, qpos: np.ndarray, p: search.Pairs, s):
     return pa.RecordBatch.from_arrays(
         [
             pa.array(ids[p.query], pa.string()),
             pa.array(qpos[p.query], pa.int64()),
-            pa.array(p.reference + offset, pa.int64()),
+            pa.array(s.ids[p.reference], pa.string()),
             pa.array(s.reference_rank[p.reference], pa.int64()),
             pa.array(p.score, pa.float64()),
         ],
@@ -136,13 +141,13 @@ def _search_partition(batches, index: Shipped, background: Shipped | None, spec:
             p = search.normalised_knn(s, block, spec.knn, shift)
             p.query = p.query + a
             if len(p):
-                yield _pairs_batch(ids, qpos, p, s, index.offset)
+                yield _pairs_batch(ids, qpos, p, s)
         else:
             p = search.bounded(s, block, spec.max_results, shift)
             p.query = p.query + a
             best = search.keep_best(search.concat([best, p]), spec.max_results)
     if spec.knn is None and len(best):
-        yield _pairs_batch(ids, qpos, best, s, index.offset)
+        yield _pairs_batch(ids, qpos, best, s)
 
 
 def candidate_pairs(
