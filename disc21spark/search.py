@@ -254,16 +254,19 @@ def knn(s: Searcher, xq_raw: np.ndarray, k: int) -> Pairs:
     k2 = min(nb, k + max(8, k)) if s.exact else k
     dist, ids = s.index.search(xq, k2)
     approx = _faiss_scores(s, dist)
-    qi = np.repeat(np.arange(nq, dtype=np.int64), k2)
-    ri = ids.ravel().astype(np.int64)
-    valid = ri >= 0
-    cand = Pairs(qi[valid], ri[valid], approx.ravel()[valid])
+    qi = np.repeat(np.arange(nq, dtype=np.int64), k2).reshape(nq, k2)
+    keep = ids >= 0
+    slack = _slack(s, xq)
+    if s.exact:
+        # only candidates within 2 slacks of FAISS's k-th can be among the exact k best:
+        # the k it ranks first all score at least its k-th minus one slack
+        keep &= approx >= (approx[:, k - 1] - 2 * slack)[:, None]
+    cand = Pairs(qi[keep], ids[keep].astype(np.int64), approx[keep])
     cand.score = _rescore(s, xq, cand.query, cand.reference, cand.score)
     best = _top_per_query(s, cand, k, nq)
     if s.exact and k2 < nb:
         # a reference FAISS did not return scores at most its last score + slack; when
         # that could beat or tie our k-th, fetch everything down to that level
-        slack = _slack(s, xq)
         kth = np.full(nq, -np.inf)
         is_last = np.r_[best.query[1:] != best.query[:-1], True]
         kth[best.query[is_last]] = best.score[is_last]
