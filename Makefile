@@ -25,6 +25,9 @@ $(VENV)/.installed: setup.cfg pyproject.toml
 demo: venv
 	$(BIN)/python -m disc21spark.synth --ground-truth $(GT) --output demo/predictions.csv --predictions 200000 --seed 21
 	$(SUBMIT) jobs/evaluate.py --ground-truth $(GT) --predictions demo/predictions.csv --output demo/out --overwrite
+	$(BIN)/python -m disc21spark.synth --ground-truth $(GT) --descriptors demo/descriptors --references 50000 --dim 64 --noise 1.2 --seed 21
+	$(SUBMIT) jobs/evaluate.py --ground-truth $(GT) --query-descriptors demo/descriptors/queries.h5 \
+	    --reference-descriptors demo/descriptors/references.h5 --output demo/out_descriptors --overwrite
 
 lint: venv
 	$(BIN)/ruff check .
@@ -34,6 +37,7 @@ test: venv lint
 
 bench: venv
 	$(BIN)/python bench/bench_matching.py
+	$(BIN)/python bench/bench_descriptors.py
 
 cluster-start: venv
 	scripts/standalone.sh start

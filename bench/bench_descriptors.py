@@ -68,7 +68,7 @@ def main() -> None:
     results: dict = {}
     lines = [
         f"Descriptor track search, {nq:,} queries × {nb:,} references × {dim} dims, "
-        f"{os.cpu_count()} cores, median of {repeat} (Spark: JVM start excluded)",
+        f"{os.cpu_count()} cores, median of {repeat} (Spark: JVM and Python worker start excluded)",
         "",
         "| case | contender | work s (median) | runs (s) | time / FAISS | "
         "wall s with start-up (median) | peak MB (median) |",

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 import uuid
-from collections import OrderedDict
 from dataclasses import dataclass
 from functools import partial
 
@@ -35,11 +34,11 @@ PAIR_SCHEMA = T.StructType(
 )
 SKETCH_POINTS = 1024  # sampled ranks per partition for the global cut's bound
 
-# Per Python worker: indexes already deserialized, by token. Spark reuses workers
-# between tasks, so each worker rebuilds an index once, not once per task; a few are
-# kept (an index shard and the background set), not every shard of a sharded search.
-_SEARCHERS: OrderedDict[str, search.Searcher] = OrderedDict()
-_KEEP = 3
+# Per Python worker and per role (the reference index or shard, the background set):
+# the searcher in use and its token. Spark reuses workers between tasks, so a worker
+# loads an index once, not once per task; a worker that moves on to another shard drops
+# the previous one, so a sharded search holds one shard per worker, not all of them.
+_SEARCHERS: dict[str, tuple[str, search.Searcher]] = {}
 
 
 @dataclass(frozen=True)
@@ -81,20 +80,19 @@ def ship(
     return Shipped(uuid.uuid4().hex, spark.sparkContext.broadcast(payload), size)
 
 
-def _searcher(shipped: Shipped) -> search.Searcher:
-    s = _SEARCHERS.get(shipped.token)
-    if s is None:
-        kind, content, metric, ranks, ids = shipped.payload.value
-        if kind == "vectors":
-            vectors, max_norm = content
-            s = search.flat_searcher(vectors, metric, ranks, max_norm)
-        else:
-            s = search.searcher(content, metric, ranks)
-        s.ids = ids  # the pairs leave the worker with their reference ids: no join later
-        _SEARCHERS[shipped.token] = s
-        while len(_SEARCHERS) > _KEEP:
-            _SEARCHERS.popitem(last=False)
-    _SEARCHERS.move_to_end(shipped.token)
+def _searcher(shipped: Shipped, role: str) -> search.Searcher:
+    held = _SEARCHERS.get(role)
+    if held is not None and held[0] == shipped.token:
+        return held[1]
+    _SEARCHERS.pop(role, None)  # free the previous one before loading the next
+    kind, content, metric, ranks, ids = shipped.payload.value
+    if kind == "vectors":
+        vectors, max_norm = content
+        s = search.flat_searcher(vectors, metric, ranks, max_norm)
+    else:
+        s = search.searcher(content, metric, ranks)
+    s.ids = ids  # the pairs leave the worker with their reference ids: no join later
+    _SEARCHERS[role] = (shipped.token, s)
     return s
 
 
@@ -128,8 +126,8 @@ def _search_partition(batches, index: Shipped, background: Shipped | None, spec:
     ids, qpos = np.concatenate(ids_parts), np.concatenate(pos_parts)
     xq = np.ascontiguousarray(np.vstack(vec_parts))
     del vec_parts
-    s = _searcher(index)
-    bg = _searcher(background) if background is not None else None
+    s = _searcher(index, "index")
+    bg = _searcher(background, "background") if background is not None else None
     best = search.Pairs.empty()
     for a in range(0, len(xq), spec.block_rows):
         block = xq[a : a + spec.block_rows]

@@ -43,6 +43,7 @@ def _span(text: str) -> tuple[int, int]:
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     conf = defaults("matching")
+    dconf = defaults("descriptor")
     p = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -80,22 +81,26 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     d.add_argument(
         "--metric",
         choices=("l2", "ip"),
-        default="l2",
+        default=dconf.get("metric", "l2"),
         help="l2: score = -squared distance; ip: inner product",
     )
     d.add_argument(
         "--index",
-        default="Flat",
-        help="FAISS factory string (default Flat: exact), e.g. 'IVF4096,Flat', 'PCAW256,L2norm,Flat'",
+        default=dconf.get("index", "Flat"),
+        help="FAISS factory string (default %(default)s; Flat is exact), "
+        "e.g. 'IVF4096,Flat', 'PCAW256,L2norm,Flat'",
     )
     d.add_argument("--nprobe", type=int, default=None, help="IVF lists visited per query")
     d.add_argument(
-        "--max-dim", type=int, default=256, help="reject descriptors with more dimensions"
+        "--max-dim",
+        type=int,
+        default=int(dconf.get("max_dim", 256)),
+        help="reject descriptors with more dimensions (default %(default)s)",
     )
     d.add_argument(
         "--broadcast-limit",
         type=_bytes,
-        default=2 << 30,
+        default=_bytes(dconf.get("broadcast_limit", "2G")),
         help="largest index broadcast whole (e.g. 2G, 512M); larger ones are sharded",
     )
     d.add_argument("--score-norm", nargs="+", help="background descriptors for score normalisation")
@@ -156,6 +161,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         p.error("give --predictions, or --query-descriptors and --reference-descriptors")
     if descriptor and not (args.query_descriptors and args.reference_descriptors):
         p.error("the descriptor track needs --query-descriptors and --reference-descriptors")
+    if descriptor and args.knn is None and args.max_results < 1:
+        p.error("the descriptor track needs --max-results ≥ 1 (or --knn K)")
     if (args.knn is not None and args.knn < 1) or args.max_dim < 1 or (args.nprobe or 1) < 1:
         p.error("--knn, --max-dim and --nprobe must be ≥ 1")
     if (args.query_partitions or 1) < 1:

@@ -95,3 +95,39 @@ def test_cluster_bad_input_names_the_line(cluster, tmp_path, dev_gt_path):
         "the official scorer rejects duplicate predictions"
     ]
     assert not (tmp_path / "out").exists()
+
+
+def test_cluster_descriptor_track_gives_the_local_result(cluster, tmp_path, dev_gt_path, spark):
+    """The index is broadcast in shards to the cluster's executors; the query files are
+    read there (the same machine: a shared file system)."""
+    from disc21spark.descriptor_track import DescriptorJob, run
+    from disc21spark.synth import write_descriptor_set
+
+    gt = read_ground_truth_csv(dev_gt_path).iloc[:5000]
+    gt_path = tmp_path / "gt.csv"
+    gt.to_csv(gt_path, index=False)
+    q, r = write_descriptor_set(gt, tmp_path / "set", 8000, 32, 1.2, seed=4)
+    local = run(spark, DescriptorJob(str(gt_path), [str(q)], [str(r)], None, max_results=20_000))
+    out = tmp_path / "out"
+    proc = run_evaluate(
+        on_cluster(cluster),
+        "--ground-truth",
+        str(gt_path),
+        "--query-descriptors",
+        str(q),
+        "--reference-descriptors",
+        str(r),
+        "--max-results",
+        "20000",
+        "--broadcast-limit",
+        "400K",
+        "--query-partitions",
+        "3",
+        "--output",
+        str(out),
+    )
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    doc = json.loads((out / "metrics.json").read_text())
+    assert doc["run"]["spark_master"] == cluster and doc["run"]["reference_shards"] == 3
+    for key, value in local.to_dict().items():
+        assert doc[key] == value, key
