@@ -48,6 +48,7 @@ class DescriptorJob:
     overwrite: bool = False
     curve_points: int = DEFAULT_CURVE_POINTS
     title: str | None = None
+    block_rows: int = 16384  # queries searched at a time in a task (memory per task)
 
     @property
     def spec(self) -> search_plan.SearchSpec:
@@ -55,7 +56,9 @@ class DescriptorJob:
         if self.score_norm:
             first, last = self.score_norm_neighbors
             norm = (first, last, self.score_norm_weight)
-        return search_plan.SearchSpec(self.metric, self.knn, self.max_results, norm)
+        return search_plan.SearchSpec(
+            self.metric, self.knn, self.max_results, norm, self.block_rows
+        )
 
 
 @dataclass

@@ -47,7 +47,7 @@ class SearchSpec:
     knn: int | None  # K nearest per query, or None: the best max_results pairs overall
     max_results: int
     norm: tuple[int, int, float] | None = None  # first, last neighbour, weight
-    block_rows: int = 16384  # queries searched at a time in a task
+    block_rows: int = 16384  # at most this many queries searched at a time in a task
 
 
 @dataclass(frozen=True)
@@ -129,8 +129,11 @@ def _search_partition(batches, index: Shipped, background: Shipped | None, spec:
     s = _searcher(index, "index")
     bg = _searcher(background, "background") if background is not None else None
     best = search.Pairs.empty()
-    for a in range(0, len(xq), spec.block_rows):
-        block = xq[a : a + spec.block_rows]
+    # blocks of equal size: a tiny last block would make the bounded search's kNN deep
+    n_blocks = -(-len(xq) // spec.block_rows)
+    cuts = [round(i * len(xq) / n_blocks) for i in range(n_blocks + 1)]
+    for a, b in zip(cuts[:-1], cuts[1:]):
+        block = xq[a:b]
         shift = None
         if bg is not None and spec.norm is not None:
             first, last, weight = spec.norm

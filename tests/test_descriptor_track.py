@@ -93,8 +93,9 @@ def spec_pairs(small, job: D.DescriptorJob) -> set:
 
 CASES = [
     dict(knn=5, metric="l2", query_partitions=1),
-    dict(knn=7, metric="ip", query_partitions=3, broadcast_limit=4000),
+    dict(knn=7, metric="ip", query_partitions=3, broadcast_limit=4000, block_rows=30),
     dict(knn=None, max_results=700, metric="l2", query_partitions=4),
+    dict(knn=None, max_results=300, metric="l2", query_partitions=2, block_rows=25),
     dict(knn=None, max_results=700, metric="ip", query_partitions=2, broadcast_limit=3000),
     dict(
         knn=None,
