@@ -198,30 +198,11 @@ def _ship_indexes(spark, job: DescriptorJob, refs, background, train, phases: Ph
     in shards when it is larger than --broadcast-limit; the background set too."""
     with phases.phase("index") as note:
         try:
-            empty = search.build_index(job.index, job.metric, (train or refs).vectors, job.nprobe)
-        except RuntimeError as exc:
+            shipped, bg_shipped = _build_and_ship(spark, job, refs, background, train, note)
+        except RuntimeError as exc:  # FAISS refuses the factory string or its training
             raise InputError(
                 f"--index {job.index}", f"FAISS cannot build it ({_faiss_reason(exc)})"
             ) from None
-        shards = search_plan.shard_count(empty, refs.vectors, job.broadcast_limit)
-        ref_ids = refs.ids.astype(str)
-        ranks = search.reference_ranks(ref_ids)
-        bounds = [round(i * len(refs.ids) / shards) for i in range(shards + 1)]
-        shipped = [
-            search_plan.ship(spark, empty, refs.vectors[a:b], job.metric, ranks[a:b], ref_ids[a:b])
-            for a, b in zip(bounds[:-1], bounds[1:])
-        ]
-        bg_shipped = None
-        if background is not None:
-            bg_ranks = search.reference_ranks(background.ids.astype(str))
-            bg_shipped = search_plan.ship(
-                spark, empty, background.vectors, job.metric, bg_ranks, background.ids.astype(str)
-            )
-        size = sum(s.size for s in shipped)
-        note["rows"] = len(refs.ids)
-        note["detail"] = (
-            f"{job.index} {job.metric}, {shards} shard(s), {size / 2**20:,.1f} MiB broadcast"
-        )
     return shipped, bg_shipped
 
 
@@ -233,12 +214,56 @@ def _same_dim(side: descriptors.Side, dim: int, name: str) -> None:
         )
 
 
+def _build_and_ship(spark, job: DescriptorJob, refs, background, train, note: dict):
+    """The trained empty index, then one broadcast per shard (and the background)."""
+    empty = search.build_index(job.index, job.metric, (train or refs).vectors, job.nprobe)
+    if job.knn is None and not search.is_flat(empty):
+        _check_range_search(empty, refs.vectors, job.index)
+    try:
+        shards = search_plan.shard_count(empty, refs.vectors, job.broadcast_limit)
+    except ValueError as exc:
+        raise InputError(f"--broadcast-limit {job.broadcast_limit}", str(exc)) from None
+    ref_ids = refs.ids.astype(str)
+    ranks = search.reference_ranks(ref_ids)
+    bounds = [round(i * len(refs.ids) / shards) for i in range(shards + 1)]
+    shipped = [
+        search_plan.ship(spark, empty, refs.vectors[a:b], job.metric, ranks[a:b], ref_ids[a:b])
+        for a, b in zip(bounds[:-1], bounds[1:])
+    ]
+    bg_shipped = None
+    if background is not None:
+        bg_ranks = search.reference_ranks(background.ids.astype(str))
+        bg_shipped = search_plan.ship(
+            spark, empty, background.vectors, job.metric, bg_ranks, background.ids.astype(str)
+        )
+    size = sum(s.size for s in shipped)
+    note["rows"] = len(refs.ids)
+    note["detail"] = (
+        f"{job.index} {job.metric}, {shards} shard(s), {size / 2**20:,.1f} MiB broadcast"
+    )
+    return shipped, bg_shipped
+
+
+def _check_range_search(empty, vectors, factory: str) -> None:
+    """--max-results searches by radius: fail now, not on the executors, if the index
+    cannot (NSG, for instance)."""
+    probe = search.filled(empty, vectors[:1024])
+    try:
+        probe.range_search(vectors[:1], 0.0)
+    except RuntimeError:
+        raise InputError(
+            f"--index {factory}",
+            "this index has no range search, which --max-results needs; use --knn K",
+        ) from None
+
+
 def _faiss_reason(exc: Exception) -> str:
-    text = str(exc)
-    for line in text.splitlines():
-        if "Error" in line and "'" in line:
-            return line.strip()
-    return text.splitlines()[0] if text else type(exc).__name__
+    """FAISS's message without its C++ location ("Error in ... at file.cpp:123: ")."""
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    _, sep, reason = text.rpartition(".cpp:")
+    if sep:
+        reason = reason.split(": ", 1)[-1]
+    return reason or text
 
 
 def _query_partitions(spark: SparkSession, files: list[descriptors.DescriptorFile]) -> int:

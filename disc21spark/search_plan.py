@@ -268,5 +268,7 @@ def shard_count(empty_index, vectors: np.ndarray, limit: int) -> int:
         per_vector = (probe - base) / max(m, 1)
     room = limit - base
     if room < per_vector:
-        raise ValueError(f"--broadcast-limit {limit} bytes cannot hold even one reference")
+        raise ValueError(
+            f"{limit:,} bytes cannot hold even one reference ({per_vector:,.0f} bytes)"
+        )
     return max(1, math.ceil(n * per_vector / room))

@@ -320,3 +320,58 @@ def test_cli_descriptor_track_bad_file_is_one_line_and_exit_2(tmp_path):
         f"error: {q}: row 1 (image 'Q0'): vector has NaN or infinite values"
     ]
     assert not (tmp_path / "out").exists()
+
+
+def test_codec_trained_on_background_equals_single_machine(spark, small):
+    """PCA whitening + unit length learnt on the background set, searched on Spark,
+    gives the pairs of the same codec applied in one process."""
+    job = job_for(
+        small,
+        knn=3,
+        metric="ip",
+        index="PCAW4,L2norm,Flat",
+        train_descriptors=[str(small["root"] / "bg.h5")],
+        query_partitions=3,
+    )
+    outcome = D.search_pairs(spark, job, Phases())
+    try:
+        got = {(r.query_id, r.reference_id) for r in outcome.pairs.collect()}
+    finally:
+        outcome.release()
+    empty = S.build_index("PCAW4,L2norm,Flat", "ip", small["bg"])
+    s = S.searcher(
+        S.serialize(S.filled(empty, small["xb"])),
+        "ip",
+        S.reference_ranks(small["rids"].astype(str)),
+    )
+    p = S.knn(s, small["xq"], 3)
+    assert got == set(zip(small["qids"][p.query], small["rids"][p.reference]))
+
+
+def test_approximate_ivf_index_with_nprobe(spark, planted_gt, tmp_path):
+    gt, gt_path = planted_gt
+    q, r = write_descriptor_set(gt, tmp_path / "ivf", 4000, 32, 0.3, seed=3)
+    job = D.DescriptorJob(
+        str(gt_path), [str(q)], [str(r)], str(tmp_path / "out"), knn=5, index="IVF32,Flat", nprobe=8
+    )
+    m = D.run(spark, job)
+    doc = json.loads((tmp_path / "out" / "metrics.json").read_text())
+    assert doc["run"]["index"] == "IVF32,Flat" and doc["run"]["nprobe"] == 8
+    assert m.n_predictions == 5 * len(gt) and m.micro_ap > 0.95
+
+
+def test_index_without_range_search_and_tiny_broadcast_limit(spark, small):
+    with pytest.raises(InputError, match="NSG8: this index has no range search"):
+        D.search_pairs(spark, job_for(small, index="NSG8", knn=None), Phases())
+    with pytest.raises(InputError, match="--broadcast-limit 10: 10 bytes cannot hold even one"):
+        D.search_pairs(spark, job_for(small, broadcast_limit=10), Phases())
+
+
+def test_unknown_index_factory_is_one_line(spark, small):
+    with pytest.raises(InputError) as err:
+        D.search_pairs(spark, job_for(small, index="NotAnIndex,Flat"), Phases())
+    text = str(err.value)
+    assert text == (
+        "--index NotAnIndex,Flat: FAISS cannot build it "
+        "(could not parse index string NotAnIndex,Flat)"
+    )
