@@ -60,30 +60,38 @@ def data_files(spark: SparkSession, path: str) -> list[str]:
     return sorted(files)
 
 
-def read_parquet(spark: SparkSession, path: str, columns: tuple[str, ...]) -> DataFrame:
-    """A Parquet file or folder holding (at least) the given columns."""
+def read_parquet(spark: SparkSession, path: str | list[str], columns: tuple[str, ...]) -> DataFrame:
+    """Parquet files or folders holding (at least) the given columns."""
+    paths = [path] if isinstance(path, str) else list(path)
+    name = ", ".join(paths)
     try:
-        df = spark.read.parquet(path)
+        df = spark.read.parquet(*paths)
     except Exception as exc:  # not Parquet, or a damaged footer
-        raise InputError(path, f"cannot be read ({first_line(exc)})") from None
+        raise InputError(name, f"cannot be read ({first_line(exc)})") from None
     missing = [c for c in columns if c not in df.columns]
     if missing:
-        raise InputError(path, f"missing column {missing[0]!r} (has: {', '.join(df.columns)})")
+        raise InputError(name, f"missing column {missing[0]!r} (has: {', '.join(df.columns)})")
     return df
 
 
-def read_predictions(spark: SparkSession, path: str, fmt: str = "auto") -> DataFrame:
+def read_predictions(
+    spark: SparkSession, path: str | list[str], fmt: str = "auto", keep: tuple[str, ...] = ()
+) -> DataFrame:
     """Raw predictions: file, from_csv, query_id, reference_id, score_raw (text or null), score, extra.
 
     CSV (any Hadoop codec, header line optional): a line is stripped and split on commas,
     as the official reader does; ``score`` is null and ``extra`` holds a fourth field when
-    a line has too many. For Parquet, ``score_raw`` and ``extra`` are null.
+    a line has too many. For Parquet, ``score_raw`` and ``extra`` are null. Several paths
+    are read as one frame (``file`` tells them apart); ``keep``: more Parquet columns.
     """
-    fmt = detect_format(path, fmt)
-    data_files(spark, path)
+    paths = [path] if isinstance(path, str) else list(path)
+    fmt = detect_format(paths[0], fmt)
+    for p in paths:
+        data_files(spark, p)
     if fmt == "parquet":
-        df = read_parquet(spark, path, PREDICTION_COLUMNS)
+        df = read_parquet(spark, paths, PREDICTION_COLUMNS + keep)
         return df.select(
+            *keep,
             F.col("_metadata.file_path").alias("file"),
             F.lit(False).alias("from_csv"),
             F.col("query_id").cast("string").alias("query_id"),
@@ -98,7 +106,7 @@ def read_predictions(spark: SparkSession, path: str, fmt: str = "auto") -> DataF
     fields = F.split(line, ",", -1)
     field = lambda i: F.nullif(F.trim(F.get(fields, i), F.lit(WHITESPACE)), F.lit(""))  # noqa: E731
     return (
-        spark.read.text(path)
+        spark.read.text(paths)
         .where(line != "")
         .select(
             F.col("_metadata.file_path").alias("file"),

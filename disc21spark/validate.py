@@ -41,7 +41,7 @@ def _is_fine() -> Column:
     )
 
 
-def typed_predictions(raw: DataFrame) -> DataFrame:
+def typed_predictions(raw: DataFrame, keep: tuple[str, ...] = ()) -> DataFrame:
     """Header lines dropped, score typed, and ``bad``: null when the row is fine, else a
     struct saying where and what (only bad rows carry text beyond the ids)."""
     is_header = (
@@ -64,6 +64,7 @@ def typed_predictions(raw: DataFrame) -> DataFrame:
         _problem(F.col("from_csv")).alias("problem"),
     )
     return rows.select(
+        *keep,
         "file",
         "query_id",
         "reference_id",
@@ -74,6 +75,11 @@ def typed_predictions(raw: DataFrame) -> DataFrame:
 
 def raise_problem(spark: SparkSession, bad) -> None:
     """Raise the InputError for one bad row (the ``bad`` struct of typed_predictions)."""
+    raise problem_error(spark, bad)
+
+
+def problem_error(spark: SparkSession, bad) -> InputError:
+    """The InputError for one bad row, naming its line (CSV) or its ids (Parquet)."""
     where = None
     if bad["from_csv"]:
         fields = (bad["query_id"], bad["reference_id"], bad["score_raw"])
@@ -83,20 +89,33 @@ def raise_problem(spark: SparkSession, bad) -> None:
         where = f"line {lines[0]}" if lines else None
     if where is None:  # Parquet has no lines; name the row by its ids
         where = f"row query_id={bad['query_id']!r}, reference_id={bad['reference_id']!r}"
-    raise InputError(display_path(bad["file"]), bad["problem"], where)
+    return InputError(display_path(bad["file"]), bad["problem"], where)
 
 
 def check_max_results(source: str, n_rows: int, max_results: int) -> None:
+    error = max_results_error(source, n_rows, max_results)
+    if error:
+        raise error
+
+
+def max_results_error(source: str, n_rows: int, max_results: int) -> InputError | None:
     if max_results and n_rows > max_results:
-        raise InputError(
+        return InputError(
             source,
             f"{n_rows:,} predictions, more than --max-results {max_results:,} "
             "(pass --max-results 0 for no limit)",
         )
+    return None
 
 
 def raise_duplicate(spark: SparkSession, typed: DataFrame, suspects: Column) -> None:
-    """Name a repeated (query, reference) pair and where it repeats.
+    error = duplicate_error(spark, typed, suspects)
+    if error:
+        raise error
+
+
+def duplicate_error(spark: SparkSession, typed: DataFrame, suspects: Column) -> InputError | None:
+    """Name a repeated (query, reference) pair and where it repeats (None: no repeat).
 
     The scoring pass finds repeats by 64-bit pair hash within each query; here the strings
     of the suspect rows decide, so a hash collision never rejects a good submission (then
@@ -114,7 +133,7 @@ def raise_duplicate(spark: SparkSession, typed: DataFrame, suspects: Column) -> 
         if dup:
             break
     if not dup:
-        return
+        return None
     q, r, n, files = dup[0]["query_id"], dup[0]["reference_id"], dup[0]["n"], dup[0]["files"]
     where = None
     if len(files) == 1:
@@ -125,7 +144,7 @@ def raise_duplicate(spark: SparkSession, typed: DataFrame, suspects: Column) -> 
         f"duplicate pair ({q}, {r}) appears {n} times; "
         "the official scorer rejects duplicate predictions"
     )
-    raise InputError(", ".join(display_path(f) for f in files), reason, where)
+    return InputError(", ".join(display_path(f) for f in files), reason, where)
 
 
 def ground_truth(rows: list[Row], source: str) -> GroundTruth:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout too
 
-from disc21spark import descriptor_track, matching  # noqa: E402
+from disc21spark import descriptor_track, pool  # noqa: E402
 from disc21spark.cli import defaults, run_job, setup_logging  # noqa: E402
 
 
@@ -52,10 +52,27 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument(
         "--predictions",
-        help="matching track: query_id,reference_id,score (CSV, .csv.gz or Parquet)",
+        nargs="+",
+        help="matching track: query_id,reference_id,score (CSV, .csv.gz or Parquet); a glob, "
+        "a folder or several paths make a pool (one file = one submission)",
     )
     p.add_argument(
-        "--output", required=True, help="folder for metrics.json, pr_curve.csv, pr_curve.png"
+        "--submission-column",
+        help="pool: one Parquet table whose column names the submission of each row",
+    )
+    p.add_argument(
+        "--fail-on-invalid",
+        action="store_true",
+        help="pool: any invalid submission fails the run (nothing written)",
+    )
+    p.add_argument(
+        "--previous",
+        help="pool: a previous run's --output; unchanged submissions reuse its results",
+    )
+    p.add_argument(
+        "--output",
+        required=True,
+        help="folder for metrics.json, pr_curve.csv/png (a pool: leaderboard.*, pr_curves/)",
     )
     p.add_argument("--overwrite", action="store_true", help="replace a non-empty --output folder")
     p.add_argument(
@@ -180,5 +197,5 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 if __name__ == "__main__":
     args = parse_args()
     setup_logging(args.quiet)
-    track = descriptor_track if args.track == "descriptor" else matching
+    track = descriptor_track if args.track == "descriptor" else pool
     sys.exit(run_job(lambda: track.evaluate_cli(args), debug=args.debug))
