@@ -22,7 +22,13 @@ from pyspark.sql import functions as F
 
 from disc21spark import labels, leaderboard, scoring, validate
 from disc21spark.errors import InputError, display_path, first_line, is_read_failure
-from disc21spark.io import data_files, detect_format, read_predictions
+from disc21spark.io import (
+    PREDICTION_COLUMNS,
+    data_files,
+    detect_format,
+    read_parquet,
+    read_predictions,
+)
 from disc21spark.matching import load_ground_truth
 from disc21spark.metrics import DEFAULT_CURVE_POINTS
 from disc21spark.model import GroundTruth, MatchingMetrics
@@ -217,7 +223,7 @@ def run(spark: SparkSession, job: PoolJob) -> PoolResult:
     if job.fail_on_invalid and result.n_invalid:
         first = next(s for s in subs if s.status != "ok")
         raise InputError(
-            first.source if not first.source.startswith("table:") else job.predictions[0],
+            ", ".join(job.predictions),
             f"{result.n_invalid} of {len(subs)} submissions invalid (--fail-on-invalid); "
             f"first: {first.name}: {first.reason}",
         )
@@ -251,7 +257,9 @@ def _score(
 ) -> None:
     """Census, checks and the sort for ``subs``; fills each one's status and metrics."""
     queries = labels.ground_truth_frame(spark, gt)
-    live = list(subs)
+    live = [s for s in subs if _parquet_usable(spark, job, s)]
+    if not live:
+        return
     while True:  # an unreadable file is dropped (and marked) and the read starts again
         with phases.phase("read") as note:
             typed = _read_pool(spark, job, live)
@@ -309,6 +317,19 @@ def _score(
                 live[i].metrics = m
     finally:
         rows.unpersist()
+
+
+def _parquet_usable(spark: SparkSession, job: PoolJob, s: Submission) -> bool:
+    """A Parquet submission file is opened alone first: one file's footer or columns
+    must not decide the schema of the whole pool (marked invalid when unusable)."""
+    if job.submission_column or detect_format(s.source, job.predictions_format) != "parquet":
+        return True
+    try:
+        read_parquet(spark, s.source, PREDICTION_COLUMNS)
+    except InputError as error:
+        s.invalid(InputError(display_path(s.source), error.reason))
+        return False
+    return True
 
 
 def _problem(spark, job, gt, typed, i, s: Submission, census) -> InputError | None:

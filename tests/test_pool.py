@@ -1,0 +1,208 @@
+"""Submission pools: one plan for many submissions equals scoring each alone; bad
+submissions are marked, not fatal; incremental runs equal full runs."""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from disc21spark import pool
+from disc21spark.errors import InputError
+from disc21spark.metrics import evaluate
+from disc21spark.model import GroundTruth
+from tests.conftest import error_lines, run_evaluate
+
+GT = pd.DataFrame(
+    {
+        "query_id": [f"Q{i}" for i in range(40)],
+        "reference_id": [f"R{i}" if i % 3 else "" for i in range(40)],  # a third distractors
+    }
+)
+
+
+def ground_truth() -> GroundTruth:
+    pos = GT[GT.reference_id != ""]
+    return GroundTruth(
+        "gt",
+        GT.query_id.to_numpy(dtype=object),
+        pos.query_id.to_numpy(dtype=object),
+        pos.reference_id.to_numpy(dtype=object),
+    )
+
+
+def random_submission(rng: np.random.Generator, n: int) -> pd.DataFrame:
+    """Pairs of known and unknown queries, true and false references, scores full of ties."""
+    q = np.array([f"Q{i}" for i in rng.integers(0, 46, n)], dtype=object)  # Q40+ unknown
+    r = np.array([f"R{i}" for i in rng.integers(0, 45, n)], dtype=object)
+    frame = pd.DataFrame({"query_id": q, "reference_id": r, "score": rng.integers(0, 6, n) / 5})
+    return frame.drop_duplicates(["query_id", "reference_id"])
+
+
+@pytest.fixture
+def gt_file(tmp_path) -> str:
+    path = tmp_path / "gt.csv"
+    GT.to_csv(path, index=False)
+    return str(path)
+
+
+def write_pool(folder: Path, seed: int, n_subs: int) -> dict[str, pd.DataFrame]:
+    rng = np.random.default_rng(seed)
+    folder.mkdir(parents=True, exist_ok=True)
+    subs = {}
+    for i in range(n_subs):
+        frame = random_submission(rng, int(rng.integers(0, 120)))
+        name = f"team{i:02d}"
+        if i % 3 == 2:
+            frame.to_parquet(folder / f"{name}.parquet", index=False)
+        else:
+            frame.to_csv(folder / f"{name}.csv", index=False, header=bool(i % 2))
+        subs[name] = frame
+    return subs
+
+
+@pytest.mark.parametrize("seed,partitions", [(1, 1), (2, 3), (3, 8)])
+def test_pool_equals_each_submission_scored_alone(spark, tmp_path, gt_file, seed, partitions):
+    subs = write_pool(tmp_path / "pool", seed, 7)
+    job = pool.PoolJob(gt_file, [str(tmp_path / "pool")], None, partitions=partitions)
+    result = pool.run(spark, job)
+    gt = ground_truth()
+    assert [s.name for s in result.submissions] == sorted(subs)
+    for s in result.submissions:
+        frame = subs[s.name]
+        assert s.status == "ok", s.reason
+        want = evaluate(frame.query_id, frame.reference_id, frame.score.to_numpy(), gt)
+        assert s.metrics.to_dict() == want.to_dict(), s.name
+        assert np.array_equal(s.metrics.curve.recall, want.curve.recall)
+        assert np.array_equal(s.metrics.curve.precision, want.curve.precision)
+
+
+def test_one_table_with_a_submission_column_equals_the_files(spark, tmp_path, gt_file):
+    subs = write_pool(tmp_path / "pool", 5, 5)
+    table = pd.concat([f.assign(team=name) for name, f in subs.items()], ignore_index=True)
+    table.to_parquet(tmp_path / "pool.parquet", index=False)
+    by_files = pool.run(spark, pool.PoolJob(gt_file, [str(tmp_path / "pool" / "*")], None))
+    by_table = pool.run(
+        spark,
+        pool.PoolJob(gt_file, [str(tmp_path / "pool.parquet")], None, submission_column="team"),
+    )
+    empty = [n for n, f in subs.items() if len(f) == 0]  # no row: not in the table
+    assert [s.name for s in by_table.submissions] == [n for n in sorted(subs) if n not in empty]
+    files = {s.name: s.metrics.to_dict() for s in by_files.submissions}
+    for s in by_table.submissions:
+        assert s.metrics.to_dict() == files[s.name]
+
+
+def bad_pool(folder: Path) -> dict[str, str]:
+    """One good submission and one of each kind of invalid one; name -> expected reason."""
+    folder.mkdir()
+    (folder / "good.csv").write_text("Q1,R1,0.9\nQ2,R2,0.8\nQ4,R4,0.7\n")
+    (folder / "repeats.csv").write_text("Q1,R1,0.9\nQ2,R2,0.5\nQ1,R1,0.8\n")
+    (folder / "nonfinite.csv").write_text("Q1,R1,0.9\nQ2,R2,inf\n")
+    (folder / "toomany.csv").write_text("".join(f"Q1,R{i},0.5\n" for i in range(6)))
+    (folder / "columns.csv").write_text("Q1,R1\n")
+    pd.DataFrame({"query_id": ["Q1"], "ref": ["R1"], "score": [1.0]}).to_parquet(
+        folder / "parquetcols.parquet"
+    )
+    (folder / "unreadable.csv.gz").write_bytes(gzip.compress(b"Q1,R1,0.5\n" * 50)[:30])
+    return {
+        "repeats": "lines 1 and 3: duplicate pair (Q1, R1) appears 2 times",
+        "nonfinite": "line 2: score 'inf' is not finite",
+        "toomany": "6 predictions, more than --max-results 5",
+        "columns": "line 1: missing score (expected 3 fields",
+        "parquetcols": "missing column 'reference_id'",
+        "unreadable": "cannot be read (",
+    }
+
+
+def test_bad_submissions_are_marked_and_the_rest_scored(spark, tmp_path, gt_file):
+    expected = bad_pool(tmp_path / "pool")
+    out = tmp_path / "out"
+    job = pool.PoolJob(gt_file, [str(tmp_path / "pool")], str(out), max_results=5)
+    result = pool.run(spark, job)
+    status = {s.name: s for s in result.submissions}
+    assert status["good"].status == "ok" and status["good"].metrics.n_true_positives == 3
+    for name, reason in expected.items():
+        s = status[name]
+        assert s.status == "invalid" and reason in s.reason, (name, s.reason)
+        assert s.reason.startswith(str(tmp_path / "pool" / name)), s.reason
+        assert "\n" not in s.reason
+    rows = list(csv.DictReader((out / "leaderboard.csv").open()))
+    assert [r["submission"] for r in rows] == ["good", *sorted(expected)]
+    assert rows[0]["rank"] == "1" and rows[1]["rank"] == "" and rows[1]["status"] == "invalid"
+    assert (out / "pr_curves" / "good.csv").exists() and (out / "pr_curves.png").exists()
+    assert "| 1 | good | 0.115385 |" in (out / "leaderboard.md").read_text()
+
+
+def test_cli_pool_exit_codes_with_and_without_fail_on_invalid(tmp_path, gt_file):
+    bad_pool(tmp_path / "pool")
+    common = ["--ground-truth", gt_file, "--predictions", str(tmp_path / "pool" / "*"), "--quiet"]
+    ok = run_evaluate(
+        [sys.executable], *common, "--output", str(tmp_path / "a"), "--max-results", "5"
+    )
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    assert "7 submissions: 1 scored, 6 invalid" in ok.stdout
+    strict = run_evaluate(
+        [sys.executable], *common, "--output", str(tmp_path / "b"), "--fail-on-invalid"
+    )
+    assert strict.returncode == 2
+    (line,) = error_lines(strict)
+    pattern = str(tmp_path / "pool" / "*")
+    assert line.startswith(
+        f"error: {pattern}: 5 of 7 submissions invalid (--fail-on-invalid); first: columns: "
+        f"{tmp_path / 'pool' / 'columns.csv'}: line 1: missing score"
+    ), line
+    assert not (tmp_path / "b").exists()
+
+
+def leaderboard_rows(folder: Path) -> list[dict]:
+    rows = json.loads((folder / "leaderboard.json").read_text())["submissions"]
+    return [{k: v for k, v in r.items() if k != "reused"} for r in rows]
+
+
+def test_incremental_run_equals_full_run(spark, tmp_path, gt_file):
+    folder = tmp_path / "pool"
+    subs = write_pool(folder, 11, 6)
+    (folder / "bad.csv").write_text("Q1,R1,0.5\nQ1,R1,0.6\n")
+    first = tmp_path / "first"
+    pool.run(spark, pool.PoolJob(gt_file, [str(folder)], str(first)))
+    # add one, change one, remove one
+    random_submission(np.random.default_rng(99), 80).to_csv(folder / "newcomer.csv", index=False)
+    changed = subs["team01"].assign(score=subs["team01"].score[::-1].to_numpy())
+    changed.to_csv(folder / "team01.csv", index=False)
+    (folder / "team03.csv").unlink()
+    again = tmp_path / "again"
+    result = pool.run(spark, pool.PoolJob(gt_file, [str(folder)], str(again), previous=str(first)))
+    reused = {s.name for s in result.submissions if s.reused}
+    assert reused == {"team00", "team02", "team04", "team05", "bad"}
+    full = tmp_path / "full"
+    pool.run(spark, pool.PoolJob(gt_file, [str(folder)], str(full)))
+    assert leaderboard_rows(again) == leaderboard_rows(full)
+    for curve in (full / "pr_curves").iterdir():
+        assert (again / "pr_curves" / curve.name).read_text() == curve.read_text()
+    # another ground truth: nothing is reused
+    other = tmp_path / "gt2.csv"
+    GT.iloc[:30].to_csv(other, index=False)
+    shutil.rmtree(again)
+    result = pool.run(
+        spark, pool.PoolJob(str(other), [str(folder)], str(again), previous=str(first))
+    )
+    assert not any(s.reused for s in result.submissions)
+
+
+def test_two_files_with_one_name_and_single_file_stays_strict(spark, tmp_path, gt_file):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    (tmp_path / "a" / "x.csv").write_text("Q1,R1,0.5\n")
+    (tmp_path / "b" / "x.csv").write_text("Q1,R1,0.5\n")
+    with pytest.raises(InputError, match="two submissions would be named 'x'"):
+        pool.run(spark, pool.PoolJob(gt_file, [str(tmp_path / "a"), str(tmp_path / "b")], None))
+    assert not pool.is_pool(spark, [str(tmp_path / "a" / "x.csv")], None)
+    assert pool.is_pool(spark, [str(tmp_path / "a")], None)
