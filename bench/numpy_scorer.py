@@ -12,15 +12,7 @@ from disc21spark.model import GroundTruth
 from disc21spark.synth import read_ground_truth_csv
 
 
-def main(gt_path: str, preds_path: str) -> None:
-    table = read_ground_truth_csv(gt_path)
-    has = table["reference_id"] != ""
-    gt = GroundTruth(
-        gt_path,
-        table["query_id"].to_numpy(object),
-        table.loc[has, "query_id"].to_numpy(object),
-        table.loc[has, "reference_id"].to_numpy(object),
-    )
+def score_file(gt: GroundTruth, preds_path: str):
     preds = pd.read_csv(
         preds_path,
         header=None,
@@ -29,12 +21,27 @@ def main(gt_path: str, preds_path: str) -> None:
         engine="pyarrow",
     )
     preds = preds[preds["query_id"] != "query_id"]
-    m = evaluate(
+    return evaluate(
         preds["query_id"].to_numpy(object),
         preds["reference_id"].to_numpy(object),
         preds["score"].astype(float).to_numpy(),
         gt,
     )
+
+
+def load_gt(gt_path: str) -> GroundTruth:
+    table = read_ground_truth_csv(gt_path)
+    has = table["reference_id"] != ""
+    return GroundTruth(
+        gt_path,
+        table["query_id"].to_numpy(object),
+        table.loc[has, "query_id"].to_numpy(object),
+        table.loc[has, "reference_id"].to_numpy(object),
+    )
+
+
+def main(gt_path: str, preds_path: str) -> None:
+    m = score_file(load_gt(gt_path), preds_path)
     print(
         json.dumps(
             {
