@@ -38,6 +38,7 @@ test: venv lint
 bench: venv
 	$(BIN)/python bench/bench_matching.py
 	$(BIN)/python bench/bench_descriptors.py
+	$(BIN)/python bench/bench_pool.py
 
 cluster-start: venv
 	scripts/standalone.sh start

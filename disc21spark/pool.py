@@ -168,11 +168,12 @@ def _read_pool(spark: SparkSession, job: PoolJob, subs: list[Submission]) -> Dat
     if job.submission_column:
         table = _table(spark, job)
         typed = validate.typed_predictions(table, keep=("_submission",))
-        names = {s.name: i for i, s in enumerate(subs)}
-        mapping = F.create_map(*[F.lit(x) for kv in names.items() for x in kv])
-        return typed.withColumn(labels.SUBMISSION, mapping[F.col("_submission")]).where(
-            F.col(labels.SUBMISSION).isNotNull()
+        names = spark.createDataFrame(
+            [(s.name, i) for i, s in enumerate(subs)], f"_name string, {labels.SUBMISSION} int"
         )
+        # only the submissions asked for (the others are reused from a previous run)
+        named = typed.withColumn("_name", F.col("_submission").cast("string"))
+        return named.join(F.broadcast(names), "_name").drop("_name", "_submission")
     frames = []
     by_format: dict[str, list[str]] = {}
     for s in subs:
@@ -182,8 +183,14 @@ def _read_pool(spark: SparkSession, job: PoolJob, subs: list[Submission]) -> Dat
     typed = frames[0]
     for other in frames[1:]:
         typed = typed.unionByName(other)
-    mapping = F.create_map(*[F.lit(x) for kv in index.items() for x in kv])
-    return typed.withColumn(labels.SUBMISSION, mapping[F.col("file")])
+    # Spark names a row's file by its URI ("a%20b.csv"), the listing by its path; a
+    # broadcast hash join, not a literal map (looked up by a linear scan of its keys)
+    jvm = spark.sparkContext._jvm
+    files = spark.createDataFrame(
+        [(jvm.org.apache.hadoop.fs.Path(f).toUri().toString(), i) for f, i in index.items()],
+        f"file string, {labels.SUBMISSION} int",
+    )
+    return typed.join(F.broadcast(files), "file", "left")
 
 
 def _table(spark: SparkSession, job: PoolJob) -> DataFrame:
@@ -246,6 +253,10 @@ def _list_submissions(spark: SparkSession, job: PoolJob) -> list[Submission]:
     if job.submission_column:
         table = _table(spark, job)
         sums = table_checksums(table, "_submission")
+        if None in sums:
+            raise InputError(
+                job.predictions[0], f"rows without a {job.submission_column} (the submission)"
+            )
         return [Submission(name, f"table:{name}", sums[name]) for name in sorted(sums)]
     files = pool_files(spark, job.predictions)
     sums = file_checksums(spark, list(files.values()))
@@ -269,7 +280,7 @@ def _score(
                 censuses = scoring.census(rows)
             except Exception as exc:
                 rows.unpersist()
-                culprit = _unreadable(exc, live)
+                culprit = _unreadable(spark, exc, live)
                 if culprit is None:
                     raise
                 culprit.invalid(
@@ -279,6 +290,11 @@ def _score(
                 if not live:
                     return
                 continue
+            if None in censuses:  # a row that no submission claims: never score silently
+                rows.unpersist()
+                raise RuntimeError(
+                    f"internal error: {censuses[None].n_predictions} rows of an unknown file"
+                )
             note["rows"] = sum(c.n_predictions for c in censuses.values())
             note["detail"] = f"{len(live)} submissions parsed, checked and counted in one pass"
         break
@@ -350,7 +366,7 @@ def _where(s: Submission) -> str:
     return display_path(s.source) if not s.source.startswith("table:") else s.source
 
 
-def _unreadable(exc: Exception, subs: list[Submission]) -> Submission | None:
+def _unreadable(spark: SparkSession, exc: Exception, subs: list[Submission]) -> Submission | None:
     """The submission whose file made the read fail, when the failure names it."""
     if not is_read_failure(exc):
         return None
@@ -362,7 +378,16 @@ def _unreadable(exc: Exception, subs: list[Submission]) -> Submission | None:
             java = java.getCause()
     except Exception:  # the gateway may be gone; the Python text is enough
         pass
-    hits = [s for s in subs if s.source in text or display_path(s.source) in text]
+    jvm = spark.sparkContext._jvm
+    names = {
+        id(s): (
+            s.source,
+            display_path(s.source),
+            jvm.org.apache.hadoop.fs.Path(s.source).toUri().toString(),
+        )
+        for s in subs
+    }
+    hits = [s for s in subs if any(n in text for n in names[id(s)])]
     return max(hits, key=lambda s: len(s.source)) if hits else None
 
 
