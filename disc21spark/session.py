@@ -94,8 +94,16 @@ def _silence_task_failures(spark: SparkSession) -> None:
         jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(name, off)
 
 
+_SHIPPED: set[str] = set()  # application ids whose executors have the package
+
+
 def ship_package(spark: SparkSession) -> None:
-    """Send this package to the executors of a cluster (local mode imports it directly)."""
+    """Send this package to the executors of a cluster (local mode imports it directly),
+    once per application: a job may ask for its session more than once."""
+    app = spark.sparkContext.applicationId
+    if app in _SHIPPED:
+        return
+    _SHIPPED.add(app)
     target = Path(tempfile.mkdtemp(prefix="disc21spark-pkg-")) / "disc21spark"
     archive = shutil.make_archive(str(target), "zip", PACKAGE_DIR.parent, PACKAGE_DIR.name)
     spark.sparkContext.addPyFile(archive)
