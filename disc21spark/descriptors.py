@@ -213,9 +213,11 @@ def first_problem(ids: np.ndarray, vectors: np.ndarray, dim: int) -> tuple[int, 
     return row, "vector has NaN or infinite values"
 
 
-def describe(f: DescriptorFile, ids: np.ndarray, row: int) -> str:
-    """Where a row is, in words a user can look up."""
-    return f"row {row + 1} (image '{ids[row]}')" if ids[row] else f"row {row + 1}"
+def describe(ids: np.ndarray, row: int, first_row: int = 0) -> str:
+    """Where a row is (``row`` of a block starting at file row ``first_row``), in words a
+    user can look up."""
+    n = first_row + row + 1
+    return f"row {n} (image '{ids[row]}')" if ids[row] else f"row {n}"
 
 
 @dataclass
@@ -262,7 +264,7 @@ def read_side(
         problem = first_problem(ids, vectors, dim)
         if problem:
             row, reason = problem
-            raise InputError(f.path, reason, describe(f, ids, row))
+            raise InputError(f.path, reason, describe(ids, row))
         all_ids.append(ids)
         all_vectors.append(vectors)
         origin.append(np.full(len(ids), len(origin)))
@@ -302,11 +304,11 @@ def _read_parquet_side(spark: SparkSession, f: DescriptorFile) -> tuple[np.ndarr
         return ids, np.zeros((0, 0), np.float32)
     sizes = table.column("size").to_numpy()
     if (sizes < 0).any():  # Spark's size of a null array
-        raise InputError(f.path, "missing vector", describe(f, ids, int(np.argmax(sizes < 0))))
+        raise InputError(f.path, "missing vector", describe(ids, int(np.argmax(sizes < 0))))
     if (sizes != sizes[0]).any():
         row = int(np.argmax(sizes != sizes[0]))
         raise InputError(
-            f.path, f"vector of {sizes[row]} values, expected {sizes[0]}", describe(f, ids, row)
+            f.path, f"vector of {sizes[row]} values, expected {sizes[0]}", describe(ids, row)
         )
     values = table.column("vector").combine_chunks()
     flat = values.flatten().to_numpy(zero_copy_only=False)
@@ -394,21 +396,14 @@ def query_frame(
             for a in range(start, stop, chunk):
                 b = min(stop, a + chunk)
                 ids, vectors = read_block(f, a, b)
+                # the first problem of each chunk is enough: the check keeps the first of all
                 problems = [None] * len(ids)
+                found = first_problem(ids, vectors, dim)
+                if found:
+                    row, reason = found
+                    problems[row] = f"{f.path}: {describe(ids, row, a)}: {reason}"
                 if vectors.shape[1] != dim:
-                    problems = [f"{f.path}: {vectors.shape[1]} dimensions, expected {dim}"] * len(
-                        ids
-                    )
-                    vectors = np.zeros((len(ids), dim), np.float32)
-                else:
-                    finite = np.isfinite(vectors).all(axis=1)
-                    for r in np.nonzero(~finite)[0]:
-                        problems[r] = (
-                            f"{f.path}: row {a + r + 1} (image '{ids[r]}'): vector has NaN or infinite values"
-                        )
-                    for r in range(len(ids)):
-                        if not ids[r] and problems[r] is None:
-                            problems[r] = f"{f.path}: row {a + r + 1}: empty image id"
+                    vectors = np.zeros((len(ids), dim), np.float32)  # the job fails on it
                 qpos = np.arange(pos + (a - start), pos + (b - start), dtype=np.int64)
                 yield _query_batch(ids, qpos, vectors, problems)
 

@@ -53,8 +53,8 @@ READ_FAILURES = (
 )
 
 
-def is_read_failure(exc: object) -> bool:
-    """Whether a Spark failure comes from reading input (rather than from our plan)."""
+def failure_texts(exc: object) -> list[str]:
+    """The Python message and every Java cause's class and message."""
     java = getattr(exc, "java_exception", None) or getattr(exc, "_origin", None)
     texts = [str(exc)]
     try:
@@ -63,7 +63,12 @@ def is_read_failure(exc: object) -> bool:
             java = java.getCause()
     except Exception:  # the gateway may be gone; the Python text is enough
         pass
-    return any(marker in text for text in texts for marker in READ_FAILURES)
+    return texts
+
+
+def is_read_failure(exc: object) -> bool:
+    """Whether a Spark failure comes from reading input (rather than from our plan)."""
+    return any(marker in text for text in failure_texts(exc) for marker in READ_FAILURES)
 
 
 def _first(text: str, limit: int) -> str:

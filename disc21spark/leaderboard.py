@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from disc21spark.model import MatchingMetrics, PRCurve
+from disc21spark.model import MatchingMetrics, PRCurve, Submission
 from disc21spark.report import ROWS, plot_curves, write_curve_csv
 
 log = logging.getLogger("disc21spark")
@@ -116,8 +116,6 @@ def format_table(subs: list, limit: int = 20) -> str:
 def read_previous(folder: str, settings: dict) -> dict:
     """Submissions of a previous run's output folder, by name, when it was made with the
     same ground truth and settings; otherwise nothing is reused."""
-    from disc21spark.pool import Submission
-
     path = Path(folder) / "leaderboard.json"
     if not path.exists():
         log.warning("--previous %s: no leaderboard.json there; scoring everything", folder)

@@ -59,3 +59,19 @@ class MatchingMetrics:
         out = asdict(self)
         out.pop("curve")
         return out
+
+
+@dataclass
+class Submission:
+    """One submission of a pool: its identity, status and (when scored) metrics."""
+
+    name: str
+    source: str  # the file, or "table:<name>"
+    checksum: str = ""
+    status: str = "ok"
+    reason: str | None = None
+    metrics: MatchingMetrics | None = None
+    reused: bool = False
+
+    def invalid(self, error: Exception) -> None:
+        self.status, self.reason, self.metrics = "invalid", str(error), None

@@ -21,7 +21,13 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from disc21spark import labels, leaderboard, scoring, validate
-from disc21spark.errors import InputError, display_path, first_line, is_read_failure
+from disc21spark.errors import (
+    InputError,
+    display_path,
+    failure_texts,
+    first_line,
+    is_read_failure,
+)
 from disc21spark.io import (
     PREDICTION_COLUMNS,
     data_files,
@@ -31,7 +37,7 @@ from disc21spark.io import (
 )
 from disc21spark.matching import load_ground_truth
 from disc21spark.metrics import DEFAULT_CURVE_POINTS
-from disc21spark.model import GroundTruth, MatchingMetrics
+from disc21spark.model import GroundTruth, Submission
 from disc21spark.outdir import check_writable, staged_output
 from disc21spark.phases import Phases
 
@@ -53,20 +59,6 @@ class PoolJob:
     ground_truth_format: str = "auto"
     fail_on_invalid: bool = False
     previous: str | None = None
-
-
-@dataclass
-class Submission:
-    name: str
-    source: str  # the file, or "table:<name>"
-    checksum: str = ""
-    status: str = "ok"
-    reason: str | None = None
-    metrics: MatchingMetrics | None = None
-    reused: bool = False
-
-    def invalid(self, error: InputError) -> None:
-        self.status, self.reason, self.metrics = "invalid", str(error), None
 
 
 @dataclass
@@ -149,11 +141,10 @@ def table_checksums(table: DataFrame, column: str) -> dict[str, str]:
 
 
 def _settings(job: PoolJob, gt_path: str) -> dict:
-    digest = (
-        hashlib.sha256(Path(display_path(gt_path)).read_bytes()).hexdigest()
-        if Path(display_path(gt_path)).is_file()
-        else gt_path
-    )
+    """What a previous run must share for its results to be reused."""
+    local = Path(display_path(gt_path))
+    # a ground truth on another file system is known by its path only
+    digest = hashlib.sha256(local.read_bytes()).hexdigest() if local.is_file() else gt_path
     return {
         "ground_truth_sha256": digest,
         "max_results": job.max_results,
@@ -185,9 +176,8 @@ def _read_pool(spark: SparkSession, job: PoolJob, subs: list[Submission]) -> Dat
         typed = typed.unionByName(other)
     # Spark names a row's file by its URI ("a%20b.csv"), the listing by its path; a
     # broadcast hash join, not a literal map (looked up by a linear scan of its keys)
-    jvm = spark.sparkContext._jvm
     files = spark.createDataFrame(
-        [(jvm.org.apache.hadoop.fs.Path(f).toUri().toString(), i) for f, i in index.items()],
+        [(_uri(spark, f), i) for f, i in index.items()],
         f"file string, {labels.SUBMISSION} int",
     )
     return typed.join(F.broadcast(files), "file", "left")
@@ -362,6 +352,11 @@ def _problem(spark, job, gt, typed, i, s: Submission, census) -> InputError | No
     return None
 
 
+def _uri(spark: SparkSession, path: str) -> str:
+    """A path as Spark names a row's file (``_metadata.file_path``): its URI, encoded."""
+    return spark.sparkContext._jvm.org.apache.hadoop.fs.Path(path).toUri().toString()
+
+
 def _where(s: Submission) -> str:
     return display_path(s.source) if not s.source.startswith("table:") else s.source
 
@@ -370,24 +365,12 @@ def _unreadable(spark: SparkSession, exc: Exception, subs: list[Submission]) -> 
     """The submission whose file made the read fail, when the failure names it."""
     if not is_read_failure(exc):
         return None
-    text = str(exc)
-    java = getattr(exc, "java_exception", None) or getattr(exc, "_origin", None)
-    try:
-        while java is not None:
-            text += " " + str(java.getMessage())
-            java = java.getCause()
-    except Exception:  # the gateway may be gone; the Python text is enough
-        pass
-    jvm = spark.sparkContext._jvm
-    names = {
-        id(s): (
-            s.source,
-            display_path(s.source),
-            jvm.org.apache.hadoop.fs.Path(s.source).toUri().toString(),
-        )
+    text = " ".join(failure_texts(exc))
+    hits = [
+        s
         for s in subs
-    }
-    hits = [s for s in subs if any(n in text for n in names[id(s)])]
+        if any(n in text for n in (s.source, display_path(s.source), _uri(spark, s.source)))
+    ]
     return max(hits, key=lambda s: len(s.source)) if hits else None
 
 
