@@ -37,6 +37,12 @@ def _hadoop_fs(spark: SparkSession, path: str):
     return hpath, hpath.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
 
 
+def is_directory(spark: SparkSession, path: str) -> bool:
+    """Whether an existing path (no glob) is a folder, on any Hadoop file system."""
+    hpath, fs = _hadoop_fs(spark, path)
+    return bool(fs.getFileStatus(hpath).isDirectory())
+
+
 def data_files(spark: SparkSession, path: str) -> list[str]:
     """The files a path (file, folder or glob) stands for; an InputError when there are none."""
     try:

@@ -32,6 +32,7 @@ from disc21spark.io import (
     PREDICTION_COLUMNS,
     data_files,
     detect_format,
+    is_directory,
     read_parquet,
     read_predictions,
 )
@@ -87,12 +88,10 @@ def is_pool(spark: SparkSession, predictions: list[str], submission_column: str 
     path = predictions[0]
     if any(c in path for c in "*?[{"):
         return True
-    files = data_files(spark, path)
-    names = [PurePosixPath(f).name for f in files]
-    single = len(files) == 1 and display_path(files[0]).rstrip("/") == display_path(path).rstrip(
-        "/"
-    )
-    return not single and not all(n.startswith("part-") for n in names)
+    files = data_files(spark, path)  # a clear error when the path does not exist
+    if not is_directory(spark, path):
+        return False
+    return not all(PurePosixPath(f).name.startswith("part-") for f in files)
 
 
 def pool_files(spark: SparkSession, patterns: list[str]) -> dict[str, str]:

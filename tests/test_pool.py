@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import gzip
 import json
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -206,3 +207,11 @@ def test_two_files_with_one_name_and_single_file_stays_strict(spark, tmp_path, g
         pool.run(spark, pool.PoolJob(gt_file, [str(tmp_path / "a"), str(tmp_path / "b")], None))
     assert not pool.is_pool(spark, [str(tmp_path / "a" / "x.csv")], None)
     assert pool.is_pool(spark, [str(tmp_path / "a")], None)
+    # relative paths, as `make demo` gives one (relative to where Spark started)
+    rel = Path(os.path.relpath(tmp_path))
+    assert not pool.is_pool(spark, [str(rel / "a" / "x.csv")], None)
+    assert pool.is_pool(spark, [str(rel / "a")], None)
+    assert pool.is_pool(spark, [str(rel / "a" / "*.csv")], None)
+    (tmp_path / "parts").mkdir()
+    (tmp_path / "parts" / "part-00000.csv").write_text("Q1,R1,0.5\n")
+    assert not pool.is_pool(spark, [str(rel / "parts")], None)
