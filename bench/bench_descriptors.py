@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
-from bench_matching import GT, RESULTS, ROOT, measure
+from bench_matching import GT, RESULTS, ROOT, measure, spark_env
 
 sys.path.insert(0, str(ROOT))
 
@@ -52,14 +52,7 @@ def main() -> None:
         )
         write_descriptor_set(gt, folder, nb, dim, noise=1.0, seed=2021)
     q, r = str(folder / "queries.h5"), str(folder / "references.h5")
-    env = dict(
-        os.environ,
-        PYSPARK_PYTHON=sys.executable,
-        PYSPARK_DRIVER_PYTHON=sys.executable,
-        SPARK_LOCAL_IP="127.0.0.1",
-        SPARK_CONF_DIR=str(ROOT / "conf"),
-        OMP_NUM_THREADS=str(os.cpu_count()),
-    )
+    env = spark_env(OMP_NUM_THREADS=str(os.cpu_count()))
     cases = {"kNN 10": ("knn", "10"), "max-results 500,000": ("max", "500000")}
     contenders = {
         "single-process FAISS": ROOT / "bench" / "faiss_single.py",

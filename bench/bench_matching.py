@@ -32,6 +32,19 @@ OFFICIAL = (
 )
 
 
+def spark_env(**extra: str) -> dict:
+    """The environment every benchmarked process gets: this interpreter for Spark's
+    Python, loopback networking, the project's quiet log configuration."""
+    return dict(
+        os.environ,
+        PYSPARK_PYTHON=sys.executable,
+        PYSPARK_DRIVER_PYTHON=sys.executable,
+        SPARK_LOCAL_IP="127.0.0.1",
+        SPARK_CONF_DIR=str(ROOT / "conf"),
+        **extra,
+    )
+
+
 def measure(cmd: list[str], env: dict) -> tuple[float, float, str]:
     """(seconds, peak MB of the process tree, stdout) of one run."""
     start = time.perf_counter()
@@ -68,13 +81,7 @@ def main() -> None:
     )
     repeat = int(os.environ.get("BENCH_REPEAT", 3))
     data = RESULTS / "data" / f"predictions_{rows}.csv"
-    env = dict(
-        os.environ,
-        PYSPARK_PYTHON=sys.executable,
-        PYSPARK_DRIVER_PYTHON=sys.executable,
-        SPARK_LOCAL_IP="127.0.0.1",
-        SPARK_CONF_DIR=str(ROOT / "conf"),
-    )
+    env = spark_env()
     if not data.exists():
         print(f"bench: writing {rows:,} DISC21-shaped predictions to {data}", flush=True)
         subprocess.run(

@@ -14,7 +14,7 @@ import statistics
 import subprocess
 import sys
 
-from bench_matching import BIN, GT, RESULTS, ROOT, measure
+from bench_matching import BIN, GT, RESULTS, ROOT, measure, spark_env
 
 
 def main() -> None:
@@ -22,13 +22,7 @@ def main() -> None:
     rows = int(os.environ.get("BENCH_POOL_ROWS", 500_000))
     repeat = int(os.environ.get("BENCH_REPEAT", 1))
     folder = RESULTS / "data" / f"pool_{n_subs}x{rows}"
-    env = dict(
-        os.environ,
-        PYSPARK_PYTHON=sys.executable,
-        PYSPARK_DRIVER_PYTHON=sys.executable,
-        SPARK_LOCAL_IP="127.0.0.1",
-        SPARK_CONF_DIR=str(ROOT / "conf"),
-    )
+    env = spark_env()
     folder.mkdir(parents=True, exist_ok=True)
     for i in range(n_subs):
         path = folder / f"team{i:04d}.csv"

@@ -16,7 +16,7 @@ from pyspark.sql import functions as F
 
 from disc21spark import descriptors, report, search, search_plan
 from disc21spark.errors import InputError
-from disc21spark.matching import load_ground_truth, score_typed
+from disc21spark.matching import ground_truth_phase, score_typed
 from disc21spark.metrics import DEFAULT_CURVE_POINTS
 from disc21spark.model import GroundTruth, MatchingMetrics
 from disc21spark.outdir import check_writable, staged_output
@@ -313,10 +313,7 @@ def run(spark: SparkSession, job: DescriptorJob) -> MatchingMetrics:
     if job.output:
         check_writable(job.output, job.overwrite)
     phases = Phases()
-    with phases.phase("ground truth") as note:  # first: a bad file fails before the search
-        gt = load_ground_truth(spark, job.ground_truth)
-        note["rows"] = gt.n_queries
-        note["detail"] = f"{gt.n_positives:,} positive pairs"
+    gt = ground_truth_phase(spark, job.ground_truth, "auto", phases)  # before the search
     outcome = search_pairs(spark, job, phases)
     try:
         metrics = score_pairs(spark, job, gt, outcome, phases)

@@ -37,6 +37,15 @@ def load_ground_truth(spark: SparkSession, path: str, fmt: str = "auto") -> Grou
     return validate.ground_truth(rows, path)
 
 
+def ground_truth_phase(spark: SparkSession, path: str, fmt: str, phases: Phases) -> GroundTruth:
+    """The ground truth, read first so that a bad file fails before any heavy work."""
+    with phases.phase("ground truth") as note:
+        gt = load_ground_truth(spark, path, fmt)
+        note["rows"] = gt.n_queries
+        note["detail"] = f"{gt.n_positives:,} positive pairs"
+    return gt
+
+
 def score_predictions(
     spark: SparkSession, job: MatchingJob, gt: GroundTruth, phases: Phases
 ) -> MatchingMetrics:
@@ -113,10 +122,7 @@ def run(spark: SparkSession, job: MatchingJob) -> MatchingMetrics:
     if job.output:
         check_writable(job.output, job.overwrite)
     phases = Phases()
-    with phases.phase("ground truth") as note:
-        gt = load_ground_truth(spark, job.ground_truth, job.ground_truth_format)
-        note["rows"] = gt.n_queries
-        note["detail"] = f"{gt.n_positives:,} positive pairs"
+    gt = ground_truth_phase(spark, job.ground_truth, job.ground_truth_format, phases)
     metrics = score_predictions(spark, job, gt, phases)
     if job.output:
         with phases.phase("report"), staged_output(job.output, job.overwrite) as stage:

@@ -36,7 +36,7 @@ from disc21spark.io import (
     read_parquet,
     read_predictions,
 )
-from disc21spark.matching import load_ground_truth
+from disc21spark.matching import ground_truth_phase
 from disc21spark.metrics import DEFAULT_CURVE_POINTS
 from disc21spark.model import GroundTruth, Submission
 from disc21spark.outdir import check_writable, staged_output
@@ -199,9 +199,7 @@ def run(spark: SparkSession, job: PoolJob) -> PoolResult:
     if job.output:
         check_writable(job.output, job.overwrite)
     phases = Phases()
-    with phases.phase("ground truth") as note:
-        gt = load_ground_truth(spark, job.ground_truth, job.ground_truth_format)
-        note["rows"] = gt.n_queries
+    gt = ground_truth_phase(spark, job.ground_truth, job.ground_truth_format, phases)
     settings = _settings(job, job.ground_truth)
     with phases.phase("pool") as note:
         subs = _list_submissions(spark, job)
