@@ -319,29 +319,26 @@ def run(spark: SparkSession, job: DescriptorJob) -> MatchingMetrics:
         metrics = score_pairs(spark, job, gt, outcome, phases)
         if job.output:
             with phases.phase("report"), staged_output(job.output, job.overwrite) as stage:
-                run_info = {
-                    "ground_truth": job.ground_truth,
-                    "query_descriptors": job.query_descriptors,
-                    "reference_descriptors": job.reference_descriptors,
-                    "search": f"knn {job.knn}" if job.knn is not None else "max_results",
-                    "max_results": job.max_results if job.knn is None else None,
-                    "metric": job.metric,
-                    "index": job.index,
-                    "nprobe": job.nprobe,
-                    "score_norm": job.score_norm or None,
-                    "score_norm_weight": job.score_norm_weight if job.score_norm else None,
-                    "score_norm_neighbors": list(job.score_norm_neighbors)
-                    if job.score_norm
-                    else None,
-                    "n_queries_searched": outcome.n_queries,
-                    "n_references": outcome.n_references,
-                    "dimensions": outcome.dim,
-                    "reference_shards": outcome.shards,
-                    "broadcast_bytes": outcome.broadcast_bytes,
-                    "spark_master": spark.sparkContext.master,
-                    "spark_version": spark.version,
-                    "phase_seconds": phases.seconds,
-                }
+                run_info = report.run_document(
+                    spark,
+                    phases,
+                    ground_truth=job.ground_truth,
+                    query_descriptors=job.query_descriptors,
+                    reference_descriptors=job.reference_descriptors,
+                    search=f"knn {job.knn}" if job.knn is not None else "max_results",
+                    max_results=job.max_results if job.knn is None else None,
+                    metric=job.metric,
+                    index=job.index,
+                    nprobe=job.nprobe,
+                    score_norm=job.score_norm or None,
+                    score_norm_weight=job.score_norm_weight if job.score_norm else None,
+                    score_norm_neighbors=list(job.score_norm_neighbors) if job.score_norm else None,
+                    n_queries_searched=outcome.n_queries,
+                    n_references=outcome.n_references,
+                    dimensions=outcome.dim,
+                    reference_shards=outcome.shards,
+                    broadcast_bytes=outcome.broadcast_bytes,
+                )
                 title = job.title or "DISC21 descriptor track"
                 report.write_matching_report(stage, metrics, run_info, title)
                 if job.write_predictions:

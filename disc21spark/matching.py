@@ -126,14 +126,13 @@ def run(spark: SparkSession, job: MatchingJob) -> MatchingMetrics:
     metrics = score_predictions(spark, job, gt, phases)
     if job.output:
         with phases.phase("report"), staged_output(job.output, job.overwrite) as stage:
-            run_info = {
-                "ground_truth": job.ground_truth,
-                "predictions": job.predictions,
-                "max_results": job.max_results,
-                "spark_master": spark.sparkContext.master,
-                "spark_version": spark.version,
-                "phase_seconds": phases.seconds,
-            }
+            run_info = report.run_document(
+                spark,
+                phases,
+                ground_truth=job.ground_truth,
+                predictions=job.predictions,
+                max_results=job.max_results,
+            )
             title = job.title or f"DISC21 matching track: {Path(job.predictions).name}"
             report.write_matching_report(stage, metrics, run_info, title)
     return metrics

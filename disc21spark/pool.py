@@ -20,7 +20,7 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from disc21spark import labels, leaderboard, scoring, validate
+from disc21spark import labels, leaderboard, report, scoring, validate
 from disc21spark.errors import (
     InputError,
     display_path,
@@ -223,15 +223,14 @@ def run(spark: SparkSession, job: PoolJob) -> PoolResult:
         )
     if job.output:
         with phases.phase("report"), staged_output(job.output, job.overwrite) as stage:
-            run_info = {
-                "ground_truth": job.ground_truth,
-                "predictions": job.predictions,
-                "submission_column": job.submission_column,
-                "spark_master": spark.sparkContext.master,
-                "spark_version": spark.version,
-                "phase_seconds": phases.seconds,
+            run_info = report.run_document(
+                spark,
+                phases,
+                ground_truth=job.ground_truth,
+                predictions=job.predictions,
+                submission_column=job.submission_column,
                 **settings,
-            }
+            )
             leaderboard.write(stage, result.submissions, run_info)
     return result
 

@@ -32,6 +32,17 @@ def metrics_document(metrics: MatchingMetrics, run: dict) -> dict:
     return doc
 
 
+def run_document(spark, phases, **inputs) -> dict:
+    """The ``run`` part of a result file: the inputs and settings given, then the Spark
+    that ran the job and the seconds of each phase."""
+    return {
+        **inputs,
+        "spark_master": spark.sparkContext.master,
+        "spark_version": spark.version,
+        "phase_seconds": phases.seconds,
+    }
+
+
 def format_table(metrics: MatchingMetrics, title: str = "DISC21 matching track") -> str:
     values = metrics.to_dict()
     width = max(len(label) for _, label, _ in ROWS)
