@@ -1,0 +1,51 @@
+"""make_queries on Spark for the benchmark: the session and one Python worker per core
+are started before the clock (start-up excluded, as the baseline's imports are), then the
+job runs from the library folder to the finished benchmark folder. Prints JSON.
+
+    python bench/queries_spark.py LIBRARY OUTPUT TESTS PER_TEST SEED
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from disc21spark.queries import Settings  # noqa: E402
+from disc21spark.query_job import QueryJob, run  # noqa: E402
+from disc21spark.session import spark_session  # noqa: E402
+from disc21spark.transforms import parse_tests  # noqa: E402
+
+
+def _warm(batches):
+    import PIL.Image  # noqa: F401
+
+    yield from batches
+
+
+def main() -> None:
+    library, output, tests, per_test, seed = sys.argv[1:6]
+    settings = Settings(tuple(parse_tests(tests)), int(per_test), 0.0, int(seed))
+    spark = spark_session("local", "local[*]")
+    workers = spark.sparkContext.defaultParallelism
+    spark.range(0, workers, 1, workers).mapInArrow(_warm, "id long").count()
+    start = time.perf_counter()
+    document = run(spark, QueryJob([library], output, settings))
+    seconds = time.perf_counter() - start
+    print(
+        json.dumps(
+            {
+                "seconds": seconds,
+                "files": document["counts"]["library_files"],
+                "queries": document["counts"]["queries"],
+                "phases": document["seconds"],
+            }
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()

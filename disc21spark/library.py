@@ -1,0 +1,360 @@
+"""The images of an offline image library for copy-detection benchmarks, on one machine.
+
+A library is the photographs that scikit-image ships inside its installed package
+(real camera statistics, no download) followed by as many synthetic dead-leaves
+images as needed. The dead-leaves model (Matheron; Lee, Mumford & Huang 2001)
+drops opaque disks with a scale-invariant radius law, each new one falling *under*
+the ones already there; its images share the occlusion structure and the ~1/f^2
+power spectrum of natural images, so descriptors and JPEG behave on them roughly
+as on photographs, while any number of distinct images can be regenerated from
+(seed, index) alone, byte for byte, without storing them.
+
+Everything here is pure and single-process: a distributed job maps ``render`` over
+``library_plan`` and writes each item's bytes under its ``name``.
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+from pathlib import Path
+from statistics import NormalDist
+
+import numpy as np
+from PIL import Image, ImageDraw
+
+PHOTOS: tuple[str, ...] = ("*.png", "*.jpg")  # patterns of the photographs in skimage/data
+
+MIN_SIDE = 16
+MAX_SIDE = 8192  # beyond this the int32 leaf map and the stencils would need gigabytes
+R_MIN = 1.0
+R_MAX_FRACTION = 0.25  # r_max = 0.25 * min(width, height)
+JPEG_QUALITY = 90
+NOISE_SIGMA = 2.0  # grey levels; mimics sensor noise so JPEG has texture to quantise
+
+BARE = -1  # leaf id of a pixel no disk has reached
+
+# Expected covering intensity (mean number of disks over a pixel) added per batch;
+# e^-2 of the still-bare pixels survive each batch, so ~7 batches finish a 512x384
+# frame while keeping every batch big enough for numpy to pay off.
+_BATCH_COVER = 2.0
+# Far beyond any real need (e^-60 of pixels bare), only there to bound the loop.
+_CAP_COVER = 60.0
+# Disks larger than this are filled by Pillow's C rasteriser: a few of them cover most
+# of the area, and their stencils would dominate numpy's work.
+_PIL_RADIUS = 4
+# Upper bound on stencil cells handled by one numpy step, to cap temporary memory.
+_STENCIL_CELLS = 1 << 20
+_BLOCK = 8  # side of the blocks used to skip disks that only touch covered ground; 8 bytes = uint64
+_INT32_MAX = np.iinfo(np.int32).max
+
+
+@dataclass(frozen=True)
+class LibraryItem:
+    name: str  # relative output path
+    kind: str  # "photo" or "deadleaves"
+    index: int  # dead-leaves index, or rank among the shipped photos
+    source: str  # path of the shipped photo, "" for dead leaves
+
+
+def shipped_photos() -> list[Path]:
+    """The photograph files inside the installed scikit-image package, sorted by name."""
+    # the files next to skimage.data are read directly: the skimage.data.<name>()
+    # loaders may fetch missing files from the network through pooch
+    import skimage.data
+
+    folder = Path(skimage.data.__file__).resolve().parent
+    found = sorted(
+        (p for pattern in PHOTOS for p in folder.glob(pattern) if p.is_file()),
+        key=lambda p: p.name,
+    )
+    if not found:
+        raise RuntimeError(f"no {' or '.join(PHOTOS)} photograph in {folder}")
+    return found
+
+
+def _check_size(width: int, height: int) -> None:
+    for label, side in (("width", width), ("height", height)):
+        if not isinstance(side, (int, np.integer)) or isinstance(side, bool):
+            raise ValueError(f"{label} must be an integer, got {side!r}")
+        if not MIN_SIDE <= side <= MAX_SIDE:
+            raise ValueError(f"{label} must be in [{MIN_SIDE}, {MAX_SIDE}], got {side}")
+
+
+def _check_natural(label: str, value: int) -> None:
+    # SeedSequence only takes non-negative integers
+    if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 0:
+        raise ValueError(f"{label} must be a non-negative integer, got {value!r}")
+
+
+def sample_radii(rng: np.random.Generator, n: int, r_min: float, r_max: float) -> np.ndarray:
+    """n radii with density proportional to r^-3 on [r_min, r_max] (inverse CDF)."""
+    # F(r) = (r_min^-2 - r^-2) / (r_min^-2 - r_max^-2), solved for r; sqrt and division
+    # are correctly rounded everywhere, unlike libm's pow, so radii are bit-reproducible
+    lo, hi = 1.0 / (r_min * r_min), 1.0 / (r_max * r_max)
+    return 1.0 / np.sqrt(lo - rng.random(n) * (lo - hi))
+
+
+def _hsv_to_rgb(h: np.ndarray, s: np.ndarray, v: np.ndarray) -> np.ndarray:
+    # closed form f(n) = v - v s max(0, min(k, 4 - k, 1)), k = (n + 6h) mod 6, n = 5, 3, 1
+    k = (np.array([5.0, 3.0, 1.0]) + (h % 1.0)[:, None] * 6.0) % 6.0
+    ramp = np.clip(np.minimum(k, 4.0 - k), 0.0, 1.0)
+    return v[:, None] * (1.0 - s[:, None] * ramp)
+
+
+_Palette = tuple[np.ndarray, np.ndarray, np.ndarray]  # hue, saturation, value per colour
+
+
+def _palette(rng: np.random.Generator) -> _Palette:
+    # A scene has a dominant hue with a few accents and a wide range of lightness;
+    # fully random RGB per disk would look like confetti, nothing like a photograph.
+    k = int(rng.integers(3, 8))
+    base = rng.random()
+    accent = rng.random(k) < 0.25
+    hue = np.where(accent, rng.random(k), base + rng.normal(0.0, 0.06, k))
+    sat = rng.uniform(0.05, 0.55, k)
+    val = rng.uniform(0.12, 0.95, k)
+    return hue, sat, val
+
+
+def _leaf_colours(rng: np.random.Generator, palette: _Palette, n: int) -> np.ndarray:
+    """RGB uint8 colours of n leaves: a palette entry each, jittered in HSV."""
+    hue, sat, val = palette
+    pick = rng.integers(0, hue.size, n)
+    jitter = rng.normal(0.0, 1.0, (n, 3))
+    h = hue[pick] + 0.02 * jitter[:, 0]
+    s = np.clip(sat[pick] + 0.06 * jitter[:, 1], 0.0, 1.0)
+    v = np.clip(val[pick] + 0.08 * jitter[:, 2], 0.02, 1.0)
+    return np.rint(_hsv_to_rgb(h, s, v) * 255.0).astype(np.uint8)
+
+
+_STENCILS: dict[tuple[int, int], tuple[np.ndarray, ...]] = {}
+
+
+def _stencil(reach: int, width: int) -> tuple[np.ndarray, ...]:
+    """Offsets of the pixels a disk of radius <= reach can touch around its rounded centre."""
+    key = (reach, width)
+    if key not in _STENCILS:
+        grid = np.arange(-reach, reach + 1, dtype=np.int32)
+        dy, dx = np.meshgrid(grid, grid, indexing="ij")
+        # the centre is within half a pixel of the rounded one, so the corners are out of reach
+        near = dx * dx + dy * dy <= (reach + 1) ** 2
+        dx, dy = dx[near], dy[near]
+        _STENCILS[key] = (
+            dx.astype(np.float32),
+            dy.astype(np.float32),
+            dx,
+            dy,
+            dy * width + dx,
+        )
+    return _STENCILS[key]
+
+
+def _small_disk_pixels(
+    r: np.ndarray, cx: np.ndarray, cy: np.ndarray, ids: np.ndarray, width: int, height: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """(flat pixel, disk id) for every in-frame pixel centre inside each disk."""
+    reach = np.ceil(r).astype(np.int32)
+    rx = np.rint(cx).astype(np.int32)
+    ry = np.rint(cy).astype(np.int32)
+    # disks whose stencil stays inside the frame skip the four bound tests
+    inner = (rx >= reach) & (rx + reach < width) & (ry >= reach) & (ry + reach < height)
+    fx = (cx - rx).astype(np.float32)
+    fy = (cy - ry).astype(np.float32)
+    r2 = (r * r).astype(np.float32)
+    order = np.lexsort((inner, reach))
+    group = reach[order] * 2 + inner[order]
+    cuts = np.flatnonzero(np.diff(group)) + 1
+    pixels, owners = [], []
+    for start, stop in zip(np.r_[0, cuts], np.r_[cuts, group.size]):
+        k = order[start]
+        sdx, sdy, idx, idy, dflat = _stencil(int(reach[k]), width)
+        step = max(1, _STENCIL_CELLS // sdx.size)
+        for lo in range(start, stop, step):
+            sel = order[lo : min(lo + step, stop)]
+            ax = sdx - fx[sel, None]
+            ay = sdy - fy[sel, None]
+            inside = ax * ax + ay * ay <= r2[sel, None]
+            if not inner[k]:
+                px = rx[sel, None] + idx
+                py = ry[sel, None] + idy
+                inside &= (px >= 0) & (px < width) & (py >= 0) & (py < height)
+            rows, cols = np.nonzero(inside)
+            disk = sel[rows]
+            pixels.append(ry[disk] * width + rx[disk] + dflat[cols])
+            owners.append(ids[disk])
+    if not pixels:
+        return np.empty(0, np.int32), np.empty(0, np.int32)
+    return np.concatenate(pixels), np.concatenate(owners)
+
+
+def _large_disk_layer(
+    r: np.ndarray, cx: np.ndarray, cy: np.ndarray, ids: np.ndarray, width: int, height: int
+) -> np.ndarray:
+    """Per pixel, the smallest id among the given disks (int32 max where none)."""
+    layer = Image.new("I", (width, height), _INT32_MAX)
+    draw = ImageDraw.Draw(layer)
+    # painting from the highest id down leaves the lowest id, the topmost leaf, visible
+    for i in np.argsort(ids)[::-1].tolist():
+        x, y, rad = float(cx[i]), float(cy[i]), float(r[i])
+        draw.ellipse((x - rad, y - rad, x + rad, y + rad), fill=int(ids[i]))
+    return np.asarray(layer, dtype=np.int32).ravel()
+
+
+def _touches_bare(
+    bare: np.ndarray, x0: np.ndarray, x1: np.ndarray, y0: np.ndarray, y1: np.ndarray
+) -> np.ndarray:
+    """Whether each box [x0, x1) x [y0, y1) meets a block holding a bare pixel."""
+    height, width = bare.shape
+    gh, gw = -(-height // _BLOCK), -(-width // _BLOCK)
+    padded = np.zeros((gh * _BLOCK, gw * _BLOCK), np.uint8)
+    padded[:height, :width] = bare
+    # eight bytes of a row read as one uint64: a block is bare if any of its 8 words is non-zero
+    blocks = padded.view(np.uint64).reshape(gh, _BLOCK, gw).any(axis=1)
+    table = np.zeros((gh + 1, gw + 1), np.int32)
+    table[1:, 1:] = blocks.cumsum(0, dtype=np.int32).cumsum(1, dtype=np.int32)
+    bx0, by0 = x0 // _BLOCK, y0 // _BLOCK
+    bx1, by1 = -(-x1 // _BLOCK), -(-y1 // _BLOCK)
+    return table[by1, bx1] - table[by0, bx1] - table[by1, bx0] + table[by0, bx0] > 0
+
+
+def _layout(rng: np.random.Generator, width: int, height: int) -> tuple[np.ndarray, np.ndarray]:
+    """(leaf id per pixel, BARE where none; RGB colour per leaf id)."""
+    r_max = R_MAX_FRACTION * min(width, height)
+    # centres up to r_max outside the frame: every disk that could overlap the frame is
+    # possible, so the border is as densely covered as the middle
+    margin = r_max
+    ext_w, ext_h = width + 2 * margin, height + 2 * margin
+    mean_r2 = 2.0 * np.log(r_max / R_MIN) / (R_MIN**-2 - r_max**-2)  # E[r^2] under r^-3
+    per_cover = ext_w * ext_h / (np.pi * mean_r2)  # disks adding one expected layer
+    batch = int(np.ceil(_BATCH_COVER * per_cover))
+    cap = int(np.ceil(_CAP_COVER * per_cover))
+    palette = _palette(rng)
+
+    first = np.full(height * width, _INT32_MAX, np.int32)
+    bare = np.ones(height * width, bool)
+    colours, kept = [], []
+    placed = 0
+    while placed < cap and bare.any():
+        r = sample_radii(rng, batch, R_MIN, r_max)
+        cx = rng.uniform(-margin, width + margin, batch)
+        cy = rng.uniform(-margin, height + margin, batch)
+        ids = np.arange(placed, placed + batch, dtype=np.int32)
+        placed += batch
+
+        x0 = np.clip(np.floor(cx - r), 0, width).astype(np.int32)
+        x1 = np.clip(np.floor(cx + r) + 1, 0, width).astype(np.int32)
+        y0 = np.clip(np.floor(cy - r), 0, height).astype(np.int32)
+        y1 = np.clip(np.floor(cy + r) + 1, 0, height).astype(np.int32)
+        # a disk that only overlaps covered ground lies entirely under earlier leaves
+        keep = (x1 > x0) & (y1 > y0)
+        if not bare.all():
+            keep &= _touches_bare(bare.reshape(height, width), x0, x1, y0, y1)
+        r, cx, cy, ids = r[keep], cx[keep], cy[keep], ids[keep]
+        # hidden disks never show, so only the kept ones get a colour
+        colours.append(_leaf_colours(rng, palette, ids.size))
+        kept.append(ids)
+
+        large = r > _PIL_RADIUS
+        if large.any():
+            layer = _large_disk_layer(r[large], cx[large], cy[large], ids[large], width, height)
+            np.minimum(first, layer, out=first)
+        small = ~large
+        pix, owner = _small_disk_pixels(r[small], cx[small], cy[small], ids[small], width, height)
+        hit = bare[pix]
+        np.minimum.at(first, pix[hit], owner[hit])
+        bare = first == _INT32_MAX
+
+    table = np.zeros((max(placed, 1), 3), np.uint8)
+    table[np.concatenate(kept)] = np.concatenate(colours)
+    first[bare] = BARE
+    return first.reshape(height, width), table
+
+
+def leaf_ids(seed: int, index: int, width: int, height: int) -> np.ndarray:
+    """Id of the visible leaf at each pixel of dead_leaves(seed, index, width, height).
+
+    BARE (-1) marks a pixel no disk reached, which only the safety cap on the number of
+    disks can leave behind.
+    """
+    _check_natural("seed", seed)
+    _check_natural("index", index)
+    _check_size(width, height)
+    rng = np.random.default_rng(np.random.SeedSequence([seed, index]))
+    return _layout(rng, width, height)[0]
+
+
+def _blur121(image: np.ndarray) -> np.ndarray:
+    """16 x the [1, 2, 1] / 4 blur in both directions, in exact integers (uint16)."""
+    # sigma ~0.7 px: softens the aliased disk edges the way a lens would
+    src = image.astype(np.uint16)
+    tmp = np.empty_like(src)
+    tmp[1:-1] = src[:-2] + 2 * src[1:-1] + src[2:]
+    tmp[0] = 3 * src[0] + src[1]  # edge pixel repeated
+    tmp[-1] = src[-2] + 3 * src[-1]
+    out = np.empty_like(src)
+    out[:, 1:-1] = tmp[:, :-2] + 2 * tmp[:, 1:-1] + tmp[:, 2:]
+    out[:, 0] = 3 * tmp[:, 0] + tmp[:, 1]
+    out[:, -1] = tmp[:, -2] + 3 * tmp[:, -1]
+    return out
+
+
+# Gaussian noise by inverse CDF of one random byte, in 1/16 grey levels: drawing bytes
+# and looking them up is several times cheaper than standard_normal for ~600k values,
+# and 256 quantiles (tails at +-2.9 sigma) are plenty for sigma = 2 grey levels.
+_NOISE16 = np.array(
+    [round(16 * NOISE_SIGMA * NormalDist().inv_cdf((k + 0.5) / 256)) for k in range(256)],
+    dtype=np.int16,
+)
+
+
+def dead_leaves(seed: int, index: int, width: int, height: int) -> np.ndarray:
+    """An RGB uint8 (height, width, 3) dead-leaves image, a pure function of its arguments."""
+    _check_natural("seed", seed)
+    _check_natural("index", index)
+    _check_size(width, height)
+    # one generator per image, seeded by (seed, index) only: any image can be rebuilt
+    # alone, in any process, in any order
+    rng = np.random.default_rng(np.random.SeedSequence([seed, index]))
+    ids, table = _layout(rng, width, height)
+    # bare pixels (cap reached) take the colour of leaf 0, as if it lay underneath
+    image = np.take(table, np.maximum(ids, 0), axis=0)
+    sixteenths = _blur121(image).astype(np.int16)
+    noise = np.frombuffer(rng.bytes(sixteenths.size), dtype=np.uint8).reshape(sixteenths.shape)
+    sixteenths += np.take(_NOISE16, noise)
+    # integer arithmetic end to end: the same bytes on every CPU and numpy build
+    return np.clip((sixteenths + 8) >> 4, 0, 255).astype(np.uint8)
+
+
+def library_plan(
+    size: int, seed: int, width: int, height: int, photos: bool = True
+) -> list[LibraryItem]:
+    """The size items of a library: shipped photographs first, then dead leaves 0, 1, ..."""
+    if not isinstance(size, (int, np.integer)) or isinstance(size, bool) or size < 1:
+        raise ValueError(f"size must be a positive integer, got {size!r}")
+    _check_natural("seed", seed)
+    _check_size(width, height)
+    items = []
+    if photos:
+        for rank, path in enumerate(shipped_photos()[:size]):
+            items.append(LibraryItem(f"photos/{path.name}", "photo", rank, str(path)))
+    for index in range(size - len(items)):
+        items.append(LibraryItem(f"deadleaves/dl_{index:06d}.jpg", "deadleaves", index, ""))
+    return items
+
+
+def render(item: LibraryItem, seed: int, width: int, height: int) -> bytes:
+    """The bytes of item's file: the photograph as shipped, or a dead-leaves JPEG."""
+    if item.kind == "photo":
+        if not item.source:
+            raise ValueError(f"photo item {item.name} has no source path")
+        # copied as is: re-encoding would change the photo's own compression history
+        return Path(item.source).read_bytes()
+    if item.kind == "deadleaves":
+        out = io.BytesIO()
+        # no optimize/progressive: both change the bytes without changing the pixels
+        Image.fromarray(dead_leaves(seed, item.index, width, height)).save(
+            out, format="JPEG", quality=JPEG_QUALITY
+        )
+        return out.getvalue()
+    raise ValueError(f"unknown library item kind {item.kind!r} for {item.name}")
