@@ -28,10 +28,16 @@ def _warm(batches):
 
 def main() -> None:
     library, output, tests, per_test, seed = sys.argv[1:6]
+    warmup = sys.argv[6] if len(sys.argv) > 6 else None
     settings = Settings(tuple(parse_tests(tests)), int(per_test), 0.0, int(seed))
-    spark = spark_session("local", "local[*]")
+    spark = spark_session("images", "local[*]")
     workers = spark.sparkContext.defaultParallelism
     spark.range(0, workers, 1, workers).mapInArrow(_warm, "id long").count()
+    if warmup:
+        # a small job first: the JVM compiles its hot code (binaryFile, Arrow, the join)
+        # before the clock, as a long-running cluster would have done
+        small = Settings(settings.tests, 10, 0.0, int(seed))
+        run(spark, QueryJob([warmup], output + ".warmup", small, overwrite=True))
     start = time.perf_counter()
     document = run(spark, QueryJob([library], output, settings))
     seconds = time.perf_counter() - start

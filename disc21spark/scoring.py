@@ -358,9 +358,13 @@ def score_rows(
     stats: dict[int, QueryStats],
     ranks: dict[int, np.ndarray],
     phases: Phases | None = None,
+    gt_of: dict[int, GroundTruth] | None = None,
 ) -> dict[int, MatchingMetrics]:
     """Metrics of every submission of compact rows (labels.compact) through the
-    sort plan above; ``stats`` and ``ranks`` from the census."""
+    sort plan above; ``stats`` and ``ranks`` from the census. ``gt_of``: a submission's own
+    ground truth when it answers only part of ``gt`` (rank evaluation scores each test
+    alone; the labels, from ``gt``, are the same)."""
+    gt_of = gt_of or {}
     phases = phases or Phases()
     with phases.phase("sort") as note:
         runs = sorted_runs(rows, partitions)
@@ -370,7 +374,7 @@ def score_rows(
         empty = np.zeros(0, dtype=np.int64)
         results = {
             sub: metrics_from_parts(
-                gt, runs.get(sub, []), ranks.get(sub, empty), sub_stats, max_curve_points
+                gt_of.get(sub, gt), runs.get(sub, []), ranks.get(sub, empty), sub_stats, max_curve_points
             )
             for sub, sub_stats in stats.items()
         }

@@ -46,8 +46,8 @@ def spark_session(
     settings.update(conf or {})
     if not debug:
         log_conf = f"-Dlog4j2.configurationFile=file:{CONF_DIR / 'log4j2.properties'}"
-        settings.setdefault("spark.driver.extraJavaOptions", log_conf)
-        settings.setdefault("spark.executor.extraJavaOptions", log_conf)
+        for key in ("spark.driver.extraJavaOptions", "spark.executor.extraJavaOptions"):
+            settings[key] = f"{settings.get(key, '')} {log_conf}".strip()
     submitted = _submitted_conf()
     builder = SparkSession.builder.appName(app_name)
     for key, value in settings.items():

@@ -29,7 +29,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--no-photos", action="store_true", help="dead-leaves images only")
     p.add_argument("--overwrite", action="store_true", help="replace a non-empty --output folder")
     p.add_argument("--master", default=None, help="Spark master (default: the profile's)")
-    p.add_argument("--profile", default="local", help="Spark profile in conf/spark/")
+    p.add_argument("--profile", default="images", help="Spark profile in conf/spark/ (default images)")
     p.add_argument("--quiet", action="store_true", help="no phase log lines")
     p.add_argument("--debug", action="store_true", help="full traces and Spark logs")
     return p.parse_args(argv)

@@ -54,7 +54,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--master", default=None, help="Spark master (default: spark-submit's, else the profile's)"
     )
-    p.add_argument("--profile", default="local", help="Spark profile in conf/spark/")
+    p.add_argument("--profile", default="images", help="Spark profile in conf/spark/ (default images)")
     p.add_argument("--quiet", action="store_true", help="no phase log lines")
     p.add_argument("--debug", action="store_true", help="full traces and Spark logs")
     args = p.parse_args(argv)

@@ -1,0 +1,219 @@
+"""extract_descriptors on Spark: image partitions are described on the executors, the
+driver streams the vectors, in id order, into a file the descriptor track reads.
+
+Formats by the output's extension: ``.h5`` (the ISC2021 layout: ``vectors`` and
+``image_names``), ``.parquet`` (id, vector), ``.npy`` (+ ``<name>_ids.txt``). With
+``--bench``, the output is a folder: ``queries.h5`` and ``references.h5`` with the bench's
+ids, plus ``descriptors.json`` (method, metric, dim) for rank evaluation.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from disc21spark import benchset, features, images
+from disc21spark.errors import InputError, display_path, first_line
+from disc21spark.outdir import check_writable, staged_output
+from disc21spark.phases import Phases
+from disc21spark.query_job import ROWS_PER_BATCH, image_frame
+
+FORMATS = {".h5": "hdf5", ".hdf5": "hdf5", ".parquet": "parquet", ".npy": "npy"}
+DESCRIBED = "id string, vector binary, problem string"
+
+
+@dataclass(frozen=True)
+class Described:
+    ids: list[str]
+    vectors: np.ndarray  # (n, dim) float32, rows in id order
+    skipped: list[tuple[str, str]]  # (path, reason) of files that could not be described
+
+
+def spark_path(path: str) -> str:
+    """A manifest path as the binaryFile source names it (``file:/abs`` for local files)."""
+    return path if re.match(r"^[A-Za-z][A-Za-z0-9+.-]*:", path) else f"file:{path}"
+
+
+def describe_files(
+    spark: SparkSession, files: pd.DataFrame | None, patterns: list[str] | None, name: str,
+    partitions: int | None = None,
+) -> Described:  # fmt: skip
+    """Vectors of the images: ``files`` (id, path) from a bench, or every image the
+    ``patterns`` name (id = file name without extension)."""
+    method = features.method(name)  # a bad name or user callable fails on the driver
+    if files is not None:
+        table = pd.DataFrame({"path": files.path.map(spark_path), "id": files.id})
+        ids = spark.createDataFrame(table, "path string, id string")
+        content = spark.read.format("binaryFile").load(sorted(table.path))
+        work = content.select("path", "content").join(F.broadcast(ids), "path")
+    else:
+        work = image_frame(spark, patterns).withColumn(
+            "id", F.regexp_extract("path", r"([^/]+?)(\.[^./]*)?$", 1)
+        )
+    if partitions:
+        work = work.repartition(partitions)
+    dim = method.dim
+
+    def describe(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        m = features.method(name)  # resolved again in the worker: user modules import here
+        for batch in batches:
+            out = {"id": [], "vector": [], "problem": []}
+            for path, content, ident in zip(
+                batch.column("path").to_pylist(),
+                batch.column("content").to_pylist(),
+                batch.column("id").to_pylist(),
+            ):
+                try:
+                    vector = m.describe(images.decode(content))
+                    out["vector"].append(np.asarray(vector, dtype=np.float32).tobytes())
+                    out["problem"].append(None)
+                except images.Unreadable as exc:
+                    out["vector"].append(None)
+                    out["problem"].append(f"{display_path(path)}: {exc}")
+                out["id"].append(ident)
+            yield pa.RecordBatch.from_pydict(out, schema=_DESCRIBED_ARROW)
+
+    previous = spark.conf.get("spark.sql.execution.arrow.maxRecordsPerBatch")
+    spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", ROWS_PER_BATCH)
+    try:
+        table = work.mapInArrow(describe, DESCRIBED).toArrow()
+    except Exception as exc:
+        raise InputError(f"--method {name}", f"describing the images failed: {first_line(exc)}") from None
+    finally:
+        spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", previous)
+    frame = table.to_pandas()
+    bad = frame[frame.problem.notna()]
+    good = frame[frame.problem.isna()].sort_values("id", kind="stable")
+    repeated = good.id[good.id.duplicated()]
+    if len(repeated):
+        raise InputError(
+            " ".join(patterns or []), f"two images have the id {repeated.iloc[0]!r} (ids are file names without extension)"
+        )
+    if files is not None:
+        if len(bad):
+            raise InputError(bad.problem.iloc[0].split(": ", 1)[0], bad.problem.iloc[0].split(": ", 1)[1])
+        missing = sorted(set(files.id) - set(good.id))
+        if missing:
+            raise InputError(
+                str(files.path[files.id == missing[0]].iloc[0]), "listed in the bench but not found"
+            )
+    vectors = (
+        np.frombuffer(b"".join(good.vector), dtype=np.float32).reshape(len(good), dim)
+        if len(good)
+        else np.zeros((0, dim), np.float32)
+    )
+    skipped = [tuple(p.split(": ", 1)) for p in bad.problem]
+    return Described(list(good.id), vectors, skipped)
+
+
+_DESCRIBED_ARROW = pa.schema(
+    [("id", pa.string()), ("vector", pa.binary()), ("problem", pa.string())]
+)
+
+
+def write_vectors(path: Path, ids: list[str], vectors: np.ndarray) -> None:
+    fmt = FORMATS[path.suffix.lower()]
+    if fmt == "hdf5":
+        import h5py
+
+        with h5py.File(path, "w") as f:
+            f.create_dataset("vectors", data=np.ascontiguousarray(vectors, dtype=np.float32))
+            f.create_dataset("image_names", data=np.array([i.encode("utf-8") for i in ids]))
+    elif fmt == "parquet":
+        table = pa.table(
+            {"id": pa.array(ids, pa.string()),
+             "vector": pa.FixedSizeListArray.from_arrays(pa.array(vectors.ravel(), pa.float32()), vectors.shape[1])}
+        )  # fmt: skip
+        import pyarrow.parquet as pq
+
+        pq.write_table(table, path)
+    else:
+        np.save(path, np.ascontiguousarray(vectors, dtype=np.float32))
+        Path(str(path)[: -len(".npy")] + "_ids.txt").write_text("".join(f"{i}\n" for i in ids))
+
+
+def bench_files(bench: benchset.Bench, side: str) -> pd.DataFrame:
+    if side == "queries":
+        paths = [str(bench.folder / f) for f in bench.queries.file]
+        return pd.DataFrame({"id": bench.queries.query_id, "path": paths})
+    return pd.DataFrame({"id": bench.references.reference_id, "path": bench.references.path})
+
+
+@dataclass(frozen=True)
+class ExtractJob:
+    method: str
+    output: str
+    images: list[str] | None = None
+    bench: str | None = None
+    partitions: int | None = None
+    overwrite: bool = False
+
+
+def run(spark: SparkSession, job: ExtractJob) -> dict:
+    phases = Phases()
+    method = features.method(job.method)
+    out = Path(job.output)
+    document = {"method": method.name, "metric": method.metric, "dim": method.dim,
+                "reference": method.reference}  # fmt: skip
+    if job.bench:
+        bench = benchset.read(job.bench)
+        with staged_output(out, job.overwrite) as stage:
+            for side in ("references", "queries"):
+                with phases.phase(side) as note:
+                    d = describe_files(spark, bench_files(bench, side), None, job.method, job.partitions)
+                    write_vectors(stage / f"{side}.h5", d.ids, d.vectors)
+                    note.update(rows=len(d.ids))
+                    document[side] = len(d.ids)
+            document["bench"] = str(Path(job.bench).resolve())
+            (stage / "descriptors.json").write_text(json.dumps(document, indent=2) + "\n")
+    else:
+        if out.suffix.lower() not in FORMATS:
+            raise InputError(str(out), "the output must end in .h5, .parquet or .npy")
+        if out.exists() and not job.overwrite:
+            raise InputError(str(out), "exists (pass --overwrite to replace it)")
+        with phases.phase("describe") as note:
+            d = describe_files(spark, None, job.images, job.method, job.partitions)
+            note.update(rows=len(d.ids), detail=f"{len(d.skipped)} skipped")
+        if not d.ids:
+            raise InputError(" ".join(job.images or []), "no image could be described")
+        # written beside the target, then renamed: a failure leaves the user's file alone
+        tmp = out.with_name(f".{out.stem}.partial{out.suffix}")
+        write_vectors(tmp, d.ids, d.vectors)
+        if FORMATS[out.suffix.lower()] == "npy":
+            Path(str(tmp)[: -len(".npy")] + "_ids.txt").replace(str(out)[: -len(".npy")] + "_ids.txt")
+        tmp.replace(out)
+        skipped = out.with_name(f"{out.stem}_skipped.csv")
+        pd.DataFrame(d.skipped, columns=["path", "reason"]).to_csv(skipped, index=False)
+        document.update(images=len(d.ids), skipped=len(d.skipped))
+    document["seconds"] = phases.seconds
+    return document
+
+
+def extract_cli(args) -> dict:
+    """jobs/extract_descriptors.py's call."""
+    from disc21spark.session import spark_session
+
+    job = ExtractJob(args.method, args.output, args.images, args.bench, args.partitions, args.overwrite)
+    features.method(job.method)
+    if job.bench:
+        benchset.read(job.bench)
+        check_writable(job.output, job.overwrite)
+    spark = spark_session(args.profile, args.master, debug=args.debug)
+    doc = run(spark, job)
+    where = PurePosixPath(job.output)
+    if job.bench:
+        print(f"{job.method}: {doc['references']:,} references and {doc['queries']:,} queries "
+              f"({doc['dim']} dims, {doc['metric']}) → {where}/")  # fmt: skip
+    else:
+        print(f"{job.method}: {doc['images']:,} images ({doc['dim']} dims, {doc['metric']}), "
+              f"{doc['skipped']} skipped → {where}")  # fmt: skip
+    return doc
