@@ -25,10 +25,10 @@ from disc21spark import benchset, features, images
 from disc21spark.errors import InputError, display_path, first_line
 from disc21spark.outdir import check_writable, staged_output
 from disc21spark.phases import Phases
-from disc21spark.query_job import ROWS_PER_BATCH, image_frame
+from disc21spark.query_job import ROWS_PER_BATCH, image_frame, in_tasks, source_frame
 
 FORMATS = {".h5": "hdf5", ".hdf5": "hdf5", ".parquet": "parquet", ".npy": "npy"}
-DESCRIBED = "id string, vector binary, problem string"
+PER_TASK = 128  # images per task: a few ms each to decode and describe
 
 
 @dataclass(frozen=True)
@@ -44,80 +44,85 @@ def spark_path(path: str) -> str:
 
 
 def describe_files(
-    spark: SparkSession, files: pd.DataFrame | None, patterns: list[str] | None, name: str,
-    partitions: int | None = None,
-) -> Described:  # fmt: skip
-    """Vectors of the images: ``files`` (id, path) from a bench, or every image the
-    ``patterns`` name (id = file name without extension)."""
-    method = features.method(name)  # a bad name or user callable fails on the driver
+    spark: SparkSession, files: pd.DataFrame | None, patterns: list[str] | None,
+    names: list[str], partitions: int | None = None,
+) -> dict[str, Described]:  # fmt: skip
+    """Vectors of the images under every method in `names`, each image decoded once:
+    ``files`` (id, path) from a bench, or every image the ``patterns`` name (id = file
+    name without extension)."""
+    methods = [features.method(n) for n in names]  # bad names fail on the driver
     if files is not None:
         table = pd.DataFrame({"path": files.path.map(spark_path), "id": files.id})
         ids = spark.createDataFrame(table, "path string, id string")
-        content = spark.read.format("binaryFile").load(sorted(table.path))
-        work = content.select("path", "content").join(F.broadcast(ids), "path")
+        work = source_frame(spark, sorted(set(table.path))).join(F.broadcast(ids), "path")
+        count = len(table)
     else:
-        work = image_frame(spark, patterns).withColumn(
-            "id", F.regexp_extract("path", r"([^/]+?)(\.[^./]*)?$", 1)
-        )
-    if partitions:
-        work = work.repartition(partitions)
-    dim = method.dim
+        work = image_frame(spark, patterns)
+        count = len(work.inputFiles())
+        work = work.withColumn("id", F.regexp_extract("path", r"([^/]+?)(\.[^./]*)?$", 1))
+    work = work.repartition(partitions) if partitions else in_tasks(spark, work, count, PER_TASK)
+    columns = [f"v{i}" for i in range(len(names))]
+    schema = pa.schema(
+        [("id", pa.string()), ("problem", pa.string())] + [(c, pa.binary()) for c in columns]
+    )
 
     def describe(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        m = features.method(name)  # resolved again in the worker: user modules import here
+        ms = [features.method(n) for n in names]  # again in the worker: user modules import here
         for batch in batches:
-            out = {"id": [], "vector": [], "problem": []}
-            for path, content, ident in zip(
-                batch.column("path").to_pylist(),
-                batch.column("content").to_pylist(),
-                batch.column("id").to_pylist(),
+            out = {"id": batch.column("id").to_pylist(), "problem": []}
+            for c in columns:
+                out[c] = []
+            for path, content in zip(
+                batch.column("path").to_pylist(), batch.column("content").to_pylist()
             ):
                 try:
-                    vector = m.describe(images.decode(content))
-                    out["vector"].append(np.asarray(vector, dtype=np.float32).tobytes())
-                    out["problem"].append(None)
+                    img = images.decode(content)
                 except images.Unreadable as exc:
-                    out["vector"].append(None)
                     out["problem"].append(f"{display_path(path)}: {exc}")
-                out["id"].append(ident)
-            yield pa.RecordBatch.from_pydict(out, schema=_DESCRIBED_ARROW)
+                    for c in columns:
+                        out[c].append(None)
+                    continue
+                out["problem"].append(None)
+                for c, m in zip(columns, ms):
+                    out[c].append(np.asarray(m.describe(img), dtype=np.float32).tobytes())
+            yield pa.RecordBatch.from_pydict(out, schema=schema)
 
+    ddl = "id string, problem string" + "".join(f", {c} binary" for c in columns)
     previous = spark.conf.get("spark.sql.execution.arrow.maxRecordsPerBatch")
     spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", ROWS_PER_BATCH)
     try:
-        table = work.mapInArrow(describe, DESCRIBED).toArrow()
+        frame = work.mapInArrow(describe, ddl).toPandas()
     except Exception as exc:
-        raise InputError(f"--method {name}", f"describing the images failed: {first_line(exc)}") from None
+        raise InputError(
+            f"--method {','.join(names)}", f"describing the images failed: {first_line(exc)}"
+        ) from None
     finally:
         spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", previous)
-    frame = table.to_pandas()
     bad = frame[frame.problem.notna()]
     good = frame[frame.problem.isna()].sort_values("id", kind="stable")
     repeated = good.id[good.id.duplicated()]
     if len(repeated):
         raise InputError(
-            " ".join(patterns or []), f"two images have the id {repeated.iloc[0]!r} (ids are file names without extension)"
+            " ".join(patterns or []),
+            f"two images have the id {repeated.iloc[0]!r} (ids are file names without extension)",
         )
     if files is not None:
         if len(bad):
-            raise InputError(bad.problem.iloc[0].split(": ", 1)[0], bad.problem.iloc[0].split(": ", 1)[1])
+            where, reason = bad.problem.iloc[0].split(": ", 1)
+            raise InputError(where, reason)
         missing = sorted(set(files.id) - set(good.id))
         if missing:
             raise InputError(
                 str(files.path[files.id == missing[0]].iloc[0]), "listed in the bench but not found"
             )
-    vectors = (
-        np.frombuffer(b"".join(good.vector), dtype=np.float32).reshape(len(good), dim)
-        if len(good)
-        else np.zeros((0, dim), np.float32)
-    )
     skipped = [tuple(p.split(": ", 1)) for p in bad.problem]
-    return Described(list(good.id), vectors, skipped)
+    out = {}
+    for c, name, m in zip(columns, names, methods):
+        vectors = np.frombuffer(b"".join(good[c]), dtype=np.float32).reshape(len(good), m.dim)
+        out[name] = Described(list(good.id), vectors, skipped)
+    return out
 
 
-_DESCRIBED_ARROW = pa.schema(
-    [("id", pa.string()), ("vector", pa.binary()), ("problem", pa.string())]
-)
 
 
 def write_vectors(path: Path, ids: list[str], vectors: np.ndarray) -> None:
@@ -139,6 +144,23 @@ def write_vectors(path: Path, ids: list[str], vectors: np.ndarray) -> None:
     else:
         np.save(path, np.ascontiguousarray(vectors, dtype=np.float32))
         Path(str(path)[: -len(".npy")] + "_ids.txt").write_text("".join(f"{i}\n" for i in ids))
+
+
+def describe_bench(
+    spark: SparkSession, bench: benchset.Bench, names: list[str], partitions: int | None = None
+) -> dict[str, dict[str, Described]]:
+    """method → side ("references", "queries") → vectors, in one pass over the images."""
+    sides = ("references", "queries")
+    files = pd.concat([bench_files(bench, side) for side in sides], ignore_index=True)
+    described = describe_files(spark, files, None, names, partitions)
+    out: dict[str, dict[str, Described]] = {}
+    for name, d in described.items():
+        ids = np.asarray(d.ids)
+        out[name] = {}
+        for side in sides:
+            keep = np.isin(ids, bench_files(bench, side).id.to_numpy())
+            out[name][side] = Described(list(ids[keep]), d.vectors[keep], [])
+    return out
 
 
 def bench_files(bench: benchset.Bench, side: str) -> pd.DataFrame:
@@ -167,12 +189,12 @@ def run(spark: SparkSession, job: ExtractJob) -> dict:
     if job.bench:
         bench = benchset.read(job.bench)
         with staged_output(out, job.overwrite) as stage:
-            for side in ("references", "queries"):
-                with phases.phase(side) as note:
-                    d = describe_files(spark, bench_files(bench, side), None, job.method, job.partitions)
+            with phases.phase("describe") as note:
+                sides = describe_bench(spark, bench, [job.method], job.partitions)[job.method]
+                for side, d in sides.items():
                     write_vectors(stage / f"{side}.h5", d.ids, d.vectors)
-                    note.update(rows=len(d.ids))
                     document[side] = len(d.ids)
+                note.update(rows=sum(document[s] for s in sides))
             document["bench"] = str(Path(job.bench).resolve())
             (stage / "descriptors.json").write_text(json.dumps(document, indent=2) + "\n")
     else:
@@ -181,7 +203,7 @@ def run(spark: SparkSession, job: ExtractJob) -> dict:
         if out.exists() and not job.overwrite:
             raise InputError(str(out), "exists (pass --overwrite to replace it)")
         with phases.phase("describe") as note:
-            d = describe_files(spark, None, job.images, job.method, job.partitions)
+            d = describe_files(spark, None, job.images, [job.method], job.partitions)[job.method]
             note.update(rows=len(d.ids), detail=f"{len(d.skipped)} skipped")
         if not d.ids:
             raise InputError(" ".join(job.images or []), "no image could be described")

@@ -100,14 +100,17 @@ def _same_ids(path: Path, found: np.ndarray, expected: np.ndarray) -> None:
         raise InputError(str(path), f"ids do not match the bench: {'; '.join(detail)}")
 
 
-def compute_vectors(spark: SparkSession, name: str, bench: benchset.Bench, partitions: int | None) -> MethodVectors:
-    method = features.method(name)
-    sides = {}
-    for side in ("references", "queries"):
-        d = extract.describe_files(spark, extract.bench_files(bench, side), None, name, partitions)
-        sides[side] = (np.asarray(d.ids, dtype=str), d.vectors)
-    return MethodVectors(name, method.metric, method.reference, *sides["references"],
-                         *sides["queries"], origin="computed")  # fmt: skip
+def compute_vectors(
+    spark: SparkSession, names: list[str], bench: benchset.Bench, partitions: int | None
+) -> dict[str, MethodVectors]:
+    """Every method's vectors in one pass over the bench's images (each decoded once)."""
+    out = {}
+    for name, sides in extract.describe_bench(spark, bench, names, partitions).items():
+        method = features.method(name)
+        r, q = sides["references"], sides["queries"]
+        out[name] = MethodVectors(name, method.metric, method.reference, np.asarray(r.ids),
+                                  r.vectors, np.asarray(q.ids), q.vectors, origin="computed")  # fmt: skip
+    return out
 
 
 def test_ground_truth(gt: GroundTruth, query_ids: np.ndarray, test: str) -> GroundTruth:
@@ -159,15 +162,15 @@ def run(spark: SparkSession, job: RankJob) -> dict:
     partitions = job.partitions or 2 * spark.sparkContext.defaultParallelism
 
     with staged_output(job.output, job.overwrite) as stage:
+        with phases.phase("describe") as note:
+            to_compute = [parse_method(t)[0] for t in job.methods if not parse_method(t)[1]]
+            computed = compute_vectors(spark, to_compute, bench, job.partitions) if to_compute else {}
+            note.update(rows=len(bench.references) + len(q), detail=", ".join(to_compute) or "none")
         results, rank_tables, gt_of, method_info = [], [], {}, []
         for m_index, text in enumerate(job.methods):
             name, folder = parse_method(text)
             with phases.phase(f"{name}") as note:
-                vec = (
-                    read_vectors(name, folder, bench)
-                    if folder
-                    else compute_vectors(spark, name, bench, job.partitions)
-                )
+                vec = read_vectors(name, folder, bench) if folder else computed[name]
                 if job.keep_descriptors and not folder:
                     target = stage / "descriptors" / name.replace(":", "_")
                     target.mkdir(parents=True)
