@@ -28,6 +28,11 @@ demo: venv
 	$(BIN)/python -m disc21spark.synth --ground-truth $(GT) --descriptors demo/descriptors --references 50000 --dim 64 --noise 1.2 --seed 21
 	$(SUBMIT) jobs/evaluate.py --ground-truth $(GT) --query-descriptors demo/descriptors/queries.h5 \
 	    --reference-descriptors demo/descriptors/references.h5 --output demo/out_descriptors --overwrite
+	$(SUBMIT) jobs/make_library.py --output demo/library --size 300 --seed 1 --overwrite
+	$(SUBMIT) jobs/make_queries.py --images demo/library --output demo/bench --overwrite \
+	    --tests crop:50,jumble:4x4,lowcon:80,crop:50+lowcon:80 --queries-per-test 100 --distractors 0.2 --seed 7
+	$(SUBMIT) jobs/rank_eval.py --bench demo/bench --descriptors colorhist,correlogram,tiny,pdq \
+	    --output demo/report --subsets 2 --sizes 100,200,280 --overwrite
 
 lint: venv
 	$(BIN)/ruff check .
@@ -39,6 +44,8 @@ bench: venv
 	$(BIN)/python bench/bench_matching.py
 	$(BIN)/python bench/bench_descriptors.py
 	$(BIN)/python bench/bench_pool.py
+	$(BIN)/python bench/bench_queries.py
+	$(BIN)/python bench/bench_ranks.py
 
 cluster-start: venv
 	scripts/standalone.sh start

@@ -266,15 +266,21 @@ def write(stage: Path, queries, ranked, micro, method_info, lay, job, bench) -> 
         "subsets": job.subsets,
         "sizes": list(lay.sizes),
         "seed": job.seed,
-        "summary": json.loads(s.to_json(orient="records")),
+        "summary": records(s),
         "winners": winners(s),
     }
     if "slopes" in t:
-        document["slopes"] = json.loads(t["slopes"].to_json(orient="records"))
+        document["slopes"] = records(t["slopes"])
     if "stability_summary" in t:
-        document["stability"] = json.loads(t["stability_summary"].to_json(orient="records"))
+        document["stability"] = records(t["stability_summary"])
     (stage / "rank_eval.json").write_text(json.dumps(document, indent=2) + "\n")
     return document
+
+
+def records(table: pd.DataFrame) -> list[dict]:
+    """Rows for JSON with every digit (pandas' to_json keeps 10), NaN as null."""
+    rows = table.astype(object).where(table.notna(), None).to_dict(orient="records")
+    return [{k: (v.item() if hasattr(v, "item") else v) for k, v in r.items()} for r in rows]
 
 
 def stdout_table(document: dict) -> str:
