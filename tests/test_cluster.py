@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from disc21spark.synth import read_ground_truth_csv, simulate_submission
-from tests.conftest import error_lines, run_evaluate, spark_submit
+from tests.conftest import cli_env, error_lines, run_evaluate, spark_submit
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.cluster
@@ -131,3 +131,40 @@ def test_cluster_descriptor_track_gives_the_local_result(cluster, tmp_path, dev_
     assert doc["run"]["spark_master"] == cluster and doc["run"]["reference_shards"] == 3
     for key, value in local.to_dict().items():
         assert doc[key] == value, key
+
+
+def test_cluster_make_queries_writes_the_local_bytes(cluster, tmp_path, spark):
+    """The executors of a real cluster alter and write the queries: the same files, byte
+    for byte, as a local run (same seed)."""
+    import numpy as np
+    from PIL import Image
+
+    from disc21spark import library
+    from disc21spark.queries import Settings
+    from disc21spark.query_job import QueryJob
+    from disc21spark.query_job import run as make_bench
+    from disc21spark.transforms import parse_tests
+
+    lib = tmp_path / "library"
+    lib.mkdir()
+    for i in range(24):
+        Image.fromarray(library.dead_leaves(9, i, 80, 60)).save(lib / f"img_{i:02d}.png")
+    (lib / "broken.png").write_bytes(b"\x89PNG broken")
+    tests = "crop:50,jumble:4x4,lowcon:70+text:10"
+    settings = Settings(tuple(parse_tests(tests)), per_test=10, distractors=0.3, seed=11)
+    make_bench(spark, QueryJob([str(lib)], str(tmp_path / "local"), settings))
+    proc = subprocess.run(
+        [*on_cluster(cluster), str(ROOT / "jobs" / "make_queries.py"), "--images", str(lib),
+         "--output", str(tmp_path / "cluster"), "--tests", tests, "--queries-per-test", "10",
+         "--distractors", "0.3", "--seed", "11", "--partitions", "3"],
+        capture_output=True, text=True, env=cli_env(), timeout=600,
+    )  # fmt: skip
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+
+    def files(folder):
+        return {p.relative_to(folder): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+    local, remote = files(tmp_path / "local"), files(tmp_path / "cluster")
+    assert local.keys() == remote.keys() and len(local) > 30
+    assert [k for k in local if local[k] != remote[k]] == []
+    assert np.any([b"broken.png" in v for v in local.values()])
