@@ -163,9 +163,14 @@ class Made:
 SHEET_HEIGHT = 128
 
 
-def make_one(content: bytes, plan: Planned, settings: Settings, folder: str) -> Made:
-    """Alter one image and write it to `folder`/<query id>.<format>."""
+def make_all(content: bytes, plans: list[Planned], settings: Settings, folder: str) -> list[Made]:
+    """Every query of one source image, decoded once (each test alters the same sources)."""
     original = images.decode(content)
+    return [make_one(original, plan, settings, folder) for plan in plans]
+
+
+def make_one(original: np.ndarray, plan: Planned, settings: Settings, folder: str) -> Made:
+    """Alter one image and write it to `folder`/<query id>.<format>."""
     rng = rng_for(settings.seed, 1, plan.number)
     altered, drawn = settings.tests[plan.test].apply(original, rng)
     data = images.encode(altered, settings.fmt)
@@ -196,5 +201,14 @@ def make_local(paths: list[str], settings: Settings, folder: str) -> tuple[Selec
         scanned.append(scan_one(p, Path(p).read_bytes()))
     selection = select(scanned, settings)
     os.makedirs(folder, exist_ok=True)
-    made = [make_one(Path(q.path).read_bytes(), q, settings, folder) for q in selection.queries]
+    made = []
+    for path, plans in by_source(selection.queries).items():
+        made += make_all(Path(path).read_bytes(), plans, settings, folder)
     return selection, made
+
+
+def by_source(planned: list[Planned]) -> dict[str, list[Planned]]:
+    out: dict[str, list[Planned]] = {}
+    for q in planned:
+        out.setdefault(q.path, []).append(q)
+    return out

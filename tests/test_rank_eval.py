@@ -184,6 +184,26 @@ def test_extract_descriptors_on_images(spark, bench, tmp_path):
     extract_run(spark, ExtractJob("colorhist", str(tmp_path / "refs.parquet"), images=[str(lib)]))
     table = pd.read_parquet(tmp_path / "refs.parquet")
     assert np.array_equal(np.stack(table.vector.to_numpy()), expected)
+    extract_run(spark, ExtractJob("colorhist", str(tmp_path / "refs.npy"), images=[str(lib)]))
+    assert np.array_equal(np.load(tmp_path / "refs.npy"), expected)
+    assert (tmp_path / "refs_ids.txt").read_text().split() == ids
+
+
+def test_the_descriptor_track_reads_the_bench_and_its_vectors(spark, bench, report):
+    """ground_truth.csv and the kept vectors go straight into jobs/evaluate.py's descriptor
+    track; its kNN pairs are those rank_eval scored, so μAP over all tests is theirs."""
+    from disc21spark.descriptor_track import DescriptorJob
+    from disc21spark.descriptor_track import run as descriptor_run
+
+    folder = report / "descriptors" / "tiny"
+    m = descriptor_run(spark, DescriptorJob(
+        str(bench / "ground_truth.csv"), [str(folder / "queries.h5")],
+        [str(folder / "references.h5")], None, knn=5, metric="ip",
+    ))  # fmt: skip
+    assert m.n_queries == 48 and m.n_positives == 36 and m.n_predictions == 48 * 5
+    ranks = pd.read_parquet(report / "ranks.parquet")
+    tiny = ranks[ranks.method == "tiny"]
+    assert m.recall_at_rank1 == pytest.approx((tiny["rank"] == 1).mean())
 
 
 def test_cli_unknown_method_is_one_line(bench, tmp_path):
