@@ -163,6 +163,16 @@ def describe_bench(
     return out
 
 
+def write_set(folder: Path, about: dict, bench: benchset.Bench, sides: dict[str, Described]) -> None:
+    """A bench's vectors as rank_eval and the descriptor track read them: references.h5,
+    queries.h5 and descriptors.json (method, metric, dim, reference, counts, bench)."""
+    for side, d in sides.items():
+        write_vectors(folder / f"{side}.h5", d.ids, d.vectors)
+        about[side] = len(d.ids)
+    about["bench"] = str(bench.folder.resolve())
+    (folder / "descriptors.json").write_text(json.dumps(about, indent=2) + "\n")
+
+
 def bench_files(bench: benchset.Bench, side: str) -> pd.DataFrame:
     if side == "queries":
         paths = [str(bench.folder / f) for f in bench.queries.file]
@@ -191,12 +201,8 @@ def run(spark: SparkSession, job: ExtractJob) -> dict:
         with staged_output(out, job.overwrite) as stage:
             with phases.phase("describe") as note:
                 sides = describe_bench(spark, bench, [job.method], job.partitions)[job.method]
-                for side, d in sides.items():
-                    write_vectors(stage / f"{side}.h5", d.ids, d.vectors)
-                    document[side] = len(d.ids)
-                note.update(rows=sum(document[s] for s in sides))
-            document["bench"] = str(Path(job.bench).resolve())
-            (stage / "descriptors.json").write_text(json.dumps(document, indent=2) + "\n")
+                write_set(stage, document, bench, sides)
+                note.update(rows=sum(len(d.ids) for d in sides.values()))
     else:
         if out.suffix.lower() not in FORMATS:
             raise InputError(str(out), "the output must end in .h5, .parquet or .npy")

@@ -174,11 +174,13 @@ def run(spark: SparkSession, job: RankJob) -> dict:
                 if job.keep_descriptors and not folder:
                     target = stage / "descriptors" / name.replace(":", "_")
                     target.mkdir(parents=True)
-                    extract.write_vectors(target / "references.h5", list(vec.ref_ids), vec.xb)
-                    extract.write_vectors(target / "queries.h5", list(vec.query_ids), vec.xq)
-                    (target / "descriptors.json").write_text(json.dumps(
-                        {"method": name, "metric": vec.metric, "dim": int(vec.xb.shape[1]),
-                         "reference": vec.reference, "bench": str(bench.folder.resolve())}, indent=2) + "\n")  # fmt: skip
+                    about = {"method": name, "metric": vec.metric, "dim": int(vec.xb.shape[1]),
+                             "reference": vec.reference}  # fmt: skip
+                    sides = {
+                        "references": extract.Described(list(vec.ref_ids), vec.xb, []),
+                        "queries": extract.Described(list(vec.query_ids), vec.xq, []),
+                    }
+                    extract.write_set(target, about, bench, sides)
                 # vectors in the bench's row order
                 rpos = pd.Index(vec.ref_ids).get_indexer(bench.references.reference_id.astype(str))
                 qpos = pd.Index(vec.query_ids).get_indexer(q.query_id.astype(str))
@@ -242,6 +244,9 @@ def rank_cli(args) -> dict:
     methods = [m.strip() for m in args.descriptors.split(",") if m.strip()]
     if not methods:
         raise InputError("--descriptors", "give at least one method")
+    names = [parse_method(m)[0] for m in methods]
+    if len(set(names)) != len(names):
+        raise InputError("--descriptors", f"a method is named twice ({', '.join(names)})")
     for text in methods:
         name, folder = parse_method(text)
         if not folder:
