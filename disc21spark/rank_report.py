@@ -104,7 +104,8 @@ def winners(summary: pd.DataFrame) -> list[str]:
         best = by_rank.iloc[0]
         tied = by_rank[(by_rank.median_rank == best.median_rank) & (by_rank.mean_rank == best.mean_rank)]
         others = ", ".join(f"{r.method} {r.median_rank:g}" for r in by_rank.iloc[len(tied):].itertuples())
-        who = " and ".join(tied.method) + (" tie" if len(tied) > 1 else " wins")
+        names = list(tied.method)
+        who = (f"{', '.join(names[:-1])} and {names[-1]} tie" if len(names) > 1 else f"{names[0]} wins")
         text = (f"**{test}**: {who} on rank (median {best.median_rank:g}, mean {best.mean_rank:.1f}"
                 + (f"; others' medians: {others}" if others else "") + ")")  # fmt: skip
         ap = part.dropna(subset=["micro_ap"]).sort_values(["micro_ap", "method"], ascending=[False, True])
