@@ -154,6 +154,8 @@ def _small_disk_pixels(
     r: np.ndarray, cx: np.ndarray, cy: np.ndarray, ids: np.ndarray, width: int, height: int
 ) -> tuple[np.ndarray, np.ndarray]:
     """(flat pixel, disk id) for every in-frame pixel centre inside each disk."""
+    if r.size == 0:  # a batch may hold only large disks
+        return np.empty(0, np.int32), np.empty(0, np.int32)
     reach = np.ceil(r).astype(np.int32)
     rx = np.rint(cx).astype(np.int32)
     ry = np.rint(cy).astype(np.int32)

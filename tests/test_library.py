@@ -213,3 +213,12 @@ def test_bad_arguments_raise_a_one_line_value_error(call, message):
     with pytest.raises(ValueError, match=message) as info:
         call()
     assert "\n" not in str(info.value)
+
+
+def test_a_batch_without_small_disks():
+    """Seen at seed 6000 in a 6,050-image library: a batch of only large disks."""
+    from disc21spark.library import _small_disk_pixels
+
+    empty = np.empty(0)
+    pixels, owners = _small_disk_pixels(empty, empty, empty, empty.astype(np.int64), 64, 48)
+    assert pixels.size == 0 and owners.size == 0
