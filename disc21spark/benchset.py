@@ -153,7 +153,7 @@ class Bench:
 
 def read(folder: str | Path) -> Bench:
     """Open a folder written by make_queries, or say in one line what is missing."""
-    root = Path(folder)
+    root = Path(folder).absolute()  # query files are named relative to it
     if not root.is_dir():
         raise InputError(str(root), "not a folder (give the --output of make_queries)")
     for name in ("bench.json", "references.parquet", "queries.parquet", GROUND_TRUTH):

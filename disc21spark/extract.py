@@ -10,6 +10,7 @@ ids, plus ``descriptors.json`` (method, metric, dim) for rank evaluation.
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -40,7 +41,10 @@ class Described:
 
 def spark_path(path: str) -> str:
     """A manifest path as the binaryFile source names it (``file:/abs`` for local files)."""
-    return path if re.match(r"^[A-Za-z][A-Za-z0-9+.-]*:", path) else f"file:{path}"
+    if re.match(r"^[A-Za-z][A-Za-z0-9+.-]*:", path):
+        return path
+    # Hadoop would resolve a relative path against the JVM's start folder, not ours
+    return f"file:{os.path.abspath(path)}"
 
 
 def describe_files(

@@ -131,8 +131,9 @@ def test_report_files(report):
     assert (report / "descriptors" / "colorhist" / "references.h5").is_file()
 
 
-def test_precomputed_descriptors_give_the_same_figures(spark, bench, report, tmp_path):
-    extract_run(spark, ExtractJob("tiny", str(tmp_path / "tiny"), bench=str(bench)))
+def test_precomputed_descriptors_give_the_same_figures(spark, bench, report, tmp_path, monkeypatch):
+    monkeypatch.chdir(bench.parent)  # a relative bench path, as `make demo` gives
+    extract_run(spark, ExtractJob("tiny", str(tmp_path / "tiny"), bench=bench.name))
     run(spark, RankJob(str(bench), [f"tiny={tmp_path / 'tiny'}"], str(tmp_path / "r"), knn=5,
                        subsets=2, sizes=(12, 20, 33), seed=1, resamples=100))  # fmt: skip
     a = pd.read_parquet(report / "summary.parquet")
