@@ -21,6 +21,18 @@ def defaults(section: str) -> dict[str, str]:
     return dict(parser[section]) if parser.has_section(section) else {}
 
 
+def add_run_arguments(parser, profile: str) -> None:
+    """The options every job shares: where Spark runs, how much it says."""
+    parser.add_argument(
+        "--master", default=None, help="Spark master (default: spark-submit's, else the profile's)"
+    )
+    parser.add_argument(
+        "--profile", default=profile, help=f"Spark profile in conf/spark/ (default {profile})"
+    )
+    parser.add_argument("--quiet", action="store_true", help="no phase log lines")
+    parser.add_argument("--debug", action="store_true", help="full traces and Spark logs")
+
+
 def setup_logging(quiet: bool = False) -> None:
     # a handler of our own: under spark-submit the root logger is already configured
     logger = logging.getLogger("disc21spark")

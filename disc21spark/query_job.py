@@ -9,7 +9,6 @@ pixels (but for the few thumbnails of the contact sheet).
 
 from __future__ import annotations
 
-import logging
 import os
 import re
 from collections.abc import Iterator
@@ -35,8 +34,6 @@ from disc21spark.queries import (
     scan_one,
     select,
 )
-
-log = logging.getLogger("disc21spark")
 
 # rows per Arrow batch: each carries a whole image file (tens of MB for a large photo)
 ROWS_PER_BATCH = "16"

@@ -15,7 +15,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout too
 
 from disc21spark import descriptor_track, pool  # noqa: E402
-from disc21spark.cli import defaults, run_job, setup_logging  # noqa: E402
+from disc21spark.cli import add_run_arguments, defaults, run_job, setup_logging  # noqa: E402
 
 
 def _bytes(text: str) -> int:
@@ -162,14 +162,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--predictions-format", choices=("auto", "csv", "parquet"), default="auto")
     p.add_argument("--ground-truth-format", choices=("auto", "csv", "parquet"), default="auto")
     p.add_argument("--title", default=None, help="title of the PR-curve plot")
-    p.add_argument(
-        "--master", default=None, help="Spark master (default: spark-submit's, else the profile's)"
-    )
-    p.add_argument(
-        "--profile", default=conf.get("profile", "local"), help="Spark profile in conf/spark/"
-    )
-    p.add_argument("--quiet", action="store_true", help="no phase log lines")
-    p.add_argument("--debug", action="store_true", help="full traces and Spark logs")
+    add_run_arguments(p, profile=conf.get("profile", "local"))
     args = p.parse_args(argv)
     descriptor = args.query_descriptors or args.reference_descriptors
     if descriptor and args.predictions:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout too
 
-from disc21spark.cli import run_job, setup_logging  # noqa: E402
+from disc21spark.cli import add_run_arguments, run_job, setup_logging  # noqa: E402
 from disc21spark.extract import extract_cli  # noqa: E402
 
 
@@ -34,10 +34,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )  # fmt: skip
     p.add_argument("--overwrite", action="store_true", help="replace an existing output")
     p.add_argument("--partitions", type=int, default=None, help="tasks that describe images")
-    p.add_argument("--master", default=None, help="Spark master (default: the profile's)")
-    p.add_argument("--profile", default="images", help="Spark profile in conf/spark/ (default images)")
-    p.add_argument("--quiet", action="store_true", help="no phase log lines")
-    p.add_argument("--debug", action="store_true", help="full traces and Spark logs")
+    add_run_arguments(p, profile="images")
     args = p.parse_args(argv)
     if args.partitions is not None and args.partitions < 1:
         p.error("--partitions must be ≥ 1")

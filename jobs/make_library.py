@@ -13,7 +13,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout too
 
-from disc21spark.cli import run_job, setup_logging  # noqa: E402
+from disc21spark.cli import add_run_arguments, run_job, setup_logging  # noqa: E402
 from disc21spark.library_job import make_cli  # noqa: E402
 
 
@@ -28,10 +28,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--height", type=int, default=384, help="dead-leaves height (default 384)")
     p.add_argument("--no-photos", action="store_true", help="dead-leaves images only")
     p.add_argument("--overwrite", action="store_true", help="replace a non-empty --output folder")
-    p.add_argument("--master", default=None, help="Spark master (default: the profile's)")
-    p.add_argument("--profile", default="images", help="Spark profile in conf/spark/ (default images)")
-    p.add_argument("--quiet", action="store_true", help="no phase log lines")
-    p.add_argument("--debug", action="store_true", help="full traces and Spark logs")
+    add_run_arguments(p, profile="images")
     return p.parse_args(argv)
 
 

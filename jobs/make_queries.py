@@ -13,7 +13,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout too
 
-from disc21spark.cli import defaults, run_job, setup_logging  # noqa: E402
+from disc21spark.cli import add_run_arguments, defaults, run_job, setup_logging  # noqa: E402
 from disc21spark.query_job import make_cli  # noqa: E402
 from disc21spark.transforms import KINDS  # noqa: E402
 
@@ -51,12 +51,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="queries per test on contact_sheet.png",
     )
     p.add_argument("--partitions", type=int, default=None, help="tasks that alter images")
-    p.add_argument(
-        "--master", default=None, help="Spark master (default: spark-submit's, else the profile's)"
-    )
-    p.add_argument("--profile", default="images", help="Spark profile in conf/spark/ (default images)")
-    p.add_argument("--quiet", action="store_true", help="no phase log lines")
-    p.add_argument("--debug", action="store_true", help="full traces and Spark logs")
+    add_run_arguments(p, profile="images")
     args = p.parse_args(argv)
     if args.seed < 0 or (args.partitions is not None and args.partitions < 1):
         p.error("--seed must be ≥ 0 and --partitions ≥ 1")

@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout too
 
-from disc21spark.cli import run_job, setup_logging  # noqa: E402
+from disc21spark.cli import add_run_arguments, run_job, setup_logging  # noqa: E402
 from disc21spark.rank_job import rank_cli  # noqa: E402
 
 
@@ -48,10 +48,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=0, help="subsets, size order and bootstrap")
     p.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples")
     p.add_argument("--partitions", type=int, default=None, help="query partitions")
-    p.add_argument("--master", default=None, help="Spark master (default: the profile's)")
-    p.add_argument("--profile", default="images", help="Spark profile in conf/spark/ (default images)")
-    p.add_argument("--quiet", action="store_true", help="no phase log lines")
-    p.add_argument("--debug", action="store_true", help="full traces and Spark logs")
+    add_run_arguments(p, profile="images")
     args = p.parse_args(argv)
     if args.knn < 1 or args.subsets < 1 or args.resamples < 10 or args.seed < 0:
         p.error("--knn and --subsets must be ≥ 1, --resamples ≥ 10, --seed ≥ 0")
