@@ -56,7 +56,7 @@ def block_ranks(s: search.Searcher, xq: np.ndarray, original: np.ndarray, lay: L
         approx = -(qn[:, None] + bn[None, :] - 2 * products).astype(np.float64)
     else:
         approx = products.astype(np.float64)
-    margin = (2 * search._slack(s, xm))[:, None]
+    margin = (2 * search.rounding_slack(s, xm))[:, None]
     surely = approx > target[:, None] + margin
     unsure_q, unsure_r = np.nonzero(np.abs(approx - target[:, None]) <= margin)
     exact = search.pair_scores(xm, xb, unsure_q, unsure_r, s.metric).astype(np.float64)

@@ -178,7 +178,7 @@ def pair_scores(xq: np.ndarray, xb: np.ndarray, qi: np.ndarray, ri: np.ndarray, 
     return out
 
 
-def _slack(s: Searcher, xq: np.ndarray) -> np.ndarray:
+def rounding_slack(s: Searcher, xq: np.ndarray) -> np.ndarray:
     """Per query: how far FAISS's float32 score can be from the exact one."""
     if not s.exact:
         return np.zeros(len(xq))
@@ -257,7 +257,7 @@ def knn(s: Searcher, xq_raw: np.ndarray, k: int) -> Pairs:
     approx = _faiss_scores(s, dist)
     qi = np.repeat(np.arange(nq, dtype=np.int64), k2).reshape(nq, k2)
     keep = ids >= 0
-    slack = _slack(s, xq)
+    slack = rounding_slack(s, xq)
     if s.exact:
         # only candidates within 2 slacks of FAISS's k-th can be among the exact k best:
         # the k it ranks first all score at least its k-th minus one slack
@@ -333,7 +333,7 @@ def bounded(
     approx = _faiss_scores(s, dist) - shift[:, None]
     valid = ids >= 0
     # one slack for the block: the cut compares pairs of different queries
-    slack = float(_slack(s, xq).max())
+    slack = float(rounding_slack(s, xq).max())
     flat = approx[valid]
     if k1 == nb or len(flat) <= n_results:
         # every pair of the block is a candidate
