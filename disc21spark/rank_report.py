@@ -141,6 +141,13 @@ FMT = {"mean_rank": "{:.1f}", "median_rank": "{:g}", "recall_at_1": "{:.3f}", "r
        "ci_high": "{:g}", "mean_rank_intercept": "{:.1f}"}  # fmt: skip
 
 
+def _save_figure(fig, stage: Path, name: str) -> str:
+    fig.tight_layout()
+    fig.savefig(stage / name, dpi=110)
+    plt.close(fig)
+    return name
+
+
 def plots(stage: Path, t: dict) -> list[str]:
     made = []
     ranks = t["ranks"]
@@ -164,10 +171,7 @@ def plots(stage: Path, t: dict) -> list[str]:
         ax.axis("off")
     axes[0, 0].set_ylabel("queries")
     axes[0, 0].legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(stage / "rank_distributions.png", dpi=110)
-    plt.close(fig)
-    made.append("rank_distributions.png")
+    made.append(_save_figure(fig, stage, "rank_distributions.png"))
 
     s = t["summary"]
     fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
@@ -182,10 +186,7 @@ def plots(stage: Path, t: dict) -> list[str]:
         ax.set_yscale("log")
         ax.set_title(col.replace("_", " "))
     axes[0].legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(stage / "rank_bars.png", dpi=110)
-    plt.close(fig)
-    made.append("rank_bars.png")
+    made.append(_save_figure(fig, stage, "rank_bars.png"))
 
     if "sizes" in t:
         sz = t["sizes"]
@@ -198,10 +199,7 @@ def plots(stage: Path, t: dict) -> list[str]:
             ax.set_xlabel("library size")
         axes[0, 0].set_ylabel("mean rank")
         axes[0, 0].legend(fontsize=8)
-        fig.tight_layout()
-        fig.savefig(stage / "rank_vs_size.png", dpi=110)
-        plt.close(fig)
-        made.append("rank_vs_size.png")
+        made.append(_save_figure(fig, stage, "rank_vs_size.png"))
     if "stability" in t:
         st = t["stability"]
         fig, ax = plt.subplots(figsize=(1.6 + 1.2 * n * len(methods), 3.6))
@@ -215,10 +213,7 @@ def plots(stage: Path, t: dict) -> list[str]:
         ax.set_xticks(range(1, len(labels) + 1))
         ax.set_xticklabels(labels, fontsize=7, rotation=30)
         ax.set_ylabel("median rank per subset")
-        fig.tight_layout()
-        fig.savefig(stage / "stability.png", dpi=110)
-        plt.close(fig)
-        made.append("stability.png")
+        made.append(_save_figure(fig, stage, "stability.png"))
     return made
 
 
