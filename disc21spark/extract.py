@@ -154,15 +154,15 @@ def describe_bench(
     spark: SparkSession, bench: benchset.Bench, names: list[str], partitions: int | None = None
 ) -> dict[str, dict[str, Described]]:
     """method → side ("references", "queries") → vectors, in one pass over the images."""
-    sides = ("references", "queries")
-    files = pd.concat([bench_files(bench, side) for side in sides], ignore_index=True)
+    sides = {side: bench_files(bench, side) for side in ("references", "queries")}
+    files = pd.concat(list(sides.values()), ignore_index=True)
     described = describe_files(spark, files, None, names, partitions)
     out: dict[str, dict[str, Described]] = {}
     for name, d in described.items():
         ids = np.asarray(d.ids)
         out[name] = {}
-        for side in sides:
-            keep = np.isin(ids, bench_files(bench, side).id.to_numpy())
+        for side, listed in sides.items():
+            keep = np.isin(ids, listed.id.to_numpy())
             out[name][side] = Described(list(ids[keep]), d.vectors[keep], [])
     return out
 
