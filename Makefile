@@ -7,8 +7,8 @@ GT      = data/disc21_dev_ground_truth.csv
 export PYSPARK_PYTHON        = $(CURDIR)/$(BIN)/python
 export PYSPARK_DRIVER_PYTHON = $(CURDIR)/$(BIN)/python
 export SPARK_LOCAL_IP        = 127.0.0.1
-# spark-submit reads conf/log4j2.properties (quiet logs) from here
-export SPARK_CONF_DIR        = $(CURDIR)/conf
+# spark-submit reads disc21spark/conf/log4j2.properties (quiet logs) from here
+export SPARK_CONF_DIR        = $(CURDIR)/disc21spark/conf
 SUBMIT  = $(BIN)/spark-submit
 
 .PHONY: venv demo test lint bench cluster-start cluster-stop clean
@@ -23,9 +23,9 @@ $(VENV)/.installed: setup.cfg pyproject.toml
 	@touch $@
 
 demo: venv
-	$(BIN)/python -m disc21spark.synth --ground-truth $(GT) --output demo/predictions.csv --predictions 200000 --seed 21
+	$(BIN)/python -m disc21spark.testing.synth --ground-truth $(GT) --output demo/predictions.csv --predictions 200000 --seed 21
 	$(SUBMIT) jobs/evaluate.py --ground-truth $(GT) --predictions demo/predictions.csv --output demo/out --overwrite
-	$(BIN)/python -m disc21spark.synth --ground-truth $(GT) --descriptors demo/descriptors --references 50000 --dim 64 --noise 1.2 --seed 21
+	$(BIN)/python -m disc21spark.testing.synth --ground-truth $(GT) --descriptors demo/descriptors --references 50000 --dim 64 --noise 1.2 --seed 21
 	$(SUBMIT) jobs/evaluate.py --ground-truth $(GT) --query-descriptors demo/descriptors/queries.h5 \
 	    --reference-descriptors demo/descriptors/references.h5 --output demo/out_descriptors --overwrite
 	$(SUBMIT) jobs/make_library.py --output demo/library --size 300 --seed 1 --overwrite
@@ -41,11 +41,11 @@ test: venv lint
 	$(BIN)/python -m pytest
 
 bench: venv
-	$(BIN)/python bench/bench_matching.py
-	$(BIN)/python bench/bench_descriptors.py
-	$(BIN)/python bench/bench_pool.py
-	$(BIN)/python bench/bench_queries.py
-	$(BIN)/python bench/bench_ranks.py
+	$(BIN)/python benchmarks/bench_matching.py
+	$(BIN)/python benchmarks/bench_descriptors.py
+	$(BIN)/python benchmarks/bench_pool.py
+	$(BIN)/python benchmarks/bench_queries.py
+	$(BIN)/python benchmarks/bench_ranks.py
 
 cluster-start: venv
 	scripts/standalone.sh start
@@ -54,4 +54,4 @@ cluster-stop:
 	scripts/standalone.sh stop
 
 clean:
-	rm -rf demo bench/results .pytest_cache .hypothesis
+	rm -rf demo benchmarks/results .pytest_cache .hypothesis

@@ -14,8 +14,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout too
 
-from disc21spark import descriptor_track, pool  # noqa: E402
-from disc21spark.cli import add_run_arguments, defaults, run_job, setup_logging  # noqa: E402
+from disc21spark.core.cli import add_run_arguments, defaults, run_job, setup_logging  # noqa: E402
+from disc21spark.descriptors import job as descriptor_track  # noqa: E402
+from disc21spark.pool import job as pool  # noqa: E402
 
 
 def _bytes(text: str) -> int:

@@ -13,8 +13,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout too
 
-from disc21spark.cli import add_run_arguments, run_job, setup_logging  # noqa: E402
-from disc21spark.library_job import make_cli  # noqa: E402
+from disc21spark.core.cli import add_run_arguments, run_job, setup_logging  # noqa: E402
+from disc21spark.library.job import make_cli  # noqa: E402
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

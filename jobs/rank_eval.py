@@ -17,8 +17,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout too
 
-from disc21spark.cli import add_run_arguments, run_job, setup_logging  # noqa: E402
-from disc21spark.rank_job import rank_cli  # noqa: E402
+from disc21spark.core.cli import add_run_arguments, run_job, setup_logging  # noqa: E402
+from disc21spark.ranks.job import rank_cli  # noqa: E402
 
 
 def _sizes(text: str) -> list[int]:

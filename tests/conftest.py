@@ -19,7 +19,7 @@ os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
 @pytest.fixture(scope="session")
 def spark():
-    from disc21spark.session import spark_session
+    from disc21spark.core.session import spark_session
 
     session = spark_session(
         "local",
@@ -47,7 +47,7 @@ def cli_env() -> dict:
         os.environ,
         PYSPARK_PYTHON=sys.executable,
         SPARK_LOCAL_IP="127.0.0.1",
-        SPARK_CONF_DIR=str(ROOT / "conf"),
+        SPARK_CONF_DIR=str(ROOT / "disc21spark" / "conf"),
     )
     env.pop("PYSPARK_GATEWAY_PORT", None)
     return env

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from disc21spark.synth import read_ground_truth_csv, simulate_submission
+from disc21spark.testing.synth import read_ground_truth_csv, simulate_submission
 from tests.conftest import cli_env, error_lines, run_evaluate, spark_submit
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -49,7 +49,7 @@ def on_cluster(master: str) -> list[str]:
 
 
 def test_cluster_gives_the_local_result(cluster, tmp_path, dev_gt_path, spark):
-    from disc21spark.matching import MatchingJob, run
+    from disc21spark.matching.job import MatchingJob, run
 
     frame = simulate_submission(read_ground_truth_csv(dev_gt_path), 40_000, seed=9)
     preds = tmp_path / "preds.csv"
@@ -100,8 +100,8 @@ def test_cluster_bad_input_names_the_line(cluster, tmp_path, dev_gt_path):
 def test_cluster_descriptor_track_gives_the_local_result(cluster, tmp_path, dev_gt_path, spark):
     """The index is broadcast in shards to the cluster's executors; the query files are
     read there (the same machine: a shared file system)."""
-    from disc21spark.descriptor_track import DescriptorJob, run
-    from disc21spark.synth import write_descriptor_set
+    from disc21spark.descriptors.job import DescriptorJob, run
+    from disc21spark.testing.synth import write_descriptor_set
 
     gt = read_ground_truth_csv(dev_gt_path).iloc[:5000]
     gt_path = tmp_path / "gt.csv"
@@ -139,11 +139,11 @@ def test_cluster_make_queries_writes_the_local_bytes(cluster, tmp_path, spark):
     import numpy as np
     from PIL import Image
 
-    from disc21spark import library
-    from disc21spark.queries import Settings
-    from disc21spark.query_job import QueryJob
-    from disc21spark.query_job import run as make_bench
-    from disc21spark.transforms import parse_tests
+    from disc21spark.library import spec as library
+    from disc21spark.queries.job import QueryJob
+    from disc21spark.queries.job import run as make_bench
+    from disc21spark.queries.spec import Settings
+    from disc21spark.queries.transforms import parse_tests
 
     lib = tmp_path / "library"
     lib.mkdir()

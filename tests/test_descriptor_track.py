@@ -13,13 +13,17 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from disc21spark import descriptor_track as D
-from disc21spark import search as S
-from disc21spark.errors import InputError
-from disc21spark.matching import MatchingJob
-from disc21spark.matching import run as run_matching
-from disc21spark.phases import Phases
-from disc21spark.synth import read_ground_truth_csv, write_descriptor_set, write_hdf5_descriptors
+from disc21spark.core.errors import InputError
+from disc21spark.core.phases import Phases
+from disc21spark.descriptors import job as D
+from disc21spark.descriptors import spec as S
+from disc21spark.matching.job import MatchingJob
+from disc21spark.matching.job import run as run_matching
+from disc21spark.testing.synth import (
+    read_ground_truth_csv,
+    write_descriptor_set,
+    write_hdf5_descriptors,
+)
 from tests.conftest import error_lines, run_evaluate
 
 

@@ -11,10 +11,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from disc21spark.errors import InputError, OutputError
-from disc21spark.matching import MatchingJob, run
-from disc21spark.metrics import evaluate
-from disc21spark.synth import read_ground_truth_csv, simulate_submission
+from disc21spark.core.errors import InputError, OutputError
+from disc21spark.matching.job import MatchingJob, run
+from disc21spark.matching.spec import evaluate
+from disc21spark.testing.synth import read_ground_truth_csv, simulate_submission
 from tests.conftest import run_evaluate, spark_submit
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -83,7 +83,7 @@ def test_csv_gzip_and_parquet_give_the_same_exact_result(spark, tmp_path, dev_gt
         run(spark, job(gt_parquet, tmp_path / "s.parquet", partitions=9)),
     ]
     has = table["reference_id"] != ""
-    from disc21spark.model import GroundTruth
+    from disc21spark.matching.model import GroundTruth
 
     gt = GroundTruth(
         "dev",

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from disc21spark.features import BUILTIN, Method, describe_all, method
+from disc21spark.ranks.methods import BUILTIN, Method, describe_all, method
 
 H, W = 96, 128
 

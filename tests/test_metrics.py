@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from disc21spark.metrics import evaluate, thin_curve
-from disc21spark.model import GroundTruth, PRCurve
+from disc21spark.matching.model import GroundTruth, PRCurve
+from disc21spark.matching.spec import evaluate, thin_curve
 
 
 def gt_of(pairs, distractors=()):

@@ -15,10 +15,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from disc21spark import pool
-from disc21spark.errors import InputError
-from disc21spark.metrics import evaluate
-from disc21spark.model import GroundTruth
+from disc21spark.core.errors import InputError
+from disc21spark.matching.model import GroundTruth
+from disc21spark.matching.spec import evaluate
+from disc21spark.pool import job as pool
 from tests.conftest import error_lines, run_evaluate
 
 GT = pd.DataFrame(

@@ -13,11 +13,11 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from disc21spark import benchset
-from disc21spark.errors import InputError
-from disc21spark.queries import Settings, make_local
-from disc21spark.query_job import QueryJob, run
-from disc21spark.transforms import parse_tests
+from disc21spark.core.errors import InputError
+from disc21spark.queries import bench_folder as benchset
+from disc21spark.queries.job import QueryJob, run
+from disc21spark.queries.spec import Settings, make_local
+from disc21spark.queries.transforms import parse_tests
 from tests.conftest import ROOT, cli_env, error_lines
 
 TESTS = "crop:50,jumble:3x3,lowcon:60,crop:70+lowcon:80,text:12,pad:5+rotate:10"
@@ -74,7 +74,7 @@ def spark_bench(spark, library, tmp_path_factory) -> Path:
 
 
 def test_spark_equals_the_single_process_specification(spark_bench, library, tmp_path):
-    from disc21spark.query_job import local_paths
+    from disc21spark.queries.job import local_paths
 
     s = settings()
     selection, made = make_local(local_paths([str(library)]), s, str(tmp_path / "queries"))
@@ -129,7 +129,7 @@ def test_the_benchmark_folder(spark_bench):
 
 
 def test_the_ground_truth_is_read_by_the_scorer(spark, spark_bench):
-    from disc21spark.matching import load_ground_truth
+    from disc21spark.matching.job import load_ground_truth
 
     gt = load_ground_truth(spark, str(spark_bench / "ground_truth.csv"))
     assert gt.n_queries == 60 and gt.n_positives == 42

@@ -14,17 +14,22 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from disc21spark import benchset, features, images, library, metrics, search
-from disc21spark.errors import InputError
-from disc21spark.extract import ExtractJob
-from disc21spark.extract import run as extract_run
-from disc21spark.model import GroundTruth
-from disc21spark.queries import Settings
-from disc21spark.query_job import QueryJob
-from disc21spark.query_job import run as make_bench
-from disc21spark.rank_job import RankJob, run
-from disc21spark.ranks import exact_ranks, layout
-from disc21spark.transforms import parse_tests
+from disc21spark.core.errors import InputError
+from disc21spark.descriptors import spec as search
+from disc21spark.library import spec as library
+from disc21spark.matching import spec as metrics
+from disc21spark.matching.model import GroundTruth
+from disc21spark.queries import bench_folder as benchset
+from disc21spark.queries import codec as images
+from disc21spark.queries.job import QueryJob
+from disc21spark.queries.job import run as make_bench
+from disc21spark.queries.spec import Settings
+from disc21spark.queries.transforms import parse_tests
+from disc21spark.ranks import methods as features
+from disc21spark.ranks.extract_job import ExtractJob
+from disc21spark.ranks.extract_job import run as extract_run
+from disc21spark.ranks.job import RankJob, run
+from disc21spark.ranks.spec import exact_ranks, layout
 from tests.conftest import ROOT, cli_env, error_lines
 
 TESTS = "identity,jumble:4x4,lowcon:30,crop:50"
@@ -193,8 +198,8 @@ def test_extract_descriptors_on_images(spark, bench, tmp_path):
 def test_the_descriptor_track_reads_the_bench_and_its_vectors(spark, bench, report):
     """ground_truth.csv and the kept vectors go straight into jobs/evaluate.py's descriptor
     track; its kNN pairs are those rank_eval scored, so μAP over all tests is theirs."""
-    from disc21spark.descriptor_track import DescriptorJob
-    from disc21spark.descriptor_track import run as descriptor_run
+    from disc21spark.descriptors.job import DescriptorJob
+    from disc21spark.descriptors.job import run as descriptor_run
 
     folder = report / "descriptors" / "tiny"
     m = descriptor_run(spark, DescriptorJob(

@@ -8,8 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from disc21spark import rank_plan, search
-from disc21spark.ranks import Layout, exact_ranks, fit_line, layout, queries_needed, summary
+from disc21spark.descriptors import spec as search
+from disc21spark.ranks import plan as rank_plan
+from disc21spark.ranks.spec import Layout, exact_ranks, fit_line, layout, queries_needed, summary
 
 
 def searcher(xb: np.ndarray, metric: str) -> search.Searcher:

@@ -9,9 +9,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pyspark.sql import functions as F
 
-from disc21spark import labels, scoring
-from disc21spark.metrics import evaluate
-from disc21spark.model import GroundTruth
+from disc21spark.matching import labels
+from disc21spark.matching import plan as scoring
+from disc21spark.matching.model import GroundTruth
+from disc21spark.matching.spec import evaluate
 
 
 def make_gt(n_queries: int, n_positive: int) -> GroundTruth:
@@ -130,7 +131,7 @@ def test_thinned_curve_is_the_same_on_both_sides(spark):
 
 @pytest.mark.parametrize("partitions", [1, 4])
 def test_realistic_submission_on_dev_ground_truth(spark, dev_gt_path, partitions):
-    from disc21spark.synth import read_ground_truth_csv, simulate_submission
+    from disc21spark.testing.synth import read_ground_truth_csv, simulate_submission
 
     table = read_ground_truth_csv(dev_gt_path)
     has = table["reference_id"] != ""

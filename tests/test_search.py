@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from disc21spark import search as S
+from disc21spark.descriptors import spec as S
 
 
 def make_searcher(

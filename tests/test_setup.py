@@ -6,8 +6,8 @@ import os
 import subprocess
 from pathlib import Path
 
-from disc21spark.cli import java_is_usable
-from disc21spark.session import read_profile
+from disc21spark.core.cli import java_is_usable
+from disc21spark.core.session import read_profile
 
 ROOT = Path(__file__).resolve().parents[1]
 

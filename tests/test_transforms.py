@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from disc21spark.transforms import KINDS, BadTestSpec, TooSmall, parse_tests
+from disc21spark.queries.transforms import KINDS, BadTestSpec, TooSmall, parse_tests
 
 
 def gradient(h: int, w: int) -> np.ndarray:

@@ -1,0 +1,180 @@
+"""make bench: the matching-track scorer beside its baselines, in one run, medians of N.
+
+    BENCH_ROWS=5000000 (default) | BENCH_LARGE=1 (50M) | BENCH_REPEAT=3 | ISC2021_REPO=path
+
+Each contender runs as its own process; wall time includes start-up (the JVM for the
+Spark ones) and peak memory is the largest resident set of the whole process tree
+(JVM and Python workers included), sampled every 50 ms.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+RESULTS = ROOT / "benchmarks" / "results"
+GT = ROOT / "data" / "disc21_dev_ground_truth.csv"
+OFFICIAL = (
+    "import sys, json\n"
+    "from isc.io import read_ground_truth, read_predictions\n"
+    "from isc.metrics import evaluate\n"
+    "m = evaluate(read_ground_truth(sys.argv[1]), read_predictions(sys.argv[2]))\n"
+    "print(json.dumps({'micro_ap': m.average_precision, 'recall_at_p90': m.recall_at_p90}))\n"
+)
+
+
+def spark_env(**extra: str) -> dict:
+    """The environment every benchmarked process gets: this interpreter for Spark's
+    Python, loopback networking, the project's quiet log configuration."""
+    return dict(
+        os.environ,
+        PYSPARK_PYTHON=sys.executable,
+        PYSPARK_DRIVER_PYTHON=sys.executable,
+        SPARK_LOCAL_IP="127.0.0.1",
+        SPARK_CONF_DIR=str(ROOT / "disc21spark" / "conf"),
+        **extra,
+    )
+
+
+def measure(cmd: list[str], env: dict) -> tuple[float, float, str]:
+    """(seconds, peak MB of the process tree, stdout) of one run."""
+    start = time.perf_counter()
+    proc = psutil.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    peak = 0
+    while proc.poll() is None:
+        try:
+            tree = [proc, *proc.children(recursive=True)]
+            peak = max(peak, sum(p.memory_info().rss for p in tree if p.is_running()))
+        except psutil.Error:
+            pass
+        time.sleep(0.05)
+    out, err = proc.communicate()
+    seconds = time.perf_counter() - start
+    if proc.returncode != 0:
+        raise SystemExit(f"bench: {' '.join(cmd[:3])} failed:\n{err[-2000:]}")
+    return seconds, peak / 2**20, out
+
+
+def micro_ap_of(name: str, out: str, output_dir: Path) -> float:
+    if name == "disc21spark":
+        return json.loads((output_dir / "metrics.json").read_text())["micro_ap"]
+    lines = [line for line in out.splitlines() if line.startswith("{")]
+    if not lines:
+        raise SystemExit(f"bench: {name} printed no result:\n{out[-2000:]}")
+    return json.loads(lines[-1])["micro_ap"]
+
+
+def main() -> None:
+    rows = (
+        50_000_000
+        if os.environ.get("BENCH_LARGE")
+        else int(os.environ.get("BENCH_ROWS", 5_000_000))
+    )
+    repeat = int(os.environ.get("BENCH_REPEAT", 3))
+    data = RESULTS / "data" / f"predictions_{rows}.csv"
+    env = spark_env()
+    if not data.exists():
+        print(f"bench: writing {rows:,} DISC21-shaped predictions to {data}", flush=True)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "disc21spark.testing.synth",
+                "--ground-truth",
+                str(GT),
+                "--output",
+                str(data),
+                "--predictions",
+                str(rows),
+                "--seed",
+                "2021",
+            ],
+            check=True,
+            env=env,
+        )
+    out_dir = RESULTS / "out"
+    submit = [str(BIN / "spark-submit"), "--master", "local[*]", "--driver-memory", "2g"]
+    contenders = {
+        "disc21spark": submit
+        + [
+            str(ROOT / "jobs" / "evaluate.py"),
+            "--ground-truth",
+            str(GT),
+            "--predictions",
+            str(data),
+            "--output",
+            str(out_dir),
+            "--overwrite",
+            "--max-results",
+            "0",
+            "--quiet",
+        ],
+        "numpy specification (1 process)": [
+            sys.executable,
+            str(ROOT / "benchmarks" / "numpy_scorer.py"),
+            str(GT),
+            str(data),
+        ],
+        "naive Spark plan (Window.orderBy)": submit
+        + [str(ROOT / "benchmarks" / "naive_plan.py"), str(GT), str(data)],
+    }
+    official = os.environ.get("ISC2021_REPO")
+    if official:
+        # the official reader and evaluate() from a checkout, printing every digit
+        contenders["official ISC2021 (pure Python)"] = [
+            sys.executable,
+            "-c",
+            OFFICIAL,
+            str(GT),
+            str(data),
+        ]
+        env["PYTHONPATH"] = official
+    results: dict[str, dict] = {name: {"seconds": [], "peak_mb": []} for name in contenders}
+    for i in range(repeat):  # interleaved, so a noisy spell hits every contender alike
+        for name, cmd in contenders.items():
+            seconds, peak, out = measure(cmd, env)
+            results[name]["seconds"].append(round(seconds, 2))
+            results[name]["peak_mb"].append(round(peak))
+            results[name]["micro_ap"] = micro_ap_of(name, out, out_dir)
+            print(
+                f"bench: run {i + 1}/{repeat} {name}: {seconds:.1f} s, {peak:,.0f} MB", flush=True
+            )
+    ours = statistics.median(results["disc21spark"]["seconds"])
+    lines = [
+        f"Matching track, {rows:,} predictions vs the DISC21 dev ground truth, "
+        f"{os.cpu_count()} cores, median of {repeat} (JVM start included)",
+        "",
+        "| scorer | wall s (median) | runs (s) | peak MB (median) | time / disc21spark | μAP |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name, r in results.items():
+        med = statistics.median(r["seconds"])
+        r["median_seconds"] = med
+        r["median_peak_mb"] = statistics.median(r["peak_mb"])
+        lines.append(
+            f"| {name} | {med:.1f} | {', '.join(f'{s:.1f}' for s in r['seconds'])} | "
+            f"{r['median_peak_mb']:,.0f} | {med / ours:.2f}× | {r['micro_ap']:.12f} |"
+        )
+    aps = [r["micro_ap"] for r in results.values()]
+    agree = max(aps) - min(aps) <= 1e-12
+    lines += ["", f"μAP agrees across scorers to 1e-12: {'yes' if agree else 'NO'}"]
+    table = "\n".join(lines)
+    print("\n" + table)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / f"matching_{rows}.md").write_text(table + "\n")
+    (RESULTS / f"matching_{rows}.json").write_text(json.dumps(results, indent=2) + "\n")
+    if not agree:
+        raise SystemExit("bench: the scorers disagree")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,109 @@
+"""The SparkSession, from a profile in conf/spark/ unless spark-submit already set things."""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from pyspark import SparkConf, SparkContext
+from pyspark.sql import SparkSession
+
+PACKAGE_DIR = Path(__file__).resolve().parents[1]
+CONF_DIR = Path(os.environ.get("DISC21SPARK_CONF", PACKAGE_DIR / "conf"))
+
+
+def read_profile(name: str) -> dict[str, str]:
+    """Settings of conf/spark/<name>.conf ("key value" lines, # comments)."""
+    path = CONF_DIR / "spark" / f"{name}.conf"
+    if not path.is_file():
+        known = sorted(p.stem for p in (CONF_DIR / "spark").glob("*.conf"))
+        raise ValueError(f"unknown Spark profile {name!r} (known: {', '.join(known)})")
+    settings: dict[str, str] = {}
+    for line in path.read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line:
+            key, _, value = line.partition(" ")
+            settings[key] = value.strip()
+    return settings
+
+
+def spark_session(
+    profile: str = "local",
+    master: str | None = None,
+    conf: dict[str, str] | None = None,
+    app_name: str = "disc21spark",
+    debug: bool = False,
+) -> SparkSession:
+    """Get or create the session: command line > spark-submit > profile."""
+    # workers must run this interpreter (the project's virtualenv), not whatever python3 is
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    settings = read_profile(profile)
+    settings.update(conf or {})
+    if not debug:
+        log_conf = f"-Dlog4j2.configurationFile=file:{CONF_DIR / 'log4j2.properties'}"
+        for key in ("spark.driver.extraJavaOptions", "spark.executor.extraJavaOptions"):
+            settings[key] = f"{settings.get(key, '')} {log_conf}".strip()
+    submitted = _submitted_conf()
+    builder = SparkSession.builder.appName(app_name)
+    for key, value in settings.items():
+        if key == "spark.master" or submitted.contains(key):
+            continue
+        builder = builder.config(key, value)
+    if master:
+        builder = builder.master(master)
+    elif not submitted.contains("spark.master"):
+        builder = builder.master(settings.get("spark.master", "local[*]"))
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR" if not debug else "WARN")
+    if not debug:
+        _silence_task_failures(spark)
+    if not spark.sparkContext.master.startswith("local"):
+        ship_package(spark)
+    return spark
+
+
+def _submitted_conf() -> SparkConf:
+    """What spark-submit was given when it launched us; empty under plain python."""
+    if "PYSPARK_GATEWAY_PORT" in os.environ:
+        SparkContext._ensure_initialized()
+        return SparkConf()
+    return SparkConf(loadDefaults=False)
+
+
+# a failed task is reported by the job as one line naming the input; these loggers would
+# print the Java stack trace of the same failure first
+NOISY_LOGGERS = (
+    "org.apache.spark.executor.Executor",
+    "org.apache.spark.scheduler.TaskSetManager",
+    "org.apache.spark.api.python.PythonRunner",
+    "org.apache.spark.storage.BlockManager",
+)
+
+
+def _silence_task_failures(spark: SparkSession) -> None:
+    # PySpark logs the Java trace of a failed query itself; the job reports it in one line
+    logging.getLogger("DataFrameQueryContextLogger").setLevel(logging.CRITICAL + 1)
+    jvm = spark.sparkContext._jvm
+    off = jvm.org.apache.logging.log4j.Level.OFF
+    for name in NOISY_LOGGERS:
+        jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(name, off)
+
+
+_SHIPPED: set[str] = set()  # application ids whose executors have the package
+
+
+def ship_package(spark: SparkSession) -> None:
+    """Send this package to the executors of a cluster (local mode imports it directly),
+    once per application: a job may ask for its session more than once."""
+    app = spark.sparkContext.applicationId
+    if app in _SHIPPED:
+        return
+    _SHIPPED.add(app)
+    target = Path(tempfile.mkdtemp(prefix="disc21spark-pkg-")) / "disc21spark"
+    archive = shutil.make_archive(str(target), "zip", PACKAGE_DIR.parent, PACKAGE_DIR.name)
+    spark.sparkContext.addPyFile(archive)

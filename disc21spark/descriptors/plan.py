@@ -1,0 +1,274 @@
+"""The distributed search: the reference index broadcast to the executors, each query
+partition turned into candidate pairs, then one global cut for --max-results.
+
+The per-partition work is search.py's (the single-machine code); this module only
+moves it onto Spark: which bytes are broadcast, how partitions are searched, and how
+the global top N is found without collecting the pairs.
+"""
+
+from __future__ import annotations
+
+import math
+import uuid
+from dataclasses import dataclass
+from functools import partial
+
+import numpy as np
+import pyarrow as pa
+from pyspark import Broadcast
+from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from disc21spark.descriptors import spec as search
+from disc21spark.descriptors.files import vectors_of
+
+PAIR_SCHEMA = T.StructType(
+    [
+        T.StructField("query_id", T.StringType()),
+        T.StructField("qpos", T.LongType()),
+        T.StructField("reference_id", T.StringType()),
+        T.StructField("rrank", T.LongType()),  # the reference's position in id order
+        T.StructField("score", T.DoubleType()),
+    ]
+)
+SKETCH_POINTS = 1024  # sampled ranks per partition for the global cut's bound
+
+# Per Python worker and per role (the reference index or shard, the background set):
+# the searcher in use and its token. Spark reuses workers between tasks, so a worker
+# loads an index once, not once per task; a worker that moves on to another shard drops
+# the previous one, so a sharded search holds one shard per worker, not all of them.
+_SEARCHERS: dict[str, tuple[str, search.Searcher]] = {}
+
+
+@dataclass(frozen=True)
+class SearchSpec:
+    metric: str
+    knn: int | None  # K nearest per query, or None: the best max_results pairs overall
+    max_results: int
+    norm: tuple[int, int, float] | None = None  # first, last neighbour, weight
+    block_rows: int = 16384  # at most this many queries searched at a time in a task
+
+
+@dataclass(frozen=True)
+class Shipped:
+    """An index on its way to the executors: a token and a broadcast of its content."""
+
+    token: str
+    payload: Broadcast  # (kind, (vectors, max norm) or index bytes, metric, ranks, ids)
+    size: int  # bytes broadcast
+
+
+def ship(
+    spark: SparkSession,
+    empty,
+    vectors: np.ndarray,
+    metric: str,
+    ranks: np.ndarray,
+    ids: np.ndarray,
+) -> Shipped:
+    """Broadcast ``vectors`` indexed as ``empty`` (a trained, empty index): a flat index
+    travels as the float32 array itself, any other as FAISS's serialised bytes."""
+    if search.is_flat(empty):
+        content = np.ascontiguousarray(vectors, dtype=np.float32)
+        payload = ("vectors", (content, search.largest_norm(content)), metric, ranks, ids)
+        size = content.nbytes
+    else:
+        blob = search.serialize(search.filled(empty, vectors))
+        payload = ("faiss", blob, metric, ranks, ids)
+        size = len(blob)
+    return Shipped(uuid.uuid4().hex, spark.sparkContext.broadcast(payload), size)
+
+
+def _searcher(shipped: Shipped, role: str) -> search.Searcher:
+    held = _SEARCHERS.get(role)
+    if held is not None and held[0] == shipped.token:
+        return held[1]
+    _SEARCHERS.pop(role, None)  # free the previous one before loading the next
+    kind, content, metric, ranks, ids = shipped.payload.value
+    if kind == "vectors":
+        vectors, max_norm = content
+        s = search.flat_searcher(vectors, metric, ranks, max_norm)
+    else:
+        s = search.searcher(content, metric, ranks)
+    s.ids = ids  # the pairs leave the worker with their reference ids: no join later
+    _SEARCHERS[role] = (shipped.token, s)
+    return s
+
+
+def _pairs_batch(ids: np.ndarray, qpos: np.ndarray, p: search.Pairs, s):
+    return pa.RecordBatch.from_arrays(
+        [
+            pa.array(ids[p.query], pa.string()),
+            pa.array(qpos[p.query], pa.int64()),
+            pa.array(s.ids[p.reference], pa.string()),
+            pa.array(s.reference_rank[p.reference], pa.int64()),
+            pa.array(p.score, pa.float64()),
+        ],
+        names=[f.name for f in PAIR_SCHEMA],
+    )
+
+
+def _search_partition(batches, index: Shipped, background: Shipped | None, spec: SearchSpec):
+    import faiss
+    from pyspark import TaskContext
+
+    faiss.omp_set_num_threads(max(1, int(TaskContext.get().cpus())))
+    ids_parts, pos_parts, vec_parts = [], [], []
+    for batch in batches:
+        if batch.num_rows == 0:
+            continue
+        ids_parts.append(np.asarray(batch.column("query_id").to_pylist(), dtype=object))
+        pos_parts.append(batch.column("qpos").to_numpy())
+        vec_parts.append(vectors_of(batch.column("vector"), batch.num_rows))
+    if not ids_parts:
+        return
+    ids, qpos = np.concatenate(ids_parts), np.concatenate(pos_parts)
+    xq = np.ascontiguousarray(np.vstack(vec_parts))
+    del vec_parts
+    s = _searcher(index, "index")
+    bg = _searcher(background, "background") if background is not None else None
+    best = search.Pairs.empty()
+    # blocks of equal size: a tiny last block would make the bounded search's kNN deep
+    n_blocks = -(-len(xq) // spec.block_rows)
+    cuts = [round(i * len(xq) / n_blocks) for i in range(n_blocks + 1)]
+    for a, b in zip(cuts[:-1], cuts[1:]):
+        block = xq[a:b]
+        shift = None
+        if bg is not None and spec.norm is not None:
+            first, last, weight = spec.norm
+            shift = search.offsets(bg, block, first, last, weight)
+        if spec.knn is not None:
+            p = search.normalised_knn(s, block, spec.knn, shift)
+            p.query = p.query + a
+            if len(p):
+                yield _pairs_batch(ids, qpos, p, s)
+        else:
+            p = search.bounded(s, block, spec.max_results, shift)
+            p.query = p.query + a
+            best = search.keep_best(search.concat([best, p]), spec.max_results)
+    if spec.knn is None and len(best):
+        yield _pairs_batch(ids, qpos, best, s)
+
+
+def candidate_pairs(
+    queries: DataFrame, shards: list[Shipped], background: Shipped | None, spec: SearchSpec
+) -> DataFrame:
+    """Each (query partition, shard) searched on the executors: for kNN the K best
+    references per query and shard, for max-results the partition's best N pairs."""
+    frames = [
+        queries.select("query_id", "qpos", "vector").mapInArrow(
+            partial(_search_partition, index=shard, background=background, spec=spec), PAIR_SCHEMA
+        )
+        for shard in shards
+    ]
+    pairs = frames[0]
+    for other in frames[1:]:
+        pairs = pairs.unionByName(other)
+    if spec.knn is not None and len(shards) > 1:
+        # the K best per query over all shards, ties by reference id as within a shard
+        order = Window.partitionBy("qpos").orderBy(F.desc("score"), F.asc("rrank"))
+        pairs = pairs.withColumn("_r", F.row_number().over(order)).where(F.col("_r") <= spec.knn)
+        pairs = pairs.drop("_r")
+    return pairs
+
+
+def _sketch(batches, points: int):
+    from pyspark import TaskContext
+
+    scores = [b.column("score").to_numpy() for b in batches if b.num_rows]
+    part = TaskContext.get().partitionId()
+    s = -np.sort(-np.concatenate(scores)) if scores else np.zeros(0)
+    m = len(s)
+    step = max(1, math.ceil(m / points))
+    ranks = np.unique(np.r_[np.arange(step, m + 1, step), m]) if m else np.zeros(0, np.int64)
+    yield pa.RecordBatch.from_arrays(
+        [
+            pa.array(np.full(len(ranks), part), pa.int32()),
+            pa.array(ranks, pa.int64()),
+            pa.array(s[ranks - 1] if m else np.zeros(0), pa.float64()),
+        ],
+        names=["part", "rank", "score"],
+    )
+
+
+def lower_bound(sketch: pa.Table, n: int) -> float | None:
+    """The highest score t such that at least n pairs surely score ≥ t, from each
+    partition's sampled (rank, score) points; None when there are at most n pairs."""
+    parts = sketch.column("part").to_numpy()
+    ranks = sketch.column("rank").to_numpy()
+    scores = sketch.column("score").to_numpy()
+    per_part = []
+    total = 0
+    for p in np.unique(parts):
+        sel = parts == p
+        r, s = ranks[sel], scores[sel]
+        order = np.argsort(r)
+        per_part.append((r[order], s[order]))
+        total += int(r.max())
+    if total <= n:
+        return None
+    candidates = np.unique(scores)  # ascending; "surely" falls as t rises
+
+    def surely(t: float) -> int:
+        # per partition, scores fall as ranks rise: the ranks scoring ≥ t form a prefix
+        total = 0
+        for r, s in per_part:
+            k = int(np.searchsorted(-s, -t, side="right"))
+            total += int(r[k - 1]) if k else 0
+        return total
+
+    lo, hi = 0, len(candidates) - 1  # surely(candidates[0]) == total > n
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if surely(candidates[mid]) >= n:
+            lo = mid
+        else:
+            hi = mid - 1
+    return float(candidates[lo])
+
+
+def global_cut(pairs: DataFrame, n: int, points: int = SKETCH_POINTS) -> DataFrame:
+    """Exactly the n best pairs (score desc, then query id, then reference id) of a
+    persisted pair frame. The driver sees a sample of sorted scores per partition, then
+    the scores above the bound it gives (about n values), never the pairs."""
+    sketch = pairs.select("score").mapInArrow(
+        partial(_sketch, points=points), "part int, rank long, score double"
+    )
+    bound = lower_bound(sketch.toArrow(), n)
+    if bound is None:
+        return pairs
+    above = pairs.where(F.col("score") >= bound).select("score").toArrow()
+    scores = above.column("score").to_numpy()
+    cut = float(np.partition(scores, len(scores) - n)[len(scores) - n])
+    better = int((scores > cut).sum())
+    tied = int((scores == cut).sum())
+    need = n - better
+    if need == tied:
+        return pairs.where(F.col("score") >= cut)
+    keys = pairs.where(F.col("score") == cut).select("query_id", "rrank").toArrow()
+    qids = np.asarray(keys.column("query_id").to_pylist(), dtype=object)
+    rr = keys.column("rrank").to_numpy()
+    last = np.lexsort((rr, qids))[need - 1]
+    cq, cr = str(qids[last]), int(rr[last])
+    q, r, s = F.col("query_id"), F.col("rrank"), F.col("score")
+    within = (q < F.lit(cq)) | ((q == F.lit(cq)) & (r <= F.lit(cr)))
+    return pairs.where((s > cut) | ((s == cut) & within))
+
+
+def shard_count(empty_index, vectors: np.ndarray, limit: int) -> int:
+    """How many shards keep each broadcast under ``limit`` bytes."""
+    n = len(vectors)
+    if search.is_flat(empty_index):
+        base, per_vector = 0, vectors.shape[1] * 4.0
+    else:
+        base = len(search.serialize(empty_index))
+        m = min(n, 4096)
+        probe = len(search.serialize(search.filled(empty_index, vectors[:m])))
+        per_vector = (probe - base) / max(m, 1)
+    room = limit - base
+    if room < per_vector:
+        raise ValueError(
+            f"{limit:,} bytes cannot hold even one reference ({per_vector:,.0f} bytes)"
+        )
+    return max(1, math.ceil(n * per_vector / room))

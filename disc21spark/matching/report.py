@@ -1,0 +1,101 @@
+"""Results as files (metrics.json, pr_curve.csv, pr_curve.png) and as a table for people."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from pathlib import Path
+
+from disc21spark.matching.model import MatchingMetrics
+
+ROWS = (
+    ("micro_ap", "μAP (micro average precision)", "{:.6f}"),
+    ("recall_at_p90", "recall at precision 0.9", "{:.6f}"),
+    ("threshold_at_p90", "score threshold at precision 0.9", "{:.6g}"),
+    ("recall_at_rank1", "recall at rank 1", "{:.6f}"),
+    ("recall_at_rank10", "recall at rank 10", "{:.6f}"),
+    ("n_predictions", "predictions", "{:,}"),
+    ("n_true_positives", "true positives among them", "{:,}"),
+    ("n_positives", "ground-truth positive pairs", "{:,}"),
+    ("n_queries", "ground-truth queries (distractors included)", "{:,}"),
+    ("n_queries_with_predictions", "queries with predictions", "{:,}"),
+    ("n_unknown_query_predictions", "predictions for unknown queries", "{:,}"),
+)
+
+
+def metrics_document(metrics: MatchingMetrics, run: dict) -> dict:
+    """The metrics.json content: every exact figure, then how it was computed."""
+    doc = metrics.to_dict()
+    doc["pr_curve_points"] = len(metrics.curve)
+    doc["run"] = run
+    return doc
+
+
+def run_document(spark, phases, **inputs) -> dict:
+    """The ``run`` part of a result file: the inputs and settings given, then the Spark
+    that ran the job and the seconds of each phase."""
+    return {
+        **inputs,
+        "spark_master": spark.sparkContext.master,
+        "spark_version": spark.version,
+        "phase_seconds": phases.seconds,
+    }
+
+
+def format_table(metrics: MatchingMetrics, title: str = "DISC21 matching track") -> str:
+    values = metrics.to_dict()
+    width = max(len(label) for _, label, _ in ROWS)
+    lines = [title, "-" * (width + 16)]
+    for key, label, fmt in ROWS:
+        value = values[key]
+        text = "not reached" if value is None else fmt.format(value)
+        lines.append(f"{label:<{width}}  {text:>12}")
+    return "\n".join(lines)
+
+
+def write_curve_csv(path: Path, metrics: MatchingMetrics) -> None:
+    curve = metrics.curve
+    with path.open("w", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["precision", "recall", "threshold"])
+        for p, r, t in zip(curve.precision, curve.recall, curve.threshold):
+            writer.writerow([repr(float(p)), repr(float(r)), repr(float(t))])
+
+
+def plot_curves(path: Path, curves: list[tuple[str, MatchingMetrics]], title: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 5.5), dpi=110)
+    for label, metrics in curves:
+        curve = metrics.curve
+        ax.plot(
+            curve.recall, curve.precision, lw=1.4, label=f"{label} (μAP {metrics.micro_ap:.4f})"
+        )
+        if metrics.recall_at_p90 is not None:
+            ax.plot([metrics.recall_at_p90], [metrics.precision_at_p90], "o", ms=4, color="k")
+    ax.axhline(0.9, color="grey", lw=0.8, ls="--")
+    ax.set(xlabel="recall", ylabel="precision", title=title, xlim=(0, 1.02), ylim=(0, 1.02))
+    ax.grid(alpha=0.3)
+    ax.legend(loc="lower left", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def _json_safe(value):
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def write_matching_report(
+    folder: Path, metrics: MatchingMetrics, run: dict, title: str, name: str = "submission"
+) -> None:
+    doc = {k: _json_safe(v) for k, v in metrics_document(metrics, run).items()}
+    (folder / "metrics.json").write_text(json.dumps(doc, indent=2) + "\n")
+    write_curve_csv(folder / "pr_curve.csv", metrics)
+    plot_curves(folder / "pr_curve.png", [(name, metrics)], title)

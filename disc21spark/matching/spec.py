@@ -1,0 +1,166 @@
+"""Exact single-machine DISC21 matching-track metrics: the specification.
+
+Every figure follows the official ISC2021 scorer (``isc/metrics.py`` of
+facebookresearch/isc2021) position by position:
+
+* pairs sorted by decreasing score, and among equal scores the non-matching
+  pairs first (the pessimistic order: a constant score earns nothing);
+* ``precision(i) = tp(i) / i`` and ``recall(i) = tp(i) / n_positives``;
+* μAP = Σ (recall(i) − recall(i−1)) · precision(i), recall(0) = 0;
+* recall at P90: the highest recall among positions with precision ≥ 0.9, and
+  the score of the earliest such position;
+* the rank of a ground-truth pair: the number of that query's predictions with a
+  score ≥ the true pair's score, minus one (infinite when the pair is absent).
+
+The one deliberate difference: the μAP terms are added with ``math.fsum`` (the
+correctly rounded sum) rather than numpy's pairwise sum, so that the Spark plan,
+which adds the same terms in another order, gives the same bits for any number
+of partitions. The two sums differ by at most a few ulps (< 1e-15).
+
+The Spark plan in ``scoring.py`` must give exactly what this module gives; the
+tests hold them equal.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from disc21spark.matching.model import GroundTruth, MatchingMetrics, PRCurve
+
+REQUIRED_PRECISION = 0.9
+# the curve files stay readable and the plot light, whatever the input size
+DEFAULT_CURVE_POINTS = 5000
+
+
+def pessimistic_order(scores: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """Indices sorting pairs by decreasing score, non-matches before matches on ties."""
+    # lexsort is stable and sorts by the last key first
+    return np.lexsort((labels.astype(np.int8), -scores))
+
+
+def label_pairs(query_ids: np.ndarray, reference_ids: np.ndarray, gt: GroundTruth) -> np.ndarray:
+    """True where (query, reference) is a ground-truth positive pair."""
+    positives = pd.MultiIndex.from_arrays([gt.positive_queries, gt.positive_references])
+    pairs = pd.MultiIndex.from_arrays([query_ids, reference_ids])
+    return np.asarray(pairs.isin(positives), dtype=bool)
+
+
+def operating_point(
+    precision: np.ndarray, recall: np.ndarray, threshold: np.ndarray, required: float
+) -> tuple[float | None, float | None, float | None]:
+    """(precision, recall, threshold) at the highest recall with precision ≥ required."""
+    valid = np.flatnonzero(precision >= required)
+    if valid.size == 0:
+        return None, None, None
+    # argmax returns the first of equal maxima: the earliest position in sorted order
+    best = valid[np.argmax(recall[valid])]
+    return float(precision[best]), float(recall[best]), float(threshold[best])
+
+
+def true_pair_ranks(
+    query_ids: np.ndarray, reference_ids: np.ndarray, scores: np.ndarray, gt: GroundTruth
+) -> np.ndarray:
+    """Rank (0 = first) of every ground-truth pair among its query's predictions; -1 when absent."""
+    preds = pd.DataFrame({"q": query_ids, "r": reference_ids, "s": scores})
+    truth = pd.DataFrame({"q": gt.positive_queries, "r": gt.positive_references})
+    found = truth.merge(preds, on=["q", "r"], how="left")
+    hits = found.dropna(subset=["s"])
+    candidates = hits[["q", "r", "s"]].merge(
+        preds[["q", "s"]].rename(columns={"s": "other"}), on="q"
+    )
+    at_least = candidates[candidates["other"] >= candidates["s"]]
+    counts = at_least.groupby(["q", "r"]).size().rename("n").reset_index()
+    ranked = found.merge(counts, on=["q", "r"], how="left")
+    return np.where(ranked["n"].isna(), -1, ranked["n"].fillna(0) - 1).astype(np.int64)
+
+
+def recall_at_rank(ranks: np.ndarray, k: int) -> float:
+    """Fraction of ground-truth pairs found within the first k predictions of their query."""
+    if ranks.size == 0:
+        return 0.0
+    return float(((ranks >= 0) & (ranks < k)).sum() / ranks.size)
+
+
+def peak_points(
+    ntp: np.ndarray, position: np.ndarray, threshold: np.ndarray, n_positives: int
+) -> PRCurve:
+    """The curve at the given (cumulative true positives, 1-based position, score) points."""
+    return PRCurve(
+        precision=ntp / position,
+        recall=ntp / n_positives,
+        threshold=np.asarray(threshold, dtype=np.float64),
+    )
+
+
+def thin_curve(curve: PRCurve, max_points: int, keep: int | None = None) -> PRCurve:
+    """At most max_points evenly spaced points, first, last and `keep` always kept."""
+    n = len(curve)
+    if n <= max_points:
+        return curve
+    idx = np.unique(np.linspace(0, n - 1, max_points).round().astype(np.int64))
+    if keep is not None:
+        idx = np.union1d(idx, [keep])
+    return PRCurve(curve.precision[idx], curve.recall[idx], curve.threshold[idx])
+
+
+def evaluate(
+    query_ids: np.ndarray,
+    reference_ids: np.ndarray,
+    scores: np.ndarray,
+    gt: GroundTruth,
+    max_curve_points: int = DEFAULT_CURVE_POINTS,
+) -> MatchingMetrics:
+    """Score one matching-track submission exactly, in memory."""
+    query_ids = np.asarray(query_ids, dtype=object)
+    reference_ids = np.asarray(reference_ids, dtype=object)
+    scores = np.asarray(scores, dtype=np.float64) + 0.0  # -0.0 and 0.0 tie, as in the official sort
+    if not np.all(np.isfinite(scores)):
+        raise ValueError("scores must be finite")
+    if pd.MultiIndex.from_arrays([query_ids, reference_ids]).has_duplicates:
+        raise ValueError("predictions contain duplicate (query, reference) pairs")
+    n_positives = gt.n_positives
+    if n_positives == 0:
+        raise ValueError("the ground truth has no positive pair")
+
+    labels = label_pairs(query_ids, reference_ids, gt)
+    order = pessimistic_order(scores, labels)
+    y = labels[order]
+    thresholds = scores[order]
+    ntp = np.cumsum(y)
+    position = np.arange(1, len(y) + 1)
+    precision = ntp / position
+    recall = ntp / n_positives
+    previous = np.concatenate([[0.0], recall[:-1]])
+    micro_ap = math.fsum((recall - previous) * precision)
+
+    p90, r90, t90 = operating_point(precision, recall, thresholds, REQUIRED_PRECISION)
+    ranks = true_pair_ranks(query_ids, reference_ids, scores, gt)
+
+    # the curve peaks at each true positive; the last point closes it
+    marks = np.flatnonzero(y)
+    if len(y) and (marks.size == 0 or marks[-1] != len(y) - 1):
+        marks = np.append(marks, len(y) - 1)
+    curve = peak_points(ntp[marks], position[marks], thresholds[marks], n_positives)
+    keep = None
+    if r90 is not None:
+        keep = int(np.flatnonzero((curve.recall == r90) & (curve.threshold == t90))[0])
+
+    known = pd.Index(gt.query_ids)
+    return MatchingMetrics(
+        micro_ap=micro_ap,
+        recall_at_p90=r90,
+        threshold_at_p90=t90,
+        precision_at_p90=p90,
+        recall_at_rank1=recall_at_rank(ranks, 1),
+        recall_at_rank10=recall_at_rank(ranks, 10),
+        n_predictions=len(y),
+        n_positives=n_positives,
+        n_true_positives=int(y.sum()),
+        n_queries=gt.n_queries,
+        n_queries_with_predictions=int(pd.unique(query_ids).size),
+        n_unknown_query_predictions=int((~pd.Index(query_ids).isin(known)).sum()),
+        curve=thin_curve(curve, max_curve_points, keep),
+    )

@@ -1,0 +1,416 @@
+"""Submission pools: every submission of a pool scored by one Spark plan.
+
+A pool is a glob, a folder or several paths (one file = one submission, named by its
+file name without extension), or one Parquet table with a submission column. All valid
+submissions go through the same census and the same range sort keyed by (submission,
+score); a bad submission is marked invalid with the single-file message and does not
+sink the others. With ``previous``, unchanged submissions (same content checksum, same
+ground truth and settings) take their results from the last run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from disc21spark.core.errors import (
+    InputError,
+    display_path,
+    failure_texts,
+    first_line,
+    is_read_failure,
+)
+from disc21spark.core.output import check_writable, staged_output
+from disc21spark.core.phases import Phases
+from disc21spark.matching import labels, report, validate
+from disc21spark.matching import plan as scoring
+from disc21spark.matching.job import ground_truth_phase
+from disc21spark.matching.model import GroundTruth, Submission
+from disc21spark.matching.read import (
+    PREDICTION_COLUMNS,
+    data_files,
+    detect_format,
+    is_directory,
+    read_parquet,
+    read_predictions,
+)
+from disc21spark.matching.spec import DEFAULT_CURVE_POINTS
+from disc21spark.pool import report as leaderboard
+
+log = logging.getLogger("disc21spark")
+SUFFIXES = (".csv", ".txt", ".parquet", ".pq", ".parq", ".gz", ".bz2", ".zst", ".lz4", ".snappy")
+
+
+@dataclass(frozen=True)
+class PoolJob:
+    ground_truth: str
+    predictions: list[str]
+    output: str | None
+    submission_column: str | None = None
+    max_results: int = 500_000
+    partitions: int | None = None
+    overwrite: bool = False
+    curve_points: int = DEFAULT_CURVE_POINTS
+    predictions_format: str = "auto"
+    ground_truth_format: str = "auto"
+    fail_on_invalid: bool = False
+    previous: str | None = None
+
+
+@dataclass
+class PoolResult:
+    submissions: list[Submission]
+    settings: dict = field(default_factory=dict)
+
+    @property
+    def n_invalid(self) -> int:
+        return sum(s.status != "ok" for s in self.submissions)
+
+
+def submission_name(file: str) -> str:
+    """'pool/team_a.csv.gz' -> 'team_a'."""
+    name = PurePosixPath(display_path(file)).name
+    while name.lower().endswith(SUFFIXES):
+        name = name[: name.rfind(".")]
+    return name
+
+
+def is_pool(spark: SparkSession, predictions: list[str], submission_column: str | None) -> bool:
+    """Several paths, a glob, a folder of submissions (not of one dataset's part files),
+    or a submission column: a pool. One file: a single submission, scored strictly."""
+    if submission_column or len(predictions) > 1:
+        return True
+    path = predictions[0]
+    if any(c in path for c in "*?[{"):
+        return True
+    files = data_files(spark, path)  # a clear error when the path does not exist
+    if not is_directory(spark, path):
+        return False
+    return not all(PurePosixPath(f).name.startswith("part-") for f in files)
+
+
+def pool_files(spark: SparkSession, patterns: list[str]) -> dict[str, str]:
+    """Submission name -> file, for every file of the patterns; names must be unique."""
+    found: dict[str, str] = {}
+    for pattern in patterns:
+        for file in data_files(spark, pattern):
+            name = submission_name(file)
+            if name in found and found[name] != file:
+                raise InputError(
+                    display_path(file),
+                    f"two submissions would be named {name!r} (also {display_path(found[name])})",
+                )
+            found[name] = file
+    return dict(sorted(found.items()))
+
+
+def file_checksums(spark: SparkSession, files: list[str]) -> dict[str, str]:
+    """SHA-256 of each file's bytes, computed by the executors (any Hadoop path)."""
+    if not files:
+        return {}
+    rows = (
+        spark.read.format("binaryFile")
+        .load(files)
+        .select("path", F.sha2("content", 256).alias("sha256"))
+        .collect()
+    )
+    by_path = {r["path"]: r["sha256"] for r in rows}
+    return {f: by_path.get(f, "") for f in files}
+
+
+def table_checksums(table: DataFrame, column: str) -> dict[str, str]:
+    """Per submission of a table: an order-free digest of its rows (a permutation of the
+    rows cannot change any metric, so it must not change the checksum)."""
+    h = F.xxhash64("query_id", "reference_id", F.col("score").cast("string"))
+    rows = (
+        table.groupBy(F.col(column).cast("string").alias("name"))
+        .agg(
+            F.count(F.lit(1)).alias("n"),
+            F.bit_xor(h).alias("x"),
+            F.sum(F.pmod(h, F.lit(2**31 - 1))).alias("s"),
+        )
+        .collect()
+    )
+    return {r["name"]: f"rows:{r['n']}:{r['x']:x}:{r['s']:x}" for r in rows}
+
+
+def _settings(job: PoolJob, gt_path: str) -> dict:
+    """What a previous run must share for its results to be reused."""
+    local = Path(display_path(gt_path))
+    # a ground truth on another file system is known by its path only
+    digest = hashlib.sha256(local.read_bytes()).hexdigest() if local.is_file() else gt_path
+    return {
+        "ground_truth_sha256": digest,
+        "max_results": job.max_results,
+        "curve_points": job.curve_points,
+    }
+
+
+def _read_pool(spark: SparkSession, job: PoolJob, subs: list[Submission]) -> DataFrame:
+    """Typed predictions of the given submissions with an int ``submission`` column
+    (index in ``subs``)."""
+    index = {s.source: i for i, s in enumerate(subs)}
+    if job.submission_column:
+        table = _table(spark, job)
+        typed = validate.typed_predictions(table, keep=("_submission",))
+        names = spark.createDataFrame(
+            [(s.name, i) for i, s in enumerate(subs)], f"_name string, {labels.SUBMISSION} int"
+        )
+        # only the submissions asked for (the others are reused from a previous run)
+        named = typed.withColumn("_name", F.col("_submission").cast("string"))
+        return named.join(F.broadcast(names), "_name").drop("_name", "_submission")
+    frames = []
+    by_format: dict[str, list[str]] = {}
+    for s in subs:
+        by_format.setdefault(detect_format(s.source, job.predictions_format), []).append(s.source)
+    for fmt, files in by_format.items():
+        frames.append(validate.typed_predictions(read_predictions(spark, files, fmt)))
+    typed = frames[0]
+    for other in frames[1:]:
+        typed = typed.unionByName(other)
+    # Spark names a row's file by its URI ("a%20b.csv"), the listing by its path; a
+    # broadcast hash join, not a literal map (looked up by a linear scan of its keys)
+    files = spark.createDataFrame(
+        [(_uri(spark, f), i) for f, i in index.items()],
+        f"file string, {labels.SUBMISSION} int",
+    )
+    return typed.join(F.broadcast(files), "file", "left")
+
+
+def _table(spark: SparkSession, job: PoolJob) -> DataFrame:
+    """The raw predictions of a one-table pool, with its submission column kept."""
+    if detect_format(job.predictions[0], job.predictions_format) != "parquet":
+        raise InputError(
+            job.predictions[0], "--submission-column needs a Parquet table (CSV has 3 fields)"
+        )
+    raw = read_predictions(
+        spark, job.predictions, job.predictions_format, keep=(job.submission_column,)
+    )
+    return raw.withColumnRenamed(job.submission_column, "_submission")
+
+
+def run(spark: SparkSession, job: PoolJob) -> PoolResult:
+    """Score a pool; writes job.output (when given) whole or not at all."""
+    if job.output:
+        check_writable(job.output, job.overwrite)
+    phases = Phases()
+    gt = ground_truth_phase(spark, job.ground_truth, job.ground_truth_format, phases)
+    settings = _settings(job, job.ground_truth)
+    with phases.phase("pool") as note:
+        subs = _list_submissions(spark, job)
+        previous = leaderboard.read_previous(job.previous, settings) if job.previous else {}
+        for s in subs:
+            old = previous.get(s.name)
+            if old is not None and old.checksum == s.checksum:
+                s.status, s.reason, s.metrics, s.reused = old.status, old.reason, old.metrics, True
+        todo = [s for s in subs if not s.reused]
+        note["rows"] = len(subs)
+        note["detail"] = f"{len(todo)} to score, {len(subs) - len(todo)} reused"
+    if todo:
+        _score(spark, job, gt, todo, phases)
+    result = PoolResult(subs, settings)
+    if job.fail_on_invalid and result.n_invalid:
+        first = next(s for s in subs if s.status != "ok")
+        raise InputError(
+            ", ".join(job.predictions),
+            f"{result.n_invalid} of {len(subs)} submissions invalid (--fail-on-invalid); "
+            f"first: {first.name}: {first.reason}",
+        )
+    if job.output:
+        with phases.phase("report"), staged_output(job.output, job.overwrite) as stage:
+            run_info = report.run_document(
+                spark,
+                phases,
+                ground_truth=job.ground_truth,
+                predictions=job.predictions,
+                submission_column=job.submission_column,
+                **settings,
+            )
+            leaderboard.write(stage, result.submissions, run_info)
+    return result
+
+
+def _list_submissions(spark: SparkSession, job: PoolJob) -> list[Submission]:
+    if job.submission_column:
+        table = _table(spark, job)
+        sums = table_checksums(table, "_submission")
+        if None in sums:
+            raise InputError(
+                job.predictions[0], f"rows without a {job.submission_column} (the submission)"
+            )
+        return [Submission(name, f"table:{name}", sums[name]) for name in sorted(sums)]
+    files = pool_files(spark, job.predictions)
+    sums = file_checksums(spark, list(files.values()))
+    return [Submission(name, file, sums[file]) for name, file in files.items()]
+
+
+def _score(
+    spark: SparkSession, job: PoolJob, gt: GroundTruth, subs: list[Submission], phases: Phases
+) -> None:
+    """Census, checks and the sort for ``subs``; fills each one's status and metrics."""
+    queries = labels.ground_truth_frame(spark, gt)
+    live = [s for s in subs if _parquet_usable(spark, job, s)]
+    if not live:
+        return
+    while True:  # an unreadable file is dropped (and marked) and the read starts again
+        with phases.phase("read") as note:
+            typed = _read_pool(spark, job, live)
+            labelled = labels.label(typed, queries)
+            rows = labels.compact(labelled, "bad").persist(StorageLevel.MEMORY_AND_DISK)
+            try:
+                censuses = scoring.census(rows)
+            except Exception as exc:
+                rows.unpersist()
+                culprit = _unreadable(spark, exc, live)
+                if culprit is None:
+                    raise
+                culprit.invalid(
+                    InputError(display_path(culprit.source), f"cannot be read ({first_line(exc)})")
+                )
+                live = [s for s in live if s is not culprit]
+                if not live:
+                    return
+                continue
+            if None in censuses:  # a row that no submission claims: never score silently
+                rows.unpersist()
+                raise RuntimeError(
+                    f"internal error: {censuses[None].n_predictions} rows of an unknown file"
+                )
+            note["rows"] = sum(c.n_predictions for c in censuses.values())
+            note["detail"] = f"{len(live)} submissions parsed, checked and counted in one pass"
+        break
+    try:
+        with phases.phase("validate") as note:
+            valid: dict[int, scoring.Census] = {}
+            for i, s in enumerate(live):
+                census = censuses.get(i, scoring.EMPTY_CENSUS)
+                error = _problem(spark, job, gt, typed, i, s, census)
+                if error is not None:
+                    s.invalid(error)
+                else:
+                    valid[i] = census
+            note["rows"] = len(live)
+            note["detail"] = f"{len(live) - len(valid)} invalid"
+        if valid:
+            with phases.phase("label") as note:
+                stats = scoring.query_stats(
+                    valid, labelled.where(F.col(labels.SUBMISSION).isin(list(valid)))
+                )
+                note["rows"] = sum(st.n_predictions for st in stats.values())
+            partitions = job.partitions or scoring.default_partitions(
+                sum(st.n_predictions for st in stats.values()),
+                spark.sparkContext.defaultParallelism,
+            )
+            metrics = scoring.score_rows(
+                rows.drop("bad").where(F.col(labels.SUBMISSION).isin(list(valid))),
+                gt,
+                partitions,
+                job.curve_points,
+                stats,
+                {i: c.ranks for i, c in valid.items()},
+                phases,
+            )
+            for i, m in metrics.items():
+                live[i].metrics = m
+    finally:
+        rows.unpersist()
+
+
+def _parquet_usable(spark: SparkSession, job: PoolJob, s: Submission) -> bool:
+    """A Parquet submission file is opened alone first: one file's footer or columns
+    must not decide the schema of the whole pool (marked invalid when unusable)."""
+    if job.submission_column or detect_format(s.source, job.predictions_format) != "parquet":
+        return True
+    try:
+        read_parquet(spark, s.source, PREDICTION_COLUMNS)
+    except InputError as error:
+        s.invalid(InputError(display_path(s.source), error.reason))
+        return False
+    return True
+
+
+def _problem(spark, job, gt, typed, i, s: Submission, census) -> InputError | None:
+    """The single-file scorer's error for this submission, or None."""
+    if census.n_bad:
+        return validate.problem_error(spark, census.first_bad)
+    error = validate.max_results_error(_where(s), census.n_predictions, job.max_results)
+    if error is not None:
+        return error
+    if census.n_repeated_pairs:
+        suspect = labels.query_key(census.repeating_query, gt)
+        mine = typed.where(F.col(labels.SUBMISSION) == i)
+        return validate.duplicate_error(spark, mine, suspect)
+    return None
+
+
+def _uri(spark: SparkSession, path: str) -> str:
+    """A path as Spark names a row's file (``_metadata.file_path``): its URI, encoded."""
+    return spark.sparkContext._jvm.org.apache.hadoop.fs.Path(path).toUri().toString()
+
+
+def _where(s: Submission) -> str:
+    return display_path(s.source) if not s.source.startswith("table:") else s.source
+
+
+def _unreadable(spark: SparkSession, exc: Exception, subs: list[Submission]) -> Submission | None:
+    """The submission whose file made the read fail, when the failure names it."""
+    if not is_read_failure(exc):
+        return None
+    text = " ".join(failure_texts(exc))
+    hits = [
+        s
+        for s in subs
+        if any(n in text for n in (s.source, display_path(s.source), _uri(spark, s.source)))
+    ]
+    return max(hits, key=lambda s: len(s.source)) if hits else None
+
+
+def summary_line(result: PoolResult) -> str:
+    n = len(result.submissions)
+    reused = sum(s.reused for s in result.submissions)
+    return f"{n} submissions: {n - result.n_invalid} scored, {result.n_invalid} invalid" + (
+        f", {reused} reused from the previous run" if reused else ""
+    )
+
+
+def evaluate_cli(args):
+    """jobs/evaluate.py's call for the matching track: a pool, or one submission scored
+    strictly by matching.evaluate_cli."""
+    from disc21spark.core.session import spark_session
+    from disc21spark.matching import job as matching
+
+    if args.output:
+        check_writable(args.output, args.overwrite)  # before paying for Spark's start
+    spark = spark_session(args.profile, args.master, debug=args.debug)
+    if not is_pool(spark, args.predictions, args.submission_column):
+        if args.previous or args.fail_on_invalid:
+            log.info("one submission: --previous and --fail-on-invalid do not apply")
+        single = argparse.Namespace(**{**vars(args), "predictions": args.predictions[0]})
+        return matching.evaluate_cli(single)
+    job = PoolJob(
+        ground_truth=args.ground_truth,
+        predictions=list(args.predictions),
+        output=args.output,
+        submission_column=args.submission_column,
+        max_results=args.max_results,
+        partitions=args.partitions,
+        overwrite=args.overwrite,
+        curve_points=args.curve_points,
+        predictions_format=args.predictions_format,
+        ground_truth_format=args.ground_truth_format,
+        fail_on_invalid=args.fail_on_invalid,
+        previous=args.previous,
+    )
+    result = run(spark, job)
+    print(leaderboard.format_table(result.submissions))
+    print(summary_line(result))
+    if job.output:
+        print(f"results in {job.output}/ (leaderboard.csv/.json/.md, pr_curves/, pr_curves.png)")
+    return result

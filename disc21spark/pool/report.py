@@ -1,0 +1,147 @@
+"""A pool's results as files: leaderboard.csv/.json/.md, pr_curves/, pr_curves.png; and
+the previous run's leaderboard read back for incremental runs."""
+
+from __future__ import annotations
+
+import csv
+import json
+import logging
+import math
+from pathlib import Path
+
+import numpy as np
+
+from disc21spark.matching.model import MatchingMetrics, PRCurve, Submission
+from disc21spark.matching.report import ROWS, plot_curves, write_curve_csv
+
+log = logging.getLogger("disc21spark")
+FIGURES = [key for key, _, _ in ROWS]
+FIGURES.insert(FIGURES.index("threshold_at_p90") + 1, "precision_at_p90")
+COLUMNS = ["rank", "submission", "status", "reason", "reused", "checksum", *FIGURES]
+TOP_PLOTTED = 10
+
+
+def ordered(subs: list) -> list:
+    """Scored submissions by μAP, then recall at P90, then name; invalid ones after, by name."""
+
+    def key(s):
+        m = s.metrics
+        r90 = m.recall_at_p90 if m.recall_at_p90 is not None else -1.0
+        return (-m.micro_ap, -r90, s.name)
+
+    ok = sorted((s for s in subs if s.status == "ok"), key=key)
+    bad = sorted((s for s in subs if s.status != "ok"), key=lambda s: s.name)
+    return ok + bad
+
+
+def records(subs: list) -> list[dict]:
+    out = []
+    for rank, s in enumerate(ordered(subs), start=1):
+        figures = s.metrics.to_dict() if s.metrics is not None else {}
+        out.append(
+            {
+                "rank": rank if s.status == "ok" else None,
+                "submission": s.name,
+                "status": s.status,
+                "reason": s.reason,
+                "reused": s.reused,
+                "checksum": s.checksum,
+                **{k: _safe(figures.get(k)) for k in FIGURES},
+            }
+        )
+    return out
+
+
+def _safe(value):
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def write(folder: Path, subs: list, run: dict) -> None:
+    rows = records(subs)
+    (folder / "leaderboard.json").write_text(
+        json.dumps({"run": run, "submissions": rows}, indent=2, ensure_ascii=False) + "\n"
+    )
+    with (folder / "leaderboard.csv").open("w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=COLUMNS)
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({k: "" if row[k] is None else _text(row[k]) for k in COLUMNS})
+    (folder / "leaderboard.md").write_text(markdown(rows) + "\n")
+    curves = folder / "pr_curves"
+    curves.mkdir()
+    scored = [s for s in ordered(subs) if s.status == "ok"]
+    for s in scored:
+        write_curve_csv(curves / f"{s.name}.csv", s.metrics)
+    plot_curves(
+        folder / "pr_curves.png",
+        [(s.name, s.metrics) for s in scored[:TOP_PLOTTED]],
+        f"DISC21 matching track: top {min(TOP_PLOTTED, len(scored))} of {len(subs)}",
+    )
+
+
+def _text(value) -> str:
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+def markdown(rows: list[dict]) -> str:
+    lines = [
+        "| rank | submission | μAP | recall@P90 | recall@1 | recall@10 | predictions | status |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        if r["status"] == "ok":
+            r90 = "—" if r["recall_at_p90"] is None else f"{r['recall_at_p90']:.6f}"
+            reused = " (reused)" if r["reused"] else ""
+            lines.append(
+                f"| {r['rank']} | {r['submission']} | {r['micro_ap']:.6f} | {r90} | "
+                f"{r['recall_at_rank1']:.6f} | {r['recall_at_rank10']:.6f} | "
+                f"{r['n_predictions']:,} | ok{reused} |"
+            )
+        else:
+            reason = str(r["reason"]).replace("|", "\\|")
+            lines.append(f"| | {r['submission']} | | | | | | invalid: {reason} |")
+    return "\n".join(lines)
+
+
+def format_table(subs: list, limit: int = 20) -> str:
+    rows = records(subs)
+    text = markdown(rows[:limit])
+    if len(rows) > limit:
+        text += f"\n… {len(rows) - limit} more in leaderboard.md"
+    return text
+
+
+def read_previous(folder: str, settings: dict) -> dict:
+    """Submissions of a previous run's output folder, by name, when it was made with the
+    same ground truth and settings; otherwise nothing is reused."""
+    path = Path(folder) / "leaderboard.json"
+    if not path.exists():
+        log.warning("--previous %s: no leaderboard.json there; scoring everything", folder)
+        return {}
+    doc = json.loads(path.read_text())
+    run = doc.get("run", {})
+    changed = [k for k, v in settings.items() if run.get(k) != v]
+    if changed:
+        log.warning("--previous %s: %s changed; scoring everything", folder, ", ".join(changed))
+        return {}
+    out = {}
+    for row in doc.get("submissions", []):
+        s = Submission(row["submission"], "", row.get("checksum", ""), row["status"], row["reason"])
+        if s.status == "ok":
+            curve = Path(folder) / "pr_curves" / f"{s.name}.csv"
+            if not curve.exists():
+                continue
+            s.metrics = _metrics(row, curve)
+        out[s.name] = s
+    return out
+
+
+def _metrics(row: dict, curve_csv: Path) -> MatchingMetrics:
+    with curve_csv.open() as fh:
+        data = list(csv.reader(fh))[1:]
+    values = np.array([[float(x) for x in r] for r in data]) if data else np.zeros((0, 3))
+    curve = PRCurve(values[:, 0], values[:, 1], values[:, 2])
+    fields = {k: row[k] for k in MatchingMetrics.__dataclass_fields__ if k != "curve"}
+    return MatchingMetrics(**fields, curve=curve)

@@ -1,0 +1,147 @@
+"""Exact ranks of the originals and the kNN pairs for μAP, in one pass of the descriptor
+track's broadcast plan: the references go to every executor once, query partitions are
+searched in blocks.
+
+The rank is a count over the whole library, so it is never read off a truncated kNN list.
+Each block gets approximate scores against every reference from one float32 matrix
+product; references clearly above the original's exact score are counted, those clearly
+below are not, and only those within the float32 rounding margin are scored exactly, pair
+by pair. The counts equal ranks.exact_ranks (tests hold them equal).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from disc21spark.descriptors import spec as search
+from disc21spark.ranks.spec import Layout, Ranks, count_at_least
+
+SCORES_PER_BLOCK = 1 << 22  # approximate scores held at once: 16 MB of float32
+OUTPUT = (
+    "kind int, submission int, query_id string, reference_id string, score double, "
+    "rank long, rank_in_subset long, rank_by_size array<long>"
+)
+_ARROW = pa.schema(
+    [("kind", pa.int32()), ("submission", pa.int32()), ("query_id", pa.string()),
+     ("reference_id", pa.string()), ("score", pa.float64()), ("rank", pa.int64()),
+     ("rank_in_subset", pa.int64()), ("rank_by_size", pa.list_(pa.int64()))]
+)  # fmt: skip
+PAIR, RANK = 0, 1
+
+
+def block_ranks(s: search.Searcher, xq: np.ndarray, original: np.ndarray, lay: Layout) -> Ranks:
+    """Ranks of a block's originals (original < 0: a distractor, rank 0)."""
+    nq = len(xq)
+    rank = np.zeros(nq, dtype=np.int64)
+    in_subset = np.zeros(nq, dtype=np.int64)
+    by_size = np.zeros((nq, len(lay.sizes)), dtype=np.int64)
+    matched = np.flatnonzero(original >= 0)
+    if len(matched) == 0:
+        return Ranks(rank, in_subset, by_size)
+    xb = s.vectors
+    xm = np.ascontiguousarray(xq[matched], dtype=np.float32)
+    target = search.pair_scores(xm, xb, np.arange(len(matched)), original[matched], s.metric)
+    target = target.astype(np.float64)
+    products = xm @ xb.T  # float32 BLAS: fast, off by at most the slack below
+    if s.metric == "l2":
+        qn = np.einsum("ij,ij->i", xm, xm)
+        bn = np.einsum("ij,ij->i", xb, xb)
+        approx = -(qn[:, None] + bn[None, :] - 2 * products).astype(np.float64)
+    else:
+        approx = products.astype(np.float64)
+    margin = (2 * search.rounding_slack(s, xm))[:, None]
+    surely = approx > target[:, None] + margin
+    unsure_q, unsure_r = np.nonzero(np.abs(approx - target[:, None]) <= margin)
+    exact = search.pair_scores(xm, xb, unsure_q, unsure_r, s.metric).astype(np.float64)
+    also = exact >= target[unsure_q]
+    for i, q in enumerate(matched):
+        beating = np.concatenate([np.flatnonzero(surely[i]), unsure_r[(unsure_q == i) & also]])
+        rank[q], in_subset[q], by_size[q] = count_at_least(beating, int(original[q]), lay)
+    return Ranks(rank, in_subset, by_size)
+
+
+def rank_pass(
+    spark: SparkSession,
+    queries: pd.DataFrame,
+    xq: np.ndarray,
+    ref_ids: np.ndarray,
+    xb: np.ndarray,
+    metric: str,
+    lay: Layout,
+    knn: int,
+    partitions: int,
+) -> DataFrame:
+    """`queries` (submission, query_id, original) with their vectors `xq` → one frame of
+    kNN pairs (kind 0) and ranks (kind 1), persisted: the caller reads both."""
+    xb = np.ascontiguousarray(xb, dtype=np.float32)
+    shipped = spark.sparkContext.broadcast(
+        {
+            "xb": xb,
+            "ids": np.asarray(ref_ids, dtype=object),
+            "rank": search.reference_ranks(np.asarray(ref_ids)),
+            "max_norm": search.largest_norm(xb),
+            "layout": lay,
+        }
+    )
+    table = pd.DataFrame(
+        {
+            "submission": queries.submission.astype("int32"),
+            "query_id": queries.query_id.astype(str),
+            "original": queries.original.astype("int64"),
+            "vector": [np.ascontiguousarray(v, dtype=np.float32).tobytes() for v in xq],
+        }
+    )
+    frame = spark.createDataFrame(
+        table, "submission int, query_id string, original long, vector binary"
+    ).repartition(partitions)
+    dim = xb.shape[1]
+
+    def search_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        ref = shipped.value
+        s = search.flat_searcher(ref["xb"], metric, ref["rank"], ref["max_norm"])
+        block = max(1, SCORES_PER_BLOCK // max(1, len(ref["xb"])))
+        for batch in batches:
+            subs = batch.column("submission").to_numpy()
+            qids = np.asarray(batch.column("query_id").to_pylist(), dtype=object)
+            orig = batch.column("original").to_numpy()
+            vecs = batch.column("vector").to_pylist()
+            for a in range(0, len(qids), block):
+                sl = slice(a, a + block)
+                x = np.frombuffer(b"".join(vecs[sl]), dtype=np.float32).reshape(-1, dim)
+                pairs = search.knn(s, x, knn)
+                r = block_ranks(s, x, orig[sl], ref["layout"])
+                n_pairs, n_q = len(pairs), len(x)
+                yield pa.RecordBatch.from_pydict(
+                    {
+                        "kind": np.r_[np.full(n_pairs, PAIR), np.full(n_q, RANK)].astype(np.int32),
+                        "submission": np.r_[subs[sl][pairs.query], subs[sl]].astype(np.int32),
+                        "query_id": list(qids[sl][pairs.query]) + list(qids[sl]),
+                        "reference_id": list(ref["ids"][pairs.reference]) + [None] * n_q,
+                        "score": np.r_[pairs.score, np.zeros(n_q)].astype(np.float64),
+                        "rank": np.r_[np.zeros(n_pairs, np.int64), r.rank],
+                        "rank_in_subset": np.r_[np.zeros(n_pairs, np.int64), r.rank_in_subset],
+                        "rank_by_size": [None] * n_pairs + [list(v) for v in r.rank_by_size],
+                    },
+                    schema=_ARROW,
+                )
+
+    return frame.mapInArrow(search_partition, OUTPUT).persist(StorageLevel.MEMORY_AND_DISK)
+
+
+def pairs_of(result: DataFrame) -> DataFrame:
+    return result.where(F.col("kind") == PAIR).select("submission", "query_id", "reference_id", "score")
+
+
+def ranks_of(result: DataFrame) -> pd.DataFrame:
+    return (
+        result.where(F.col("kind") == RANK)
+        .select("query_id", "rank", "rank_in_subset", "rank_by_size")
+        .toPandas()
+    )
