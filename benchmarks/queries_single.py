@@ -13,8 +13,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from disc21spark.core.spark_images import local_paths  # noqa: E402
 from disc21spark.queries import bench_folder as benchset  # noqa: E402
-from disc21spark.queries.job import local_paths  # noqa: E402
 from disc21spark.queries.spec import Settings, make_local  # noqa: E402
 from disc21spark.queries.transforms import parse_tests  # noqa: E402
 

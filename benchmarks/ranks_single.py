@@ -20,12 +20,12 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from disc21spark.core.spark_images import local_paths  # noqa: E402
 from disc21spark.descriptors import spec as search  # noqa: E402
 from disc21spark.matching import spec as metrics  # noqa: E402
 from disc21spark.matching.model import GroundTruth  # noqa: E402
 from disc21spark.queries import bench_folder as benchset  # noqa: E402
 from disc21spark.queries import codec as images  # noqa: E402
-from disc21spark.queries.job import local_paths  # noqa: E402
 from disc21spark.ranks import methods as features  # noqa: E402
 from disc21spark.ranks import plan as rank_plan  # noqa: E402
 from disc21spark.ranks.spec import layout, summary  # noqa: E402
@@ -59,7 +59,7 @@ def rank(bench_dir: str, names: list[str]) -> dict:
     for m, vecs in zip(methods, described):
         x = np.stack(vecs).astype(np.float32)
         xb, xq = x[:nb], x[nb:]
-        s = search.flat_searcher(xb, m.metric, search.reference_ranks(refs), search.largest_norm(xb))
+        s = search.flat_searcher(xb, m.metric, search.reference_order(refs), search.largest_norm(xb))
         r = rank_plan.block_ranks(s, xq, original, lay)
         pairs = search.knn(s, xq, 10)
         for test in dict.fromkeys(b.queries.test):

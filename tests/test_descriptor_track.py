@@ -71,7 +71,7 @@ def job_for(small, **kw) -> D.DescriptorJob:
 
 def spec_pairs(small, job: D.DescriptorJob) -> set:
     xq, xb, qids, rids = small["xq"], small["xb"], small["qids"], small["rids"]
-    ranks = S.reference_ranks(rids.astype(str))
+    ranks = S.reference_order(rids.astype(str))
     shift = None
     if job.score_norm:
         bg = S.searcher(
@@ -346,7 +346,7 @@ def test_codec_trained_on_background_equals_single_machine(spark, small):
     s = S.searcher(
         S.serialize(S.filled(empty, small["xb"])),
         "ip",
-        S.reference_ranks(small["rids"].astype(str)),
+        S.reference_order(small["rids"].astype(str)),
     )
     p = S.knn(s, small["xq"], 3)
     assert got == set(zip(small["qids"][p.query], small["rids"][p.reference]))

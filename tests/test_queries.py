@@ -74,7 +74,7 @@ def spark_bench(spark, library, tmp_path_factory) -> Path:
 
 
 def test_spark_equals_the_single_process_specification(spark_bench, library, tmp_path):
-    from disc21spark.queries.job import local_paths
+    from disc21spark.core.spark_images import local_paths
 
     s = settings()
     selection, made = make_local(local_paths([str(library)]), s, str(tmp_path / "queries"))
@@ -129,7 +129,7 @@ def test_the_benchmark_folder(spark_bench):
 
 
 def test_the_ground_truth_is_read_by_the_scorer(spark, spark_bench):
-    from disc21spark.matching.job import load_ground_truth
+    from disc21spark.matching.ground_truth import load_ground_truth
 
     gt = load_ground_truth(spark, str(spark_bench / "ground_truth.csv"))
     assert gt.n_queries == 60 and gt.n_positives == 42

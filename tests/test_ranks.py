@@ -15,7 +15,7 @@ from disc21spark.ranks.spec import Layout, exact_ranks, fit_line, layout, querie
 
 def searcher(xb: np.ndarray, metric: str) -> search.Searcher:
     ids = np.array([f"R{i:06d}" for i in range(len(xb))])
-    return search.flat_searcher(xb, metric, search.reference_ranks(ids), search.largest_norm(xb))
+    return search.flat_searcher(xb, metric, search.reference_order(ids), search.largest_norm(xb))
 
 
 def test_hand_computed_ranks_count_ties_against_the_method():

@@ -12,6 +12,7 @@ from pyspark.sql import functions as F
 from disc21spark.matching import labels
 from disc21spark.matching import plan as scoring
 from disc21spark.matching.model import GroundTruth
+from disc21spark.matching.score import Scoring, score
 from disc21spark.matching.spec import evaluate
 
 
@@ -25,19 +26,20 @@ def make_gt(n_queries: int, n_positive: int) -> GroundTruth:
     )
 
 
-def compact_rows(spark, frame: pd.DataFrame, gt: GroundTruth):
+def pairs_frame(spark, frame: pd.DataFrame):
     df = spark.createDataFrame(frame, "query_id string, reference_id string, score double")
+    return df.withColumn(labels.SUBMISSION, F.lit(0))
+
+
+def compact_rows(spark, frame: pd.DataFrame, gt: GroundTruth):
     queries = labels.ground_truth_frame(spark, gt)
-    labelled = labels.label(df, queries).withColumn(labels.SUBMISSION, F.lit(0))
-    return labels.compact(labelled), labelled
+    return labels.compact(labels.label(pairs_frame(spark, frame), queries))
 
 
 def spark_metrics(spark, frame: pd.DataFrame, gt: GroundTruth, partitions: int, curve_points=5000):
-    rows, labelled = compact_rows(spark, frame, gt)
-    census = scoring.census(rows) or {0: scoring.EMPTY_CENSUS}
-    stats = scoring.query_stats(census, labelled)
-    ranks = {sub: c.ranks for sub, c in census.items()}
-    return scoring.score_rows(rows, gt, partitions, curve_points, stats, ranks)[0]
+    """The one scoring entry point, on trusted pairs (no checks)."""
+    scoring = Scoring(gt, curve_points, partitions)
+    return score(spark, pairs_frame(spark, frame), [0], scoring).metrics[0]
 
 
 def spec_metrics(frame: pd.DataFrame, gt: GroundTruth, curve_points=5000):
@@ -104,7 +106,7 @@ def test_all_equal_scores_become_one_score_group(spark):
     expected = spec_metrics(frame, gt)
     assert expected.micro_ap < 0.1  # the pessimistic order: a constant score earns little
     assert_same(spark_metrics(spark, frame, gt, 7), expected)
-    rows, _ = compact_rows(spark, frame, gt)
+    rows = compact_rows(spark, frame, gt)
     # a constant score reaches the sort as one counted row, not as 3,000 rows in one task
     groups = scoring.score_groups(rows).collect()
     assert len(groups) == 1 and groups[0]["misses"] + groups[0]["hits"] == len(frame)
@@ -113,7 +115,7 @@ def test_all_equal_scores_become_one_score_group(spark):
 def test_plan_is_one_range_sort_without_a_global_window(spark):
     gt = make_gt(40, 25)
     frame = random_submission(np.random.default_rng(1), gt, 300, 10)
-    rows, _ = compact_rows(spark, frame, gt)
+    rows = compact_rows(spark, frame, gt)
     summary = scoring.sorted_summary(rows, 5)
     plan = summary._jdf.queryExecution().executedPlan().toString()
     assert "rangepartitioning" in plan and "Window" not in plan

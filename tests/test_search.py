@@ -16,9 +16,9 @@ def make_searcher(
 ):
     """A FAISS index through serialisation, or (array=True) the broadcast-array path."""
     if array:
-        return S.flat_searcher(xb, metric, S.reference_ranks(ids), S.largest_norm(xb))
+        return S.flat_searcher(xb, metric, S.reference_order(ids), S.largest_norm(xb))
     empty = S.build_index(factory, metric, xb if train is None else train)
-    return S.searcher(S.serialize(S.filled(empty, xb)), metric, S.reference_ranks(ids))
+    return S.searcher(S.serialize(S.filled(empty, xb)), metric, S.reference_order(ids))
 
 
 def spec_knn(full: np.ndarray, ranks: np.ndarray, k: int) -> np.ndarray:
@@ -65,7 +65,7 @@ def test_knn_equals_brute_force(seed, nq, nb, d, k, metric, duplicates, coarse, 
     full = S.brute_force_pairs(xq, xb, metric)
     p = S.knn(s, xq, k)
     kk = min(k, nb)
-    want = spec_knn(full, s.reference_rank, kk)
+    want = spec_knn(full, s.reference_order, kk)
     assert np.array_equal(p.query, np.repeat(np.arange(nq), kk))
     assert np.array_equal(p.reference.reshape(nq, kk), want)
     assert np.array_equal(p.score.reshape(nq, kk), np.take_along_axis(full, want, 1))
@@ -98,9 +98,9 @@ def test_bounded_blocks_then_global_cut_equal_brute_force(
         p.query = p.query + a
         parts.append(p)
     allp = S.concat(parts)
-    keep = S.cut_ties(allp.score, qids[allp.query], s.reference_rank[allp.reference], n)
+    keep = S.cut_ties(allp.score, qids[allp.query], s.reference_order[allp.reference], n)
     got = set(zip(allp.query[keep].tolist(), allp.reference[keep].tolist()))
-    assert got == spec_max_results(full, qids, s.reference_rank, n)
+    assert got == spec_max_results(full, qids, s.reference_order, n)
     assert np.array_equal(allp.score, full[allp.query, allp.reference])
 
 

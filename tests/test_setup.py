@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
+import sys
 from pathlib import Path
 
-from disc21spark.core.cli import java_is_usable
+import pytest
+
+from disc21spark.core.errors import InputError
+from disc21spark.core.runner import java_is_usable
 from disc21spark.core.session import read_profile
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -17,7 +22,7 @@ def test_java_is_found_here():
 
 
 def both_checks(monkeypatch, java_home: Path) -> tuple[str | None, subprocess.CompletedProcess]:
-    """What the job (cli.java_is_usable) and make (check_java.sh) say of a JAVA_HOME."""
+    """What the job (runner.java_is_usable) and make (check_java.sh) say of a JAVA_HOME."""
     monkeypatch.setenv("JAVA_HOME", str(java_home))
     proc = subprocess.run(
         [str(ROOT / "scripts" / "check_java.sh")],
@@ -48,3 +53,34 @@ def test_profiles_are_readable():
     local = read_profile("local")
     assert local["spark.master"] == "local[*]" and local["spark.driver.memory"] == "2g"
     assert read_profile("standalone")["spark.master"].startswith("spark://127.0.0.1")
+
+
+def test_an_unknown_profile_is_one_line():
+    with pytest.raises(InputError) as info:
+        read_profile("nope")
+    assert str(info.value) == "unknown Spark profile 'nope' (known: images, local, standalone)"
+
+
+def test_the_conf_files_are_read_from_a_zip_on_py_files(tmp_path):
+    """spark-submit --py-files disc21spark.zip: defaults, profiles and the log4j2 file come
+    out of the zip (the JVM is given a real file)."""
+    archive = shutil.make_archive(
+        str(tmp_path / "disc21spark"), "zip", ROOT, "disc21spark"
+    )
+    code = (
+        "import disc21spark, sys; from disc21spark.core import config; "
+        "from disc21spark import commands; "
+        "assert disc21spark.__file__.startswith(sys.argv[1]), disc21spark.__file__; "
+        "print(config.default('evaluate', 'max_results')); "
+        "print(config.conf_file('log4j2.properties').read_text().count('rootLogger'));"
+        "print(config.conf_item('spark', 'local.conf').is_file())"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", f"import sys; sys.path.insert(0, {archive!r}); {code}", archive],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["500000", "2", "True"]

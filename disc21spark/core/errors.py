@@ -4,14 +4,15 @@ from __future__ import annotations
 
 
 class InputError(Exception):
-    """Bad input; str() is the complete one-line message shown to the user."""
+    """Bad input; str() is the complete one-line message shown to the user. An empty
+    source is for a message that names no file (a bad option value, an unknown name)."""
 
     def __init__(self, source: str, reason: str, where: str | None = None) -> None:
         self.source = source
         self.where = where
         self.reason = reason
         location = f"{source}: {where}" if where else source
-        super().__init__(f"{location}: {reason}")
+        super().__init__(f"{location}: {reason}" if location else reason)
 
 
 class OutputError(Exception):
@@ -26,8 +27,9 @@ def display_path(uri: str) -> str:
     return uri
 
 
-def first_line(exc: object, limit: int = 300) -> str:
-    """One line saying why a (Java) call failed: the root cause when Spark wraps one."""
+def first_line(exc: object, limit: int | None = 300, empty: str = "unknown error") -> str:
+    """One line saying why a (Java) call failed: the root cause when Spark wraps one;
+    at most ``limit`` characters (None: all of the line), ``empty`` when there is none."""
     java = getattr(exc, "java_exception", None) or getattr(exc, "_origin", None)
     if java is not None:
         try:
@@ -36,10 +38,10 @@ def first_line(exc: object, limit: int = 300) -> str:
                 cause = cause.getCause()
             message = cause.getMessage()
             name = cause.getClass().getSimpleName()
-            return _first(f"{name}: {message}" if message else name, limit)
+            return _first(f"{name}: {message}" if message else name, limit, empty)
         except Exception:  # the gateway may be gone; fall back to the text we have
             pass
-    return _first(str(exc), limit)
+    return _first(str(exc), limit, empty)
 
 
 READ_FAILURES = (
@@ -71,9 +73,9 @@ def is_read_failure(exc: object) -> bool:
     return any(marker in text for text in failure_texts(exc) for marker in READ_FAILURES)
 
 
-def _first(text: str, limit: int) -> str:
+def _first(text: str, limit: int | None, empty: str) -> str:
     for line in str(text).splitlines():
         line = line.strip()
         if line:
-            return line if len(line) <= limit else line[: limit - 3] + "..."
-    return "unknown error"
+            return line if limit is None or len(line) <= limit else line[: limit - 3] + "..."
+    return empty

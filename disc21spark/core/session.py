@@ -12,18 +12,22 @@ from pathlib import Path
 from pyspark import SparkConf, SparkContext
 from pyspark.sql import SparkSession
 
+from disc21spark.core.config import conf_file, conf_item
+from disc21spark.core.errors import InputError
+
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
-CONF_DIR = Path(os.environ.get("DISC21SPARK_CONF", PACKAGE_DIR / "conf"))
 
 
 def read_profile(name: str) -> dict[str, str]:
     """Settings of conf/spark/<name>.conf ("key value" lines, # comments)."""
-    path = CONF_DIR / "spark" / f"{name}.conf"
+    profiles = conf_item("spark")
+    path = profiles.joinpath(f"{name}.conf")
     if not path.is_file():
-        known = sorted(p.stem for p in (CONF_DIR / "spark").glob("*.conf"))
-        raise ValueError(f"unknown Spark profile {name!r} (known: {', '.join(known)})")
+        known = sorted(p.name[: -len(".conf")] for p in profiles.iterdir() if p.name.endswith(".conf"))
+        # a message of its own, naming no file: the option is the mistake
+        raise InputError("", f"unknown Spark profile {name!r} (known: {', '.join(known)})")
     settings: dict[str, str] = {}
-    for line in path.read_text().splitlines():
+    for line in path.read_text(encoding="utf-8").splitlines():
         line = line.split("#", 1)[0].strip()
         if line:
             key, _, value = line.partition(" ")
@@ -45,7 +49,7 @@ def spark_session(
     settings = read_profile(profile)
     settings.update(conf or {})
     if not debug:
-        log_conf = f"-Dlog4j2.configurationFile=file:{CONF_DIR / 'log4j2.properties'}"
+        log_conf = f"-Dlog4j2.configurationFile=file:{conf_file('log4j2.properties')}"
         for key in ("spark.driver.extraJavaOptions", "spark.executor.extraJavaOptions"):
             settings[key] = f"{settings.get(key, '')} {log_conf}".strip()
     submitted = _submitted_conf()

@@ -1,39 +1,32 @@
-"""Descriptor files: the ISC2021 HDF5 layout, .npy with a sibling ids file, or Parquet.
+"""Descriptor files: the ISC2021 HDF5 layout, .npy with a sibling ids file, or Parquet,
+read and written here only, so that the id rules hold for every job.
 
 The reference side (and a background set) is read whole on the driver: the index is
-built there. The query side is read by the executors, each a range of rows, so nothing
-the size of the query set passes through the driver. Every check names the file and
-the row or image id.
+built there (the query side, read by the executors, is query_side.py). Every check
+names the file and the row or image id.
 """
 
 from __future__ import annotations
 
 import glob
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 
 import numpy as np
 import pyarrow as pa
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from disc21spark.core.errors import InputError, display_path
+from disc21spark.core.errors import InputError, display_path, first_line
 
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".webp", ".bmp", ".gif", ".tif", ".tiff")
 ID_NAMES = ("id", "image_id", "image_name", "name", "query_id", "reference_id")
 VECTOR_NAMES = ("vector", "vectors", "descriptor", "descriptors", "embedding", "features")
-QUERY_SCHEMA = T.StructType(
-    [
-        T.StructField("query_id", T.StringType()),
-        T.StructField("qpos", T.LongType()),
-        # float32 bytes: one copy into Spark's rows, and zero-copy back out (an
-        # array<float> column is converted value by value both ways)
-        T.StructField("vector", T.BinaryType()),
-        T.StructField("problem", T.StringType()),
-    ]
-)
+# a file's format by its name (a Parquet dataset may also be a folder)
+FORMATS = {".h5": "hdf5", ".hdf5": "hdf5", ".parquet": "parquet", ".npy": "npy"}
 
 
 @dataclass(frozen=True)
@@ -61,13 +54,18 @@ def bare_ids(names) -> np.ndarray:
     )
 
 
+def bare_id_column(name: Column) -> Column:
+    """bare_id as a Spark expression, for ids the executors read (Parquet queries)."""
+    suffix = r"(?i)\.(" + "|".join(s.lstrip(".") for s in IMAGE_SUFFIXES) + ")$"
+    return F.regexp_replace(F.regexp_extract(name, r"([^/\\]*)$", 1), suffix, "")
+
+
 def _format(path: str) -> str:
     lower = path.lower().rstrip("/")
-    if lower.endswith((".h5", ".hdf5")):
-        return "hdf5"
-    if lower.endswith(".npy"):
-        return "npy"
-    if lower.endswith(".parquet") or os.path.isdir(path):
+    for suffix, fmt in FORMATS.items():
+        if lower.endswith(suffix):
+            return fmt
+    if os.path.isdir(path):
         return "parquet"
     raise InputError(path, "unknown descriptor format (expected .h5/.hdf5, .npy or Parquet)")
 
@@ -153,8 +151,6 @@ def _inspect_parquet(spark: SparkSession, path: str) -> DescriptorFile:
     try:
         schema = spark.read.parquet(path).schema
     except Exception as exc:
-        from disc21spark.core.errors import first_line
-
         raise InputError(path, f"cannot be read as Parquet ({first_line(exc)})") from None
     strings = [f.name for f in schema if isinstance(f.dataType, T.StringType)]
     arrays = [
@@ -183,8 +179,16 @@ def _pick(names: list[str], preferred: tuple[str, ...]) -> str:
     return ""
 
 
-def read_block(f: DescriptorFile, start: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
-    """Ids (bare) and float32 vectors of rows [start, stop) of an HDF5 or .npy file."""
+def npy_ids(f: DescriptorFile) -> list[str] | None:
+    """A .npy file's ids, from its sibling text file; None for HDF5 (read with each block)."""
+    return _read_ids_txt(ids_file(f.path)) if f.fmt == "npy" else None
+
+
+def read_block(
+    f: DescriptorFile, start: int, stop: int, ids: list[str] | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Ids (bare) and float32 vectors of rows [start, stop) of an HDF5 or .npy file;
+    ``ids``: the .npy file's npy_ids, when read already (once per file, not per block)."""
     if f.fmt == "hdf5":
         import h5py
 
@@ -194,8 +198,32 @@ def read_block(f: DescriptorFile, start: int, stop: int) -> tuple[np.ndarray, np
             raw = names.asstr()[start:stop] if names.dtype.kind in "SOU" else names[start:stop]
     else:
         vectors = np.asarray(np.load(f.path, mmap_mode="r")[start:stop], dtype=np.float32)
-        raw = _read_ids_txt(ids_file(f.path))[start:stop]
+        raw = (ids if ids is not None else npy_ids(f))[start:stop]
     return bare_ids(raw), np.ascontiguousarray(vectors)
+
+
+def write_vectors(path: str | os.PathLike, ids: Sequence[str], vectors: np.ndarray) -> None:
+    """ids and float32 vectors in the format the name says (FORMATS), as inspect and
+    read_block read them back: HDF5 image_names as UTF-8 bytes, .npy beside its ids file."""
+    path = Path(path)
+    fmt = FORMATS[path.suffix.lower()]
+    if fmt == "hdf5":
+        import h5py
+
+        with h5py.File(path, "w") as f:
+            f.create_dataset("vectors", data=np.ascontiguousarray(vectors, dtype=np.float32))
+            f.create_dataset("image_names", data=np.array([i.encode("utf-8") for i in ids]))
+    elif fmt == "parquet":
+        table = pa.table(
+            {"id": pa.array(ids, pa.string()),
+             "vector": pa.FixedSizeListArray.from_arrays(pa.array(vectors.ravel(), pa.float32()), vectors.shape[1])}
+        )  # fmt: skip
+        import pyarrow.parquet as pq
+
+        pq.write_table(table, path)
+    else:
+        np.save(path, np.ascontiguousarray(vectors, dtype=np.float32))
+        Path(ids_file(str(path))).write_text("".join(f"{i}\n" for i in ids))
 
 
 def first_problem(ids: np.ndarray, vectors: np.ndarray, dim: int) -> tuple[int, str] | None:
@@ -316,135 +344,3 @@ def _read_parquet_side(spark: SparkSession, f: DescriptorFile) -> tuple[np.ndarr
     # nulls inside a vector become NaN and are reported by first_problem
     return ids, vectors
 
-
-# -- the query side, read by the executors ------------------------------------------------
-
-
-def query_files(spark: SparkSession, patterns: list[str]) -> list[DescriptorFile]:
-    files = [inspect(spark, p, "query") for p in expand(patterns, "query")]
-    kinds = {f.fmt == "parquet" for f in files}
-    if len(kinds) > 1:
-        raise InputError(", ".join(patterns), "query descriptors mix Parquet with HDF5/.npy files")
-    return files
-
-
-def row_ranges(files: list[DescriptorFile], parts: int) -> list[list[tuple[int, int, int, int]]]:
-    """Split the rows of all files into ``parts`` contiguous ranges; each range is a list
-    of (file index, start, stop, global position of start)."""
-    total = sum(f.rows for f in files)
-    parts = max(1, min(parts, total))
-    bounds = [round(i * total / parts) for i in range(parts + 1)]
-    tasks: list[list[tuple[int, int, int, int]]] = []
-    for a, b in zip(bounds[:-1], bounds[1:]):
-        task, offset = [], 0
-        for i, f in enumerate(files):
-            lo, hi = max(a, offset), min(b, offset + f.rows)
-            if lo < hi:
-                task.append((i, lo - offset, hi - offset, lo))
-            offset += f.rows
-        tasks.append(task)
-    return tasks
-
-
-def _query_batch(
-    ids: np.ndarray, qpos: np.ndarray, vectors: np.ndarray, problems
-) -> pa.RecordBatch:
-    n, d = vectors.shape
-    offsets = pa.array(np.arange(0, (n + 1) * d * 4, d * 4, dtype=np.int32))
-    data = pa.py_buffer(np.ascontiguousarray(vectors, dtype=np.float32).tobytes())
-    values = pa.BinaryArray.from_buffers(pa.binary(), n, [None, offsets.buffers()[1], data])
-    return pa.RecordBatch.from_arrays(
-        [
-            pa.array(list(ids), pa.string()),
-            pa.array(qpos, pa.int64()),
-            values,
-            pa.array(problems, pa.string()),
-        ],
-        names=["query_id", "qpos", "vector", "problem"],
-    )
-
-
-def vectors_of(column: pa.Array, rows: int) -> np.ndarray:
-    """float32 [rows, d] from a query batch's vector column (bytes or array<float>)."""
-    if pa.types.is_binary(column.type):
-        offsets = np.frombuffer(column.buffers()[1], np.int32, rows + 1, column.offset * 4)
-        data = np.frombuffer(column.buffers()[2], np.uint8)[offsets[0] : offsets[-1]]
-        return data.view(np.float32).reshape(rows, -1)
-    flat = column.flatten().to_numpy(zero_copy_only=False)
-    return np.asarray(flat, np.float32).reshape(rows, -1)
-
-
-def query_frame(
-    spark: SparkSession, files: list[DescriptorFile], dim: int, parts: int
-) -> DataFrame:
-    """query_id, qpos (global row), vector, problem (null when fine), read in parallel."""
-    if files[0].fmt == "parquet":
-        frame = _parquet_queries(spark, files, dim)
-        # Spark splits Parquet by bytes: a small query set can be a single partition
-        return frame.repartition(parts) if frame.rdd.getNumPartitions() < parts else frame
-    tasks = row_ranges(files, parts)
-    chunk = 65536
-
-    def read(batches):
-        from pyspark import TaskContext
-
-        task = tasks[TaskContext.get().partitionId()]
-        for _ in batches:  # one row per partition: its index
-            pass
-        for i, start, stop, pos in task:
-            f = files[i]
-            for a in range(start, stop, chunk):
-                b = min(stop, a + chunk)
-                ids, vectors = read_block(f, a, b)
-                # the first problem of each chunk is enough: the check keeps the first of all
-                problems = [None] * len(ids)
-                found = first_problem(ids, vectors, dim)
-                if found:
-                    row, reason = found
-                    problems[row] = f"{f.path}: {describe(ids, row, a)}: {reason}"
-                if vectors.shape[1] != dim:
-                    vectors = np.zeros((len(ids), dim), np.float32)  # the job fails on it
-                qpos = np.arange(pos + (a - start), pos + (b - start), dtype=np.int64)
-                yield _query_batch(ids, qpos, vectors, problems)
-
-    return spark.range(0, len(tasks), 1, len(tasks)).mapInArrow(read, QUERY_SCHEMA)
-
-
-def _parquet_queries(spark: SparkSession, files: list[DescriptorFile], dim: int) -> DataFrame:
-    frames = []
-    for f in files:
-        vec = F.col(f.vector_column)
-        ident = F.col(f.id_column)
-        bare = F.regexp_replace(
-            F.regexp_extract(ident, r"([^/\\]*)$", 1), r"(?i)\.(jpe?g|png|webp|bmp|gif|tiff?)$", ""
-        )
-        where = F.concat(F.lit(f"{f.path}: image '"), bare, F.lit("': "))
-        problem = (
-            F.when(ident.isNull() | (bare == ""), F.lit(f"{f.path}: empty image id"))
-            .when(vec.isNull(), F.concat(where, F.lit("missing vector")))
-            .when(
-                F.size(vec) != dim,
-                F.concat(
-                    where,
-                    F.lit("vector of "),
-                    F.size(vec).cast("string"),
-                    F.lit(f" values, expected {dim}"),
-                ),
-            )
-            .when(
-                F.exists(vec, lambda x: x.isNull() | F.isnan(x) | (F.abs(x) == float("inf"))),
-                F.concat(where, F.lit("vector has NaN or infinite values")),
-            )
-        )
-        frames.append(
-            spark.read.parquet(f.path).select(
-                bare.alias("query_id"),
-                F.lit(0).cast("long").alias("qpos"),
-                vec.cast("array<float>").alias("vector"),
-                problem.alias("problem"),
-            )
-        )
-    frame = frames[0]
-    for other in frames[1:]:
-        frame = frame.unionByName(other)
-    return frame.withColumn("qpos", F.monotonically_increasing_id())

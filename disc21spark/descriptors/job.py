@@ -6,6 +6,7 @@ resulting pairs go through the matching track's scorer unchanged.
 
 from __future__ import annotations
 
+from argparse import Namespace
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,52 +15,97 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from disc21spark.core.errors import InputError
-from disc21spark.core.output import check_writable, staged_output
+from disc21spark.core import config
+from disc21spark.core.errors import InputError, first_line
+from disc21spark.core.output import check_writable
 from disc21spark.core.phases import Phases
-from disc21spark.descriptors import files as descriptors
-from disc21spark.descriptors import plan as search_plan
-from disc21spark.descriptors import spec as search
+from disc21spark.core.runner import BaseJob
+from disc21spark.descriptors import files as descriptor_files
+from disc21spark.descriptors import plan as descriptor_plan
+from disc21spark.descriptors import query_side
+from disc21spark.descriptors import spec as descriptor_spec
 from disc21spark.matching import report
-from disc21spark.matching.job import ground_truth_phase, score_typed
+from disc21spark.matching.ground_truth import ground_truth_phase
+from disc21spark.matching.labels import SUBMISSION
 from disc21spark.matching.model import GroundTruth, MatchingMetrics
-from disc21spark.matching.spec import DEFAULT_CURVE_POINTS
-
-GB = 1 << 30
+from disc21spark.matching.score import Scoring, score
 
 
 @dataclass(frozen=True)
-class DescriptorJob:
+class DescriptorJob(BaseJob):
+    """The descriptor track; defaults from conf/defaults.ini [evaluate]."""
+
     ground_truth: str
     query_descriptors: list[str]
     reference_descriptors: list[str]
     output: str | None
-    knn: int | None = None  # None: max-results mode
-    max_results: int = 500_000
-    metric: str = "l2"
-    index: str = "Flat"
-    nprobe: int | None = None
-    max_dim: int = 256
-    broadcast_limit: int = 2 * GB
+    knn: int | None = config.value("evaluate", "knn", int)  # None: max-results mode
+    max_results: int = config.value("evaluate", "max_results", int)
+    metric: str = config.value("evaluate", "metric")
+    index: str = config.value("evaluate", "index")
+    nprobe: int | None = config.value("evaluate", "nprobe", int)
+    max_dim: int = config.value("evaluate", "max_dim", int)
+    broadcast_limit: int = config.value("evaluate", "broadcast_limit", config.parse_size)
     score_norm: list[str] = field(default_factory=list)
-    score_norm_weight: float = 1.0
-    score_norm_neighbors: tuple[int, int] = (1, 1)
+    score_norm_weight: float = config.value("evaluate", "score_norm_weight", float)
+    score_norm_neighbors: tuple[int, int] = config.value(
+        "evaluate", "score_norm_neighbors", config.parse_span
+    )
     train_descriptors: list[str] = field(default_factory=list)
     write_predictions: bool = False
-    query_partitions: int | None = None
-    partitions: int | None = None
+    query_partitions: int | None = config.value("evaluate", "query_partitions", int)
+    partitions: int | None = config.value("evaluate", "partitions", int)
     overwrite: bool = False
-    curve_points: int = DEFAULT_CURVE_POINTS
-    title: str | None = None
+    curve_points: int = config.value("evaluate", "curve_points", int)
+    ground_truth_format: str = config.value("evaluate", "ground_truth_format")
+    title: str | None = config.value("evaluate", "title")
     block_rows: int = 16384  # queries searched at a time in a task (memory per task)
 
+    @classmethod
+    def from_args(cls, args: Namespace) -> DescriptorJob:
+        """`disc21spark evaluate --query-descriptors ... --reference-descriptors ...`."""
+        first, last = args.score_norm_neighbors
+        return cls(
+            ground_truth=args.ground_truth,
+            query_descriptors=args.query_descriptors,
+            reference_descriptors=args.reference_descriptors,
+            output=args.output,
+            knn=args.knn,
+            max_results=args.max_results,
+            metric=args.metric,
+            index=args.index,
+            nprobe=args.nprobe,
+            max_dim=args.max_dim,
+            broadcast_limit=args.broadcast_limit,
+            score_norm=args.score_norm or [],
+            score_norm_weight=args.score_norm_weight,
+            score_norm_neighbors=(first, last),
+            train_descriptors=args.train_descriptors or [],
+            write_predictions=args.write_predictions,
+            query_partitions=args.query_partitions,
+            partitions=args.partitions,
+            overwrite=args.overwrite,
+            curve_points=args.curve_points,
+            ground_truth_format=args.ground_truth_format,
+            title=args.title,
+        )
+
+    def execute(self, spark: SparkSession) -> MatchingMetrics:
+        return run(spark, self)
+
+    def summary(self, metrics: MatchingMetrics) -> list[str]:
+        lines = [report.format_table(metrics, "DISC21 descriptor track")]
+        if self.output:
+            lines.append(f"results in {self.output}/ (metrics.json, pr_curve.csv, pr_curve.png)")
+        return lines
+
     @property
-    def spec(self) -> search_plan.SearchSpec:
+    def spec(self) -> descriptor_plan.SearchSpec:
         norm = None
         if self.score_norm:
             first, last = self.score_norm_neighbors
             norm = (first, last, self.score_norm_weight)
-        return search_plan.SearchSpec(
+        return descriptor_plan.SearchSpec(
             self.metric, self.knn, self.max_results, norm, self.block_rows
         )
 
@@ -79,50 +125,22 @@ class SearchOutcome:
             frame.unpersist()
 
 
-def _check_queries(frame: DataFrame, source: str) -> int:
-    """Count the queries; fail on the first bad vector (file order) or a repeated id.
-    One job: a shuffle of the ids only, the vectors stay where they are."""
-    per_id = frame.groupBy("query_id").agg(
-        F.count(F.lit(1)).alias("n"),
-        F.min(F.when(F.col("problem").isNotNull(), F.col("qpos"))).alias("first_bad"),
-    )
-    row = per_id.agg(
-        F.sum("n").alias("n"),
-        F.max("n").alias("most"),
-        F.min("first_bad").alias("first_bad"),
-        F.max_by("query_id", "n").alias("repeated"),
-    ).first()
-    if row["first_bad"] is not None:
-        problem = frame.where(F.col("qpos") == row["first_bad"]).select("problem").first()[0]
-        path, _, rest = problem.partition(": ")
-        where, _, reason = rest.rpartition(": ")
-        raise InputError(path, reason, where or None)
-    if not row["n"]:
-        raise InputError(source, "the query side has no descriptors")
-    if row["most"] > 1:
-        raise InputError(
-            source,
-            f"image id '{row['repeated']}' appears {row['most']} times in the query descriptors",
-        )
-    return int(row["n"])
-
-
 def _prepare_queries(
     spark: SparkSession, job: DescriptorJob, dim: int, phases: Phases
 ) -> tuple[DataFrame, int]:
     """Read and check the queries on the executors: a persisted frame and its size."""
     with phases.phase("queries") as note:
-        files = descriptors.query_files(spark, job.query_descriptors)
+        files = query_side.query_files(spark, job.query_descriptors)
         for f in files:
             if f.dim != -1 and f.dim != dim:
                 raise InputError(
                     f.path, f"query descriptors have {f.dim} dimensions, references have {dim}"
                 )
-        parts = job.query_partitions or _query_partitions(spark, files)
-        queries = descriptors.query_frame(spark, files, dim, parts)
+        parts = job.query_partitions or query_side.default_partitions(spark, files)
+        queries = query_side.query_frame(spark, files, dim, parts)
         queries = queries.persist(StorageLevel.MEMORY_AND_DISK)
         try:
-            n_queries = _check_queries(queries, ", ".join(f.path for f in files))
+            n_queries = query_side.check_queries(queries, ", ".join(f.path for f in files))
         except Exception:
             queries.unpersist()
             raise
@@ -133,8 +151,8 @@ def _prepare_queries(
 
 def search_pairs(spark: SparkSession, job: DescriptorJob, phases: Phases) -> SearchOutcome:
     """The pairs of the descriptor track, on Spark, before scoring."""
-    ref_files = descriptors.side_files(spark, job.reference_descriptors, "reference")
-    dim = descriptors.declared_dim(ref_files)
+    ref_files = descriptor_files.side_files(spark, job.reference_descriptors, "reference")
+    dim = descriptor_files.declared_dim(ref_files)
     pool = ThreadPoolExecutor(max_workers=1)
     early = None
     if dim is not None and dim <= job.max_dim:
@@ -154,11 +172,11 @@ def search_pairs(spark: SparkSession, job: DescriptorJob, phases: Phases) -> Sea
     shards, size = len(shipped), sum(s.size for s in shipped)
     cached = [queries]
     with phases.phase("search") as note:
-        pairs = search_plan.candidate_pairs(queries, shipped, bg_shipped, job.spec)
+        pairs = descriptor_plan.candidate_pairs(queries, shipped, bg_shipped, job.spec)
         if job.knn is None:
             pairs = pairs.persist(StorageLevel.MEMORY_AND_DISK)
             cached.append(pairs)
-            pairs = search_plan.global_cut(pairs, job.max_results)
+            pairs = descriptor_plan.global_cut(pairs, job.max_results)
         pairs = pairs.select("query_id", "reference_id", "score")
         pairs = pairs.persist(StorageLevel.MEMORY_AND_DISK)
         cached.append(pairs)
@@ -179,17 +197,17 @@ def _settle(future) -> None:
 
 def _read_references(spark, job: DescriptorJob, files, phases: Phases):
     with phases.phase("references") as note:
-        refs = descriptors.read_side(
+        refs = descriptor_files.read_side(
             spark, job.reference_descriptors, "reference", job.max_dim, files
         )
         dim = refs.vectors.shape[1]
         background = None
         if job.score_norm:
-            background = descriptors.read_side(spark, job.score_norm, "background", job.max_dim)
+            background = descriptor_files.read_side(spark, job.score_norm, "background", job.max_dim)
             _same_dim(background, dim, "background")
         train = background
         if job.train_descriptors:
-            train = descriptors.read_side(spark, job.train_descriptors, "training", job.max_dim)
+            train = descriptor_files.read_side(spark, job.train_descriptors, "training", job.max_dim)
             _same_dim(train, dim, "training")
         note["rows"] = len(refs.ids)
         note["detail"] = f"{dim} dimensions"
@@ -209,7 +227,7 @@ def _ship_indexes(spark, job: DescriptorJob, refs, background, train, phases: Ph
     return shipped, bg_shipped
 
 
-def _same_dim(side: descriptors.Side, dim: int, name: str) -> None:
+def _same_dim(side: descriptor_files.Side, dim: int, name: str) -> None:
     if side.vectors.shape[1] != dim:
         raise InputError(
             side.source,
@@ -219,24 +237,24 @@ def _same_dim(side: descriptors.Side, dim: int, name: str) -> None:
 
 def _build_and_ship(spark, job: DescriptorJob, refs, background, train, note: dict):
     """The trained empty index, then one broadcast per shard (and the background)."""
-    empty = search.build_index(job.index, job.metric, (train or refs).vectors, job.nprobe)
-    if job.knn is None and not search.is_flat(empty):
+    empty = descriptor_spec.build_index(job.index, job.metric, (train or refs).vectors, job.nprobe)
+    if job.knn is None and not descriptor_spec.is_flat(empty):
         _check_range_search(empty, refs.vectors, job.index)
     try:
-        shards = search_plan.shard_count(empty, refs.vectors, job.broadcast_limit)
+        shards = descriptor_plan.shard_count(empty, refs.vectors, job.broadcast_limit)
     except ValueError as exc:
         raise InputError(f"--broadcast-limit {job.broadcast_limit}", str(exc)) from None
     ref_ids = refs.ids.astype(str)
-    ranks = search.reference_ranks(ref_ids)
+    ranks = descriptor_spec.reference_order(ref_ids)
     bounds = [round(i * len(refs.ids) / shards) for i in range(shards + 1)]
     shipped = [
-        search_plan.ship(spark, empty, refs.vectors[a:b], job.metric, ranks[a:b], ref_ids[a:b])
+        descriptor_plan.ship(spark, empty, refs.vectors[a:b], job.metric, ranks[a:b], ref_ids[a:b])
         for a, b in zip(bounds[:-1], bounds[1:])
     ]
     bg_shipped = None
     if background is not None:
-        bg_ranks = search.reference_ranks(background.ids.astype(str))
-        bg_shipped = search_plan.ship(
+        bg_ranks = descriptor_spec.reference_order(background.ids.astype(str))
+        bg_shipped = descriptor_plan.ship(
             spark, empty, background.vectors, job.metric, bg_ranks, background.ids.astype(str)
         )
     size = sum(s.size for s in shipped)
@@ -250,7 +268,7 @@ def _build_and_ship(spark, job: DescriptorJob, refs, background, train, note: di
 def _check_range_search(empty, vectors, factory: str) -> None:
     """--max-results searches by radius: fail now, not on the executors, if the index
     cannot (NSG, for instance)."""
-    probe = search.filled(empty, vectors[:1024])
+    probe = descriptor_spec.filled(empty, vectors[:1024])
     try:
         probe.range_search(vectors[:1], 0.0)
     except RuntimeError:
@@ -262,42 +280,26 @@ def _check_range_search(empty, vectors, factory: str) -> None:
 
 def _faiss_reason(exc: Exception) -> str:
     """FAISS's message without its C++ location ("Error in ... at file.cpp:123: ")."""
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    text = first_line(exc, limit=None, empty=type(exc).__name__)
     _, sep, reason = text.rpartition(".cpp:")
     if sep:
         reason = reason.split(": ", 1)[-1]
     return reason or text
 
 
-def _query_partitions(spark: SparkSession, files: list[descriptors.DescriptorFile]) -> int:
-    rows = sum(max(f.rows, 0) for f in files)
-    # enough partitions to keep every core busy; each big enough for FAISS's batches
-    return max(
-        1, min(max(spark.sparkContext.defaultParallelism, rows // 200_000), max(rows // 1000, 1))
-    )
-
-
 def score_pairs(
     spark: SparkSession, job: DescriptorJob, gt: GroundTruth, outcome: SearchOutcome, phases: Phases
 ) -> MatchingMetrics:
-    typed = outcome.pairs.select(
-        F.lit(", ".join(job.query_descriptors)).alias("file"),
-        "query_id",
-        "reference_id",
-        "score",
-        F.lit(None).cast("struct<file:string>").alias("bad"),
-    )
-    return score_typed(
-        spark,
-        typed,
+    """The searched pairs through the one scorer: generated here, so trusted (no checks);
+    the search obeys --max-results itself and kNN is not capped."""
+    pairs = outcome.pairs.select(F.lit(0).alias(SUBMISSION), "query_id", "reference_id", "score")
+    scoring = Scoring(
         gt,
-        phases,
-        source="descriptor search",
-        max_results=0,  # the search obeys --max-results itself; kNN is not capped
-        partitions=job.partitions,
-        curve_points=job.curve_points,
+        job.curve_points,
+        job.partitions,
         read_detail="searched pairs labelled and counted per query",
     )
+    return score(spark, pairs, [0], scoring, phases).metrics[0]
 
 
 def write_predictions(pairs: DataFrame, target: Path) -> None:
@@ -311,79 +313,46 @@ def write_predictions(pairs: DataFrame, target: Path) -> None:
             out.write(f"{row.query_id},{row.reference_id},{row.score!r}\n")
 
 
+def _run_inputs(job: DescriptorJob, outcome: SearchOutcome) -> dict:
+    """The settings metrics.json records, and what the search found."""
+    norm = bool(job.score_norm)
+    return {
+        "ground_truth": job.ground_truth,
+        "query_descriptors": job.query_descriptors,
+        "reference_descriptors": job.reference_descriptors,
+        "search": f"knn {job.knn}" if job.knn is not None else "max_results",
+        "max_results": job.max_results if job.knn is None else None,
+        "metric": job.metric,
+        "index": job.index,
+        "nprobe": job.nprobe,
+        "score_norm": job.score_norm or None,
+        "score_norm_weight": job.score_norm_weight if norm else None,
+        "score_norm_neighbors": list(job.score_norm_neighbors) if norm else None,
+        "n_queries_searched": outcome.n_queries,
+        "n_references": outcome.n_references,
+        "dimensions": outcome.dim,
+        "reference_shards": outcome.shards,
+        "broadcast_bytes": outcome.broadcast_bytes,
+    }
+
+
 def run(spark: SparkSession, job: DescriptorJob) -> MatchingMetrics:
     """Search and score; writes job.output (when given) whole or not at all."""
     if job.output:
         check_writable(job.output, job.overwrite)
     phases = Phases()
-    gt = ground_truth_phase(spark, job.ground_truth, "auto", phases)  # before the search
+    gt = ground_truth_phase(spark, job.ground_truth, job.ground_truth_format, phases)
     outcome = search_pairs(spark, job, phases)
     try:
         metrics = score_pairs(spark, job, gt, outcome, phases)
         if job.output:
-            with phases.phase("report"), staged_output(job.output, job.overwrite) as stage:
-                run_info = report.run_document(
-                    spark,
-                    phases,
-                    ground_truth=job.ground_truth,
-                    query_descriptors=job.query_descriptors,
-                    reference_descriptors=job.reference_descriptors,
-                    search=f"knn {job.knn}" if job.knn is not None else "max_results",
-                    max_results=job.max_results if job.knn is None else None,
-                    metric=job.metric,
-                    index=job.index,
-                    nprobe=job.nprobe,
-                    score_norm=job.score_norm or None,
-                    score_norm_weight=job.score_norm_weight if job.score_norm else None,
-                    score_norm_neighbors=list(job.score_norm_neighbors) if job.score_norm else None,
-                    n_queries_searched=outcome.n_queries,
-                    n_references=outcome.n_references,
-                    dimensions=outcome.dim,
-                    reference_shards=outcome.shards,
-                    broadcast_bytes=outcome.broadcast_bytes,
-                )
+            inputs = _run_inputs(job, outcome)
+            with report.staged_report(spark, phases, job.output, job.overwrite, inputs) as written:
+                stage, run_info = written
                 title = job.title or "DISC21 descriptor track"
                 report.write_matching_report(stage, metrics, run_info, title)
                 if job.write_predictions:
                     write_predictions(outcome.pairs, stage / "predictions.csv")
     finally:
         outcome.release()
-    return metrics
-
-
-def evaluate_cli(args) -> MatchingMetrics:
-    """jobs/evaluate.py's call for the descriptor track."""
-    from disc21spark.core.session import spark_session
-
-    first, last = args.score_norm_neighbors
-    job = DescriptorJob(
-        ground_truth=args.ground_truth,
-        query_descriptors=args.query_descriptors,
-        reference_descriptors=args.reference_descriptors,
-        output=args.output,
-        knn=args.knn,
-        max_results=args.max_results,
-        metric=args.metric,
-        index=args.index,
-        nprobe=args.nprobe,
-        max_dim=args.max_dim,
-        broadcast_limit=args.broadcast_limit,
-        score_norm=args.score_norm or [],
-        score_norm_weight=args.score_norm_weight,
-        score_norm_neighbors=(first, last),
-        train_descriptors=args.train_descriptors or [],
-        write_predictions=args.write_predictions,
-        query_partitions=args.query_partitions,
-        partitions=args.partitions,
-        overwrite=args.overwrite,
-        curve_points=args.curve_points,
-        title=args.title,
-    )
-    if job.output:
-        check_writable(job.output, job.overwrite)
-    spark = spark_session(args.profile, args.master, debug=args.debug)
-    metrics = run(spark, job)
-    print(report.format_table(metrics, "DISC21 descriptor track"))
-    if job.output:
-        print(f"results in {job.output}/ (metrics.json, pr_curve.csv, pr_curve.png)")
     return metrics

@@ -20,8 +20,9 @@ from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from disc21spark.descriptors import spec as search
-from disc21spark.descriptors.files import vectors_of
+from disc21spark.core.spark import union_all
+from disc21spark.descriptors import spec as descriptor_spec
+from disc21spark.descriptors.query_side import vectors_of
 
 PAIR_SCHEMA = T.StructType(
     [
@@ -38,7 +39,7 @@ SKETCH_POINTS = 1024  # sampled ranks per partition for the global cut's bound
 # the searcher in use and its token. Spark reuses workers between tasks, so a worker
 # loads an index once, not once per task; a worker that moves on to another shard drops
 # the previous one, so a sharded search holds one shard per worker, not all of them.
-_SEARCHERS: dict[str, tuple[str, search.Searcher]] = {}
+_SEARCHERS: dict[str, tuple[str, descriptor_spec.Searcher]] = {}
 
 
 @dataclass(frozen=True)
@@ -69,18 +70,18 @@ def ship(
 ) -> Shipped:
     """Broadcast ``vectors`` indexed as ``empty`` (a trained, empty index): a flat index
     travels as the float32 array itself, any other as FAISS's serialised bytes."""
-    if search.is_flat(empty):
+    if descriptor_spec.is_flat(empty):
         content = np.ascontiguousarray(vectors, dtype=np.float32)
-        payload = ("vectors", (content, search.largest_norm(content)), metric, ranks, ids)
+        payload = ("vectors", (content, descriptor_spec.largest_norm(content)), metric, ranks, ids)
         size = content.nbytes
     else:
-        blob = search.serialize(search.filled(empty, vectors))
+        blob = descriptor_spec.serialize(descriptor_spec.filled(empty, vectors))
         payload = ("faiss", blob, metric, ranks, ids)
         size = len(blob)
     return Shipped(uuid.uuid4().hex, spark.sparkContext.broadcast(payload), size)
 
 
-def _searcher(shipped: Shipped, role: str) -> search.Searcher:
+def _searcher(shipped: Shipped, role: str) -> descriptor_spec.Searcher:
     held = _SEARCHERS.get(role)
     if held is not None and held[0] == shipped.token:
         return held[1]
@@ -88,21 +89,21 @@ def _searcher(shipped: Shipped, role: str) -> search.Searcher:
     kind, content, metric, ranks, ids = shipped.payload.value
     if kind == "vectors":
         vectors, max_norm = content
-        s = search.flat_searcher(vectors, metric, ranks, max_norm)
+        s = descriptor_spec.flat_searcher(vectors, metric, ranks, max_norm)
     else:
-        s = search.searcher(content, metric, ranks)
+        s = descriptor_spec.searcher(content, metric, ranks)
     s.ids = ids  # the pairs leave the worker with their reference ids: no join later
     _SEARCHERS[role] = (shipped.token, s)
     return s
 
 
-def _pairs_batch(ids: np.ndarray, qpos: np.ndarray, p: search.Pairs, s):
+def _pairs_batch(ids: np.ndarray, qpos: np.ndarray, p: descriptor_spec.Pairs, s):
     return pa.RecordBatch.from_arrays(
         [
             pa.array(ids[p.query], pa.string()),
             pa.array(qpos[p.query], pa.int64()),
             pa.array(s.ids[p.reference], pa.string()),
-            pa.array(s.reference_rank[p.reference], pa.int64()),
+            pa.array(s.reference_order[p.reference], pa.int64()),
             pa.array(p.score, pa.float64()),
         ],
         names=[f.name for f in PAIR_SCHEMA],
@@ -128,7 +129,7 @@ def _search_partition(batches, index: Shipped, background: Shipped | None, spec:
     del vec_parts
     s = _searcher(index, "index")
     bg = _searcher(background, "background") if background is not None else None
-    best = search.Pairs.empty()
+    best = descriptor_spec.Pairs.empty()
     # blocks of equal size: a tiny last block would make the bounded search's kNN deep
     n_blocks = -(-len(xq) // spec.block_rows)
     cuts = [round(i * len(xq) / n_blocks) for i in range(n_blocks + 1)]
@@ -137,16 +138,16 @@ def _search_partition(batches, index: Shipped, background: Shipped | None, spec:
         shift = None
         if bg is not None and spec.norm is not None:
             first, last, weight = spec.norm
-            shift = search.offsets(bg, block, first, last, weight)
+            shift = descriptor_spec.offsets(bg, block, first, last, weight)
         if spec.knn is not None:
-            p = search.normalised_knn(s, block, spec.knn, shift)
+            p = descriptor_spec.normalised_knn(s, block, spec.knn, shift)
             p.query = p.query + a
             if len(p):
                 yield _pairs_batch(ids, qpos, p, s)
         else:
-            p = search.bounded(s, block, spec.max_results, shift)
+            p = descriptor_spec.bounded(s, block, spec.max_results, shift)
             p.query = p.query + a
-            best = search.keep_best(search.concat([best, p]), spec.max_results)
+            best = descriptor_spec.keep_best(descriptor_spec.concat([best, p]), spec.max_results)
     if spec.knn is None and len(best):
         yield _pairs_batch(ids, qpos, best, s)
 
@@ -162,9 +163,7 @@ def candidate_pairs(
         )
         for shard in shards
     ]
-    pairs = frames[0]
-    for other in frames[1:]:
-        pairs = pairs.unionByName(other)
+    pairs = union_all(frames)
     if spec.knn is not None and len(shards) > 1:
         # the K best per query over all shards, ties by reference id as within a shard
         order = Window.partitionBy("qpos").orderBy(F.desc("score"), F.asc("rrank"))
@@ -259,12 +258,12 @@ def global_cut(pairs: DataFrame, n: int, points: int = SKETCH_POINTS) -> DataFra
 def shard_count(empty_index, vectors: np.ndarray, limit: int) -> int:
     """How many shards keep each broadcast under ``limit`` bytes."""
     n = len(vectors)
-    if search.is_flat(empty_index):
+    if descriptor_spec.is_flat(empty_index):
         base, per_vector = 0, vectors.shape[1] * 4.0
     else:
-        base = len(search.serialize(empty_index))
+        base = len(descriptor_spec.serialize(empty_index))
         m = min(n, 4096)
-        probe = len(search.serialize(search.filled(empty_index, vectors[:m])))
+        probe = len(descriptor_spec.serialize(descriptor_spec.filled(empty_index, vectors[:m])))
         per_vector = (probe - base) / max(m, 1)
     room = limit - base
     if room < per_vector:

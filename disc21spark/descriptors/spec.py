@@ -35,7 +35,7 @@ class Searcher:
 
     index: faiss.Index  # searched with transformed queries (pre-transforms removed)
     metric: str
-    reference_rank: np.ndarray  # position of each reference's id in sorted id order
+    reference_order: np.ndarray  # position of each reference's id in sorted id order
     vectors: np.ndarray | None  # the indexed (transformed) vectors; None: approximate index
     transforms: list  # pre-transforms applied to queries before the flat index
     max_norm: float  # largest |r| among the indexed vectors
@@ -136,15 +136,15 @@ class ArrayIndex:
 
 
 def flat_searcher(
-    vectors: np.ndarray, metric: str, reference_rank: np.ndarray, max_norm: float
+    vectors: np.ndarray, metric: str, reference_order: np.ndarray, max_norm: float
 ) -> Searcher:
     """Exact search over ``vectors`` as they are. ``max_norm``: largest_norm(vectors),
     computed once by the sender rather than in every worker."""
     index = ArrayIndex(vectors, metric)
-    return Searcher(index, metric, reference_rank, index.xb, [], max_norm)
+    return Searcher(index, metric, reference_order, index.xb, [], max_norm)
 
 
-def searcher(blob: bytes, metric: str, reference_rank: np.ndarray) -> Searcher:
+def searcher(blob: bytes, metric: str, reference_order: np.ndarray) -> Searcher:
     """Rebuild a serialized index; find the flat storage behind any pre-transforms."""
     index = faiss.deserialize_index(np.frombuffer(blob, dtype=np.uint8))
     transforms = []
@@ -160,7 +160,7 @@ def searcher(blob: bytes, metric: str, reference_rank: np.ndarray) -> Searcher:
         vectors = np.zeros((0, inner.d), dtype=np.float32)
     max_norm = largest_norm(vectors) if vectors is not None else 0.0
     # queries are transformed here once, so the search goes to the inner index
-    return Searcher(inner, metric, reference_rank, vectors, transforms, max_norm, owner=index)
+    return Searcher(inner, metric, reference_order, vectors, transforms, max_norm, owner=index)
 
 
 def pair_scores(xq: np.ndarray, xb: np.ndarray, qi: np.ndarray, ri: np.ndarray, metric: str):
@@ -283,7 +283,7 @@ def knn(s: Searcher, xq_raw: np.ndarray, k: int) -> Pairs:
 
 def _top_per_query(s: Searcher, p: Pairs, k: int, nq: int) -> Pairs:
     """Per query the k best pairs by (score desc, reference id asc)."""
-    order = np.lexsort((s.reference_rank[p.reference], -p.score, p.query))
+    order = np.lexsort((s.reference_order[p.reference], -p.score, p.query))
     p = p.take(order)
     starts = np.searchsorted(p.query, np.arange(nq))
     rank = np.arange(len(p)) - starts[p.query] if len(p) else np.zeros(0, np.int64)
@@ -364,13 +364,13 @@ def keep_best(p: Pairs, n_results: int) -> Pairs:
 
 
 def cut_ties(
-    scores: np.ndarray, query_ids: np.ndarray, reference_ranks: np.ndarray, n_results: int
+    scores: np.ndarray, query_ids: np.ndarray, reference_order: np.ndarray, n_results: int
 ) -> np.ndarray:
     """Indices of exactly the n best pairs: score desc, then query id, then reference id
     (the official scorer picks among pairs tied at the cut arbitrarily; we do not)."""
     if len(scores) <= n_results:
         return np.arange(len(scores))
-    order = np.lexsort((reference_ranks, query_ids, -scores))
+    order = np.lexsort((reference_order, query_ids, -scores))
     return np.sort(order[:n_results])
 
 
@@ -384,7 +384,7 @@ def brute_force_pairs(
     return scores if shift is None else scores - shift[:, None]
 
 
-def reference_ranks(ids: np.ndarray) -> np.ndarray:
+def reference_order(ids: np.ndarray) -> np.ndarray:
     """Each reference's position in id order: ties are broken by id, not by file order."""
     rank = np.empty(len(ids), dtype=np.int64)
     rank[np.argsort(ids, kind="stable")] = np.arange(len(ids))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+from argparse import Namespace
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,28 +17,57 @@ import pandas as pd
 import pyarrow as pa
 from pyspark.sql import SparkSession
 
-from disc21spark.core.output import check_writable, staged_output
+from disc21spark.core import config
+from disc21spark.core.errors import InputError
+from disc21spark.core.output import staged_output
 from disc21spark.core.phases import Phases
-from disc21spark.library import spec as library
-from disc21spark.queries import codec as images
+from disc21spark.core.runner import BaseJob
+from disc21spark.library import spec
+from disc21spark.queries import codec
 
 ITEMS_PER_TASK = 64
 
 
 @dataclass(frozen=True)
-class LibraryJob:
+class LibraryJob(BaseJob):
+    """make-library; defaults from conf/defaults.ini [make-library]."""
+
     output: str
     size: int
-    seed: int = 0
-    width: int = 512
-    height: int = 384
+    seed: int = config.value("make-library", "seed", int)
+    width: int = config.value("make-library", "width", int)
+    height: int = config.value("make-library", "height", int)
     photos: bool = True
     overwrite: bool = False
+
+    @classmethod
+    def from_args(cls, args: Namespace) -> LibraryJob:
+        return cls(
+            args.output, args.size, args.seed, args.width, args.height, not args.no_photos,
+            args.overwrite,
+        )  # fmt: skip
+
+    def check(self) -> None:
+        """The plan checks every argument (size, seed, dimensions) before Spark starts."""
+        try:
+            spec.library_plan(self.size, self.seed, self.width, self.height, self.photos)
+        except ValueError as exc:  # its message names the option and the value
+            raise InputError("", str(exc)) from None
+
+    def execute(self, spark: SparkSession) -> dict:
+        return run(spark, self)
+
+    def summary(self, document: dict) -> list[str]:
+        return [
+            f"{self.size:,} images ({document['photos']} photographs, "
+            f"{document['deadleaves']:,} dead leaves {self.width}×{self.height}) → "
+            f"{Path(self.output)}/"
+        ]
 
 
 def run(spark: SparkSession, job: LibraryJob) -> dict:
     phases = Phases()
-    items = library.library_plan(job.size, job.seed, job.width, job.height, job.photos)
+    items = spec.library_plan(job.size, job.seed, job.width, job.height, job.photos)
     with staged_output(job.output, job.overwrite) as stage:
         for folder in {os.path.dirname(i.name) for i in items}:
             (stage / folder).mkdir(parents=True, exist_ok=True)
@@ -47,13 +77,13 @@ def run(spark: SparkSession, job: LibraryJob) -> dict:
             for batch in batches:
                 out = {"name": [], "bytes": [], "sha256": []}
                 for row in batch.to_pylist():
-                    item = library.LibraryItem(row["name"], row["kind"], row["index"], row["source"])
-                    data = library.render(item, job.seed, job.width, job.height)
+                    item = spec.LibraryItem(row["name"], row["kind"], row["index"], row["source"])
+                    data = spec.render(item, job.seed, job.width, job.height)
                     with open(os.path.join(target, item.name), "wb") as f:
                         f.write(data)
                     out["name"].append(item.name)
                     out["bytes"].append(len(data))
-                    out["sha256"].append(images.sha256(data))
+                    out["sha256"].append(codec.sha256(data))
                 yield pa.RecordBatch.from_pydict(out)
 
         with phases.phase("render") as note:
@@ -85,24 +115,4 @@ def run(spark: SparkSession, job: LibraryJob) -> dict:
         }
         (stage / "library.json").write_text(json.dumps(document, indent=2) + "\n")
     document["seconds"] = phases.seconds
-    return document
-
-
-def make_cli(args) -> dict:
-    """jobs/make_library.py's call."""
-    from disc21spark.core.session import spark_session
-
-    job = LibraryJob(
-        args.output, args.size, args.seed, args.width, args.height, not args.no_photos,
-        args.overwrite,
-    )  # fmt: skip
-    # the plan checks every argument before Spark starts
-    library.library_plan(job.size, job.seed, job.width, job.height, job.photos)
-    check_writable(job.output, job.overwrite)
-    spark = spark_session(args.profile, args.master, debug=args.debug)
-    document = run(spark, job)
-    print(
-        f"{job.size:,} images ({document['photos']} photographs, {document['deadleaves']:,} "
-        f"dead leaves {job.width}×{job.height}) → {Path(job.output)}/"
-    )
     return document

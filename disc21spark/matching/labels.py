@@ -26,36 +26,36 @@ def ground_truth_frame(spark: SparkSession, gt: GroundTruth) -> DataFrame:
     table = pd.DataFrame(
         {
             "query_id": list(refs),
-            "qid": np.arange(len(refs), dtype=np.int64),
+            "query_index": np.arange(len(refs), dtype=np.int64),
             "true_references": list(refs.values()),
         }
     )
-    return spark.createDataFrame(table, "query_id string, qid long, true_references array<string>")
+    return spark.createDataFrame(table, "query_id string, query_index long, true_references array<string>")
 
 
 def label(predictions: DataFrame, queries: DataFrame) -> DataFrame:
-    """Adds ``label`` (a ground-truth pair) and ``qid``: the query's index in the ground
+    """Adds ``label`` (a ground-truth pair) and ``query_index``: the query's index in the ground
     truth, or for an unknown query a negative key from its hash (only grouping uses it)."""
     joined = predictions.join(F.broadcast(queries), ["query_id"], "left")
     return joined.withColumn(
         "label",
         F.coalesce(F.array_contains("true_references", F.col("reference_id")), F.lit(False)),
-    ).withColumn("qid", F.coalesce(F.col("qid"), unknown_query_key()))
+    ).withColumn("query_index", F.coalesce(F.col("query_index"), unknown_query_key()))
 
 
 def unknown_query_key() -> Column:
     return F.lit(-1) - F.pmod(F.xxhash64("query_id"), F.lit(2**62))
 
 
-def is_unknown(qid: Column) -> Column:
-    return qid < 0
+def is_unknown(query_index: Column) -> Column:
+    return query_index < 0
 
 
-def query_key(qid: int, gt: GroundTruth) -> Column:
-    """A predicate on string rows selecting the query whose ``qid`` is given."""
-    if qid >= 0:
-        return F.col("query_id") == F.lit(str(gt.query_ids[qid]))
-    return unknown_query_key() == F.lit(qid)
+def query_key(query_index: int, gt: GroundTruth) -> Column:
+    """A predicate on string rows selecting the query whose ``query_index`` is given."""
+    if query_index >= 0:
+        return F.col("query_id") == F.lit(str(gt.query_ids[query_index]))
+    return unknown_query_key() == F.lit(query_index)
 
 
 def pair_hash() -> Column:
@@ -65,10 +65,10 @@ def pair_hash() -> Column:
 
 def compact(labelled: DataFrame, *keep: str) -> DataFrame:
     """The numeric rows the scoring plan needs, 29 bytes each: submission (the labelled
-    frame's column), qid, label, score, pair (plus the `keep` columns)."""
+    frame's column), query_index, label, score, pair (plus the `keep` columns)."""
     return labelled.select(
         F.col(SUBMISSION).cast("int").alias(SUBMISSION),
-        "qid",
+        "query_index",
         "label",
         "score",
         pair_hash().alias("pair"),

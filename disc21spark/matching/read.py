@@ -1,83 +1,19 @@
-"""Reading inputs from any path Spark reads (local, hdfs://, s3a://...): nothing is checked here."""
+"""Reading predictions and the ground truth from any path Spark reads (local, hdfs://,
+s3a://...): nothing is checked here."""
 
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from disc21spark.core.errors import InputError, display_path, first_line
-
-PREDICTION_COLUMNS = ("query_id", "reference_id", "score")
-GROUND_TRUTH_COLUMNS = ("query_id", "reference_id")
-PARQUET_SUFFIXES = (".parquet", ".pq", ".parq")
-WHITESPACE = " \t\r"
-
-
-@dataclass(frozen=True)
-class Row:
-    """One record of a small table read on the driver, with where it came from."""
-
-    where: str  # "line 12" or "row 12"
-    fields: tuple[str | None, ...]
-
-
-def detect_format(path: str, fmt: str = "auto") -> str:
-    """csv (also .csv.gz and any Hadoop codec) or parquet, from the name unless given."""
-    if fmt != "auto":
-        return fmt
-    stripped = path.rstrip("/")
-    return "parquet" if stripped.lower().endswith(PARQUET_SUFFIXES) else "csv"
-
-
-def _hadoop_fs(spark: SparkSession, path: str):
-    jvm = spark.sparkContext._jvm
-    hpath = jvm.org.apache.hadoop.fs.Path(path)
-    return hpath, hpath.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
-
-
-def is_directory(spark: SparkSession, path: str) -> bool:
-    """Whether an existing path (no glob) is a folder, on any Hadoop file system."""
-    hpath, fs = _hadoop_fs(spark, path)
-    return bool(fs.getFileStatus(hpath).isDirectory())
-
-
-def data_files(spark: SparkSession, path: str) -> list[str]:
-    """The files a path (file, folder or glob) stands for; an InputError when there are none."""
-    try:
-        hpath, fs = _hadoop_fs(spark, path)
-        statuses = fs.globStatus(hpath) or []
-        files: list[str] = []
-        for status in statuses:
-            if status.isDirectory():
-                for child in fs.listStatus(status.getPath()) or []:
-                    name = child.getPath().getName()
-                    if child.isFile() and not name.startswith(("_", ".")):
-                        files.append(child.getPath().toString())
-            else:
-                files.append(status.getPath().toString())
-    except Exception as exc:  # any filesystem failure is the user's path, not our bug
-        raise InputError(path, f"cannot be read ({first_line(exc)})") from None
-    if not statuses:
-        raise InputError(path, "no such file or directory")
-    if not files:
-        raise InputError(path, "folder holds no data file")
-    return sorted(files)
-
-
-def read_parquet(spark: SparkSession, path: str | list[str], columns: tuple[str, ...]) -> DataFrame:
-    """Parquet files or folders holding (at least) the given columns."""
-    paths = [path] if isinstance(path, str) else list(path)
-    name = ", ".join(paths)
-    try:
-        df = spark.read.parquet(*paths)
-    except Exception as exc:  # not Parquet, or a damaged footer
-        raise InputError(name, f"cannot be read ({first_line(exc)})") from None
-    missing = [c for c in columns if c not in df.columns]
-    if missing:
-        raise InputError(name, f"missing column {missing[0]!r} (has: {', '.join(df.columns)})")
-    return df
+from disc21spark.core.files import data_files, detect_format, read_parquet
+from disc21spark.matching.rows import (
+    PREDICTION_COLUMNS,
+    WHITESPACE,
+    Row,
+    parse_csv_line,
+)
 
 
 def read_predictions(
@@ -161,11 +97,6 @@ def _small_text(spark: SparkSession, file: str) -> list[str]:
             return fh.read().splitlines()
     # textFile keeps line order (partitions follow offsets) and reads any Hadoop codec
     return spark.sparkContext.textFile(file).collect()
-
-
-def parse_csv_line(line: str) -> tuple[str, ...]:
-    """Fields of one line, split and stripped exactly as read_predictions does."""
-    return tuple(f.strip(WHITESPACE) for f in line.strip(WHITESPACE).split(","))
 
 
 def find_lines(

@@ -5,9 +5,17 @@ from __future__ import annotations
 import csv
 import json
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from disc21spark.core.output import staged_output
+from disc21spark.core.phases import Phases
 from disc21spark.matching.model import MatchingMetrics
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 ROWS = (
     ("micro_ap", "μAP (micro average precision)", "{:.6f}"),
@@ -41,6 +49,16 @@ def run_document(spark, phases, **inputs) -> dict:
         "spark_version": spark.version,
         "phase_seconds": phases.seconds,
     }
+
+
+@contextmanager
+def staged_report(
+    spark: SparkSession, phases: Phases, output: str, overwrite: bool, inputs: dict
+) -> Iterator[tuple[Path, dict]]:
+    """The report phase: a staging folder that becomes ``output`` whole when the block
+    ends well, and the run document of ``inputs`` for the files written there."""
+    with phases.phase("report"), staged_output(output, overwrite) as stage:
+        yield stage, run_document(spark, phases, **inputs)
 
 
 def format_table(metrics: MatchingMetrics, title: str = "DISC21 matching track") -> str:
@@ -86,7 +104,8 @@ def plot_curves(path: Path, curves: list[tuple[str, MatchingMetrics]], title: st
     plt.close(fig)
 
 
-def _json_safe(value):
+def json_safe(value: object) -> object:
+    """A figure as JSON can hold it: NaN and infinities (no data) become null."""
     if isinstance(value, float) and not math.isfinite(value):
         return None
     return value
@@ -95,7 +114,7 @@ def _json_safe(value):
 def write_matching_report(
     folder: Path, metrics: MatchingMetrics, run: dict, title: str, name: str = "submission"
 ) -> None:
-    doc = {k: _json_safe(v) for k, v in metrics_document(metrics, run).items()}
+    doc = {k: json_safe(v) for k, v in metrics_document(metrics, run).items()}
     (folder / "metrics.json").write_text(json.dumps(doc, indent=2) + "\n")
     write_curve_csv(folder / "pr_curve.csv", metrics)
     plot_curves(folder / "pr_curve.png", [(name, metrics)], title)

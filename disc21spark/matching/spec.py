@@ -12,27 +12,33 @@ facebookresearch/isc2021) position by position:
 * the rank of a ground-truth pair: the number of that query's predictions with a
   score ≥ the true pair's score, minus one (infinite when the pair is absent).
 
+The ids only matter through equality, so ``evaluate`` turns them into integer codes first
+(``encode``) and ``evaluate_encoded`` computes every figure from the codes: the in-process
+engine (``matching/local.py``) encodes with Arrow and calls the same function.
+
 The one deliberate difference: the μAP terms are added with ``math.fsum`` (the
 correctly rounded sum) rather than numpy's pairwise sum, so that the Spark plan,
 which adds the same terms in another order, gives the same bits for any number
 of partitions. The two sums differ by at most a few ulps (< 1e-15).
 
-The Spark plan in ``scoring.py`` must give exactly what this module gives; the
+The Spark plan in ``plan.py`` must give exactly what this module gives; the
 tests hold them equal.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 
+from disc21spark.core import config
 from disc21spark.matching.model import GroundTruth, MatchingMetrics, PRCurve
 
 REQUIRED_PRECISION = 0.9
-# the curve files stay readable and the plot light, whatever the input size
-DEFAULT_CURVE_POINTS = 5000
+# the curve files stay readable and the plot light, whatever the input size: the evaluate
+# command's --curve-points default (conf/defaults.ini)
+DEFAULT_CURVE_POINTS: int = config.value("evaluate", "curve_points", int)
 
 
 def pessimistic_order(scores: np.ndarray, labels: np.ndarray) -> np.ndarray:
@@ -43,6 +49,8 @@ def pessimistic_order(scores: np.ndarray, labels: np.ndarray) -> np.ndarray:
 
 def label_pairs(query_ids: np.ndarray, reference_ids: np.ndarray, gt: GroundTruth) -> np.ndarray:
     """True where (query, reference) is a ground-truth positive pair."""
+    import pandas as pd  # here, not above: the in-process engine never needs pandas
+
     positives = pd.MultiIndex.from_arrays([gt.positive_queries, gt.positive_references])
     pairs = pd.MultiIndex.from_arrays([query_ids, reference_ids])
     return np.asarray(pairs.isin(positives), dtype=bool)
@@ -60,21 +68,24 @@ def operating_point(
     return float(precision[best]), float(recall[best]), float(threshold[best])
 
 
-def true_pair_ranks(
-    query_ids: np.ndarray, reference_ids: np.ndarray, scores: np.ndarray, gt: GroundTruth
-) -> np.ndarray:
-    """Rank (0 = first) of every ground-truth pair among its query's predictions; -1 when absent."""
-    preds = pd.DataFrame({"q": query_ids, "r": reference_ids, "s": scores})
-    truth = pd.DataFrame({"q": gt.positive_queries, "r": gt.positive_references})
-    found = truth.merge(preds, on=["q", "r"], how="left")
-    hits = found.dropna(subset=["s"])
-    candidates = hits[["q", "r", "s"]].merge(
-        preds[["q", "s"]].rename(columns={"s": "other"}), on="q"
-    )
-    at_least = candidates[candidates["other"] >= candidates["s"]]
-    counts = at_least.groupby(["q", "r"]).size().rename("n").reset_index()
-    ranked = found.merge(counts, on=["q", "r"], how="left")
-    return np.where(ranked["n"].isna(), -1, ranked["n"].fillna(0) - 1).astype(np.int64)
+def true_pair_ranks(query: np.ndarray, score: np.ndarray, label: np.ndarray) -> np.ndarray:
+    """Rank (0 = first) of every predicted ground-truth pair among its query's predictions:
+    how many of them score at least as high, itself excluded. ``query``: integer codes
+    from 0 (the codes of ``encode``)."""
+    if not label.any():
+        return np.zeros(0, dtype=np.int64)
+    # only the queries holding a true pair matter
+    wanted = np.zeros(int(query.max()) + 1, dtype=bool)
+    wanted[query[label]] = True
+    rows = np.flatnonzero(wanted[query])
+    query, score, label = query[rows], score[rows], label[rows]
+    # one integer key per row that sorts by query, then by decreasing score
+    levels, level = np.unique(-score, return_inverse=True)
+    level = level.reshape(-1)
+    key = query.astype(np.int64) * len(levels) + level
+    ordered = np.sort(key)
+    first_of_query = np.searchsorted(ordered, key[label] - level[label], "left")
+    return np.searchsorted(ordered, key[label], "right") - first_of_query - 1
 
 
 def recall_at_rank(ranks: np.ndarray, k: int) -> float:
@@ -106,6 +117,46 @@ def thin_curve(curve: PRCurve, max_points: int, keep: int | None = None) -> PRCu
     return PRCurve(curve.precision[idx], curve.recall[idx], curve.threshold[idx])
 
 
+@dataclass(frozen=True)
+class Encoded:
+    """One submission as integer codes: all that its metrics depend on."""
+
+    query: np.ndarray  # int64: equal codes, same query id
+    pair: np.ndarray  # int64: equal codes, same (query id, reference id)
+    label: np.ndarray  # bool: a ground-truth pair
+    score: np.ndarray  # float64
+    unknown: np.ndarray  # bool: the query is not in the ground truth
+
+
+def has_repeats(codes: np.ndarray) -> bool:
+    ordered = np.sort(codes)
+    return bool((ordered[1:] == ordered[:-1]).any())
+
+
+def distinct(codes: np.ndarray) -> int:
+    """Distinct values of non-negative integer codes."""
+    return int(np.count_nonzero(np.bincount(codes))) if len(codes) else 0
+
+
+def encode(
+    query_ids: np.ndarray, reference_ids: np.ndarray, scores: np.ndarray, gt: GroundTruth
+) -> Encoded:
+    """String ids to codes (the Arrow engine encodes its own way, to the same effect)."""
+    import pandas as pd  # here, not above: the in-process engine never needs pandas
+
+    query_ids = np.asarray(query_ids, dtype=object)
+    reference_ids = np.asarray(reference_ids, dtype=object)
+    query, queries = pd.factorize(query_ids)
+    reference, references = pd.factorize(reference_ids)
+    return Encoded(
+        query=query.astype(np.int64),
+        pair=query.astype(np.int64) * max(len(references), 1) + reference,
+        label=label_pairs(query_ids, reference_ids, gt),
+        score=np.asarray(scores, dtype=np.float64),
+        unknown=~pd.Index(query_ids).isin(pd.Index(gt.query_ids)),
+    )
+
+
 def evaluate(
     query_ids: np.ndarray,
     reference_ids: np.ndarray,
@@ -114,20 +165,24 @@ def evaluate(
     max_curve_points: int = DEFAULT_CURVE_POINTS,
 ) -> MatchingMetrics:
     """Score one matching-track submission exactly, in memory."""
-    query_ids = np.asarray(query_ids, dtype=object)
-    reference_ids = np.asarray(reference_ids, dtype=object)
-    scores = np.asarray(scores, dtype=np.float64) + 0.0  # -0.0 and 0.0 tie, as in the official sort
+    return evaluate_encoded(encode(query_ids, reference_ids, scores, gt), gt, max_curve_points)
+
+
+def evaluate_encoded(
+    e: Encoded, gt: GroundTruth, max_curve_points: int = DEFAULT_CURVE_POINTS
+) -> MatchingMetrics:
+    """Every figure of one submission, from its codes."""
+    scores = e.score + 0.0  # -0.0 and 0.0 tie, as in the official sort
     if not np.all(np.isfinite(scores)):
         raise ValueError("scores must be finite")
-    if pd.MultiIndex.from_arrays([query_ids, reference_ids]).has_duplicates:
+    if has_repeats(e.pair):
         raise ValueError("predictions contain duplicate (query, reference) pairs")
     n_positives = gt.n_positives
     if n_positives == 0:
         raise ValueError("the ground truth has no positive pair")
 
-    labels = label_pairs(query_ids, reference_ids, gt)
-    order = pessimistic_order(scores, labels)
-    y = labels[order]
+    order = pessimistic_order(scores, e.label)
+    y = e.label[order]
     thresholds = scores[order]
     ntp = np.cumsum(y)
     position = np.arange(1, len(y) + 1)
@@ -137,7 +192,8 @@ def evaluate(
     micro_ap = math.fsum((recall - previous) * precision)
 
     p90, r90, t90 = operating_point(precision, recall, thresholds, REQUIRED_PRECISION)
-    ranks = true_pair_ranks(query_ids, reference_ids, scores, gt)
+    found = true_pair_ranks(e.query, scores, e.label)
+    ranks = np.concatenate([found, np.full(n_positives - len(found), -1, dtype=np.int64)])
 
     # the curve peaks at each true positive; the last point closes it
     marks = np.flatnonzero(y)
@@ -148,7 +204,6 @@ def evaluate(
     if r90 is not None:
         keep = int(np.flatnonzero((curve.recall == r90) & (curve.threshold == t90))[0])
 
-    known = pd.Index(gt.query_ids)
     return MatchingMetrics(
         micro_ap=micro_ap,
         recall_at_p90=r90,
@@ -160,7 +215,7 @@ def evaluate(
         n_positives=n_positives,
         n_true_positives=int(y.sum()),
         n_queries=gt.n_queries,
-        n_queries_with_predictions=int(pd.unique(query_ids).size),
-        n_unknown_query_predictions=int((~pd.Index(query_ids).isin(known)).sum()),
+        n_queries_with_predictions=distinct(e.query),
+        n_unknown_query_predictions=int(e.unknown.sum()),
         curve=thin_curve(curve, max_curve_points, keep),
     )

@@ -10,16 +10,16 @@ ground truth and settings) take their results from the last run.
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import logging
+from argparse import Namespace
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from disc21spark.core import config
 from disc21spark.core.errors import (
     InputError,
     display_path,
@@ -27,41 +27,67 @@ from disc21spark.core.errors import (
     first_line,
     is_read_failure,
 )
-from disc21spark.core.output import check_writable, staged_output
+from disc21spark.core.files import data_files, detect_format, is_directory, read_parquet
+from disc21spark.core.output import check_writable
 from disc21spark.core.phases import Phases
+from disc21spark.core.runner import BaseJob
 from disc21spark.matching import labels, report, validate
-from disc21spark.matching import plan as scoring
-from disc21spark.matching.job import ground_truth_phase
+from disc21spark.matching.ground_truth import ground_truth_phase
 from disc21spark.matching.model import GroundTruth, Submission
-from disc21spark.matching.read import (
-    PREDICTION_COLUMNS,
-    data_files,
-    detect_format,
-    is_directory,
-    read_parquet,
-    read_predictions,
-)
-from disc21spark.matching.spec import DEFAULT_CURVE_POINTS
-from disc21spark.pool import report as leaderboard
+from disc21spark.matching.read import read_predictions
+from disc21spark.matching.rows import PREDICTION_COLUMNS
+from disc21spark.matching.score import Scoring, UnreadableInput, score
+from disc21spark.pool import report as pool_report
 
 log = logging.getLogger("disc21spark")
 SUFFIXES = (".csv", ".txt", ".parquet", ".pq", ".parq", ".gz", ".bz2", ".zst", ".lz4", ".snappy")
 
 
 @dataclass(frozen=True)
-class PoolJob:
+class PoolJob(BaseJob):
+    """A pool of submissions; defaults from conf/defaults.ini [evaluate]."""
+
     ground_truth: str
     predictions: list[str]
     output: str | None
     submission_column: str | None = None
-    max_results: int = 500_000
-    partitions: int | None = None
+    max_results: int = config.value("evaluate", "max_results", int)
+    partitions: int | None = config.value("evaluate", "partitions", int)
     overwrite: bool = False
-    curve_points: int = DEFAULT_CURVE_POINTS
-    predictions_format: str = "auto"
-    ground_truth_format: str = "auto"
+    curve_points: int = config.value("evaluate", "curve_points", int)
+    predictions_format: str = config.value("evaluate", "predictions_format")
+    ground_truth_format: str = config.value("evaluate", "ground_truth_format")
     fail_on_invalid: bool = False
     previous: str | None = None
+
+    @classmethod
+    def from_args(cls, args: Namespace) -> PoolJob:
+        """`disc21spark evaluate` with a pool (see is_pool)."""
+        return cls(
+            ground_truth=args.ground_truth,
+            predictions=list(args.predictions),
+            output=args.output,
+            submission_column=args.submission_column,
+            max_results=args.max_results,
+            partitions=args.partitions,
+            overwrite=args.overwrite,
+            curve_points=args.curve_points,
+            predictions_format=args.predictions_format,
+            ground_truth_format=args.ground_truth_format,
+            fail_on_invalid=args.fail_on_invalid,
+            previous=args.previous,
+        )
+
+    def execute(self, spark: SparkSession) -> PoolResult:
+        return run(spark, self)
+
+    def summary(self, result: PoolResult) -> list[str]:
+        lines = [pool_report.format_table(result.submissions), summary_line(result)]
+        if self.output:
+            lines.append(
+                f"results in {self.output}/ (leaderboard.csv/.json/.md, pr_curves/, pr_curves.png)"
+            )
+        return lines
 
 
 @dataclass
@@ -205,7 +231,7 @@ def run(spark: SparkSession, job: PoolJob) -> PoolResult:
     settings = _settings(job, job.ground_truth)
     with phases.phase("pool") as note:
         subs = _list_submissions(spark, job)
-        previous = leaderboard.read_previous(job.previous, settings) if job.previous else {}
+        previous = pool_report.read_previous(job.previous, settings) if job.previous else {}
         for s in subs:
             old = previous.get(s.name)
             if old is not None and old.checksum == s.checksum:
@@ -224,16 +250,15 @@ def run(spark: SparkSession, job: PoolJob) -> PoolResult:
             f"first: {first.name}: {first.reason}",
         )
     if job.output:
-        with phases.phase("report"), staged_output(job.output, job.overwrite) as stage:
-            run_info = report.run_document(
-                spark,
-                phases,
-                ground_truth=job.ground_truth,
-                predictions=job.predictions,
-                submission_column=job.submission_column,
-                **settings,
-            )
-            leaderboard.write(stage, result.submissions, run_info)
+        inputs = {
+            "ground_truth": job.ground_truth,
+            "predictions": job.predictions,
+            "submission_column": job.submission_column,
+            **settings,
+        }
+        with report.staged_report(spark, phases, job.output, job.overwrite, inputs) as written:
+            stage, run_info = written
+            pool_report.write(stage, result.submissions, run_info)
     return result
 
 
@@ -254,73 +279,32 @@ def _list_submissions(spark: SparkSession, job: PoolJob) -> list[Submission]:
 def _score(
     spark: SparkSession, job: PoolJob, gt: GroundTruth, subs: list[Submission], phases: Phases
 ) -> None:
-    """Census, checks and the sort for ``subs``; fills each one's status and metrics."""
-    queries = labels.ground_truth_frame(spark, gt)
+    """Every submission of ``subs`` through the one scorer; fills its status and metrics."""
     live = [s for s in subs if _parquet_usable(spark, job, s)]
-    if not live:
+    while live:  # an unreadable file is dropped (and marked) and the read starts again
+        scoring = Scoring(
+            gt,
+            job.curve_points,
+            job.partitions,
+            job.max_results,
+            sources={i: _where(s) for i, s in enumerate(live)},
+            read_detail=f"{len(live)} submissions parsed, checked and counted in one pass",
+        )
+        try:
+            scored = score(spark, _read_pool(spark, job, live), range(len(live)), scoring, phases)
+        except UnreadableInput as exc:
+            culprit = _unreadable(spark, exc.cause, live)
+            if culprit is None:
+                raise exc.cause from None
+            reason = f"cannot be read ({first_line(exc.cause)})"
+            culprit.invalid(InputError(display_path(culprit.source), reason))
+            live = [s for s in live if s is not culprit]
+            continue
+        for i, error in scored.errors.items():
+            live[i].invalid(error)
+        for i, metrics in scored.metrics.items():
+            live[i].metrics = metrics
         return
-    while True:  # an unreadable file is dropped (and marked) and the read starts again
-        with phases.phase("read") as note:
-            typed = _read_pool(spark, job, live)
-            labelled = labels.label(typed, queries)
-            rows = labels.compact(labelled, "bad").persist(StorageLevel.MEMORY_AND_DISK)
-            try:
-                censuses = scoring.census(rows)
-            except Exception as exc:
-                rows.unpersist()
-                culprit = _unreadable(spark, exc, live)
-                if culprit is None:
-                    raise
-                culprit.invalid(
-                    InputError(display_path(culprit.source), f"cannot be read ({first_line(exc)})")
-                )
-                live = [s for s in live if s is not culprit]
-                if not live:
-                    return
-                continue
-            if None in censuses:  # a row that no submission claims: never score silently
-                rows.unpersist()
-                raise RuntimeError(
-                    f"internal error: {censuses[None].n_predictions} rows of an unknown file"
-                )
-            note["rows"] = sum(c.n_predictions for c in censuses.values())
-            note["detail"] = f"{len(live)} submissions parsed, checked and counted in one pass"
-        break
-    try:
-        with phases.phase("validate") as note:
-            valid: dict[int, scoring.Census] = {}
-            for i, s in enumerate(live):
-                census = censuses.get(i, scoring.EMPTY_CENSUS)
-                error = _problem(spark, job, gt, typed, i, s, census)
-                if error is not None:
-                    s.invalid(error)
-                else:
-                    valid[i] = census
-            note["rows"] = len(live)
-            note["detail"] = f"{len(live) - len(valid)} invalid"
-        if valid:
-            with phases.phase("label") as note:
-                stats = scoring.query_stats(
-                    valid, labelled.where(F.col(labels.SUBMISSION).isin(list(valid)))
-                )
-                note["rows"] = sum(st.n_predictions for st in stats.values())
-            partitions = job.partitions or scoring.default_partitions(
-                sum(st.n_predictions for st in stats.values()),
-                spark.sparkContext.defaultParallelism,
-            )
-            metrics = scoring.score_rows(
-                rows.drop("bad").where(F.col(labels.SUBMISSION).isin(list(valid))),
-                gt,
-                partitions,
-                job.curve_points,
-                stats,
-                {i: c.ranks for i, c in valid.items()},
-                phases,
-            )
-            for i, m in metrics.items():
-                live[i].metrics = m
-    finally:
-        rows.unpersist()
 
 
 def _parquet_usable(spark: SparkSession, job: PoolJob, s: Submission) -> bool:
@@ -334,20 +318,6 @@ def _parquet_usable(spark: SparkSession, job: PoolJob, s: Submission) -> bool:
         s.invalid(InputError(display_path(s.source), error.reason))
         return False
     return True
-
-
-def _problem(spark, job, gt, typed, i, s: Submission, census) -> InputError | None:
-    """The single-file scorer's error for this submission, or None."""
-    if census.n_bad:
-        return validate.problem_error(spark, census.first_bad)
-    error = validate.max_results_error(_where(s), census.n_predictions, job.max_results)
-    if error is not None:
-        return error
-    if census.n_repeated_pairs:
-        suspect = labels.query_key(census.repeating_query, gt)
-        mine = typed.where(F.col(labels.SUBMISSION) == i)
-        return validate.duplicate_error(spark, mine, suspect)
-    return None
 
 
 def _uri(spark: SparkSession, path: str) -> str:
@@ -378,39 +348,3 @@ def summary_line(result: PoolResult) -> str:
     return f"{n} submissions: {n - result.n_invalid} scored, {result.n_invalid} invalid" + (
         f", {reused} reused from the previous run" if reused else ""
     )
-
-
-def evaluate_cli(args):
-    """jobs/evaluate.py's call for the matching track: a pool, or one submission scored
-    strictly by matching.evaluate_cli."""
-    from disc21spark.core.session import spark_session
-    from disc21spark.matching import job as matching
-
-    if args.output:
-        check_writable(args.output, args.overwrite)  # before paying for Spark's start
-    spark = spark_session(args.profile, args.master, debug=args.debug)
-    if not is_pool(spark, args.predictions, args.submission_column):
-        if args.previous or args.fail_on_invalid:
-            log.info("one submission: --previous and --fail-on-invalid do not apply")
-        single = argparse.Namespace(**{**vars(args), "predictions": args.predictions[0]})
-        return matching.evaluate_cli(single)
-    job = PoolJob(
-        ground_truth=args.ground_truth,
-        predictions=list(args.predictions),
-        output=args.output,
-        submission_column=args.submission_column,
-        max_results=args.max_results,
-        partitions=args.partitions,
-        overwrite=args.overwrite,
-        curve_points=args.curve_points,
-        predictions_format=args.predictions_format,
-        ground_truth_format=args.ground_truth_format,
-        fail_on_invalid=args.fail_on_invalid,
-        previous=args.previous,
-    )
-    result = run(spark, job)
-    print(leaderboard.format_table(result.submissions))
-    print(summary_line(result))
-    if job.output:
-        print(f"results in {job.output}/ (leaderboard.csv/.json/.md, pr_curves/, pr_curves.png)")
-    return result

@@ -6,13 +6,13 @@ from __future__ import annotations
 import csv
 import json
 import logging
-import math
 from pathlib import Path
 
 import numpy as np
 
+from disc21spark.core.errors import InputError
 from disc21spark.matching.model import MatchingMetrics, PRCurve, Submission
-from disc21spark.matching.report import ROWS, plot_curves, write_curve_csv
+from disc21spark.matching.report import ROWS, json_safe, plot_curves, write_curve_csv
 
 log = logging.getLogger("disc21spark")
 FIGURES = [key for key, _, _ in ROWS]
@@ -46,16 +46,10 @@ def records(subs: list) -> list[dict]:
                 "reason": s.reason,
                 "reused": s.reused,
                 "checksum": s.checksum,
-                **{k: _safe(figures.get(k)) for k in FIGURES},
+                **{k: json_safe(figures.get(k)) for k in FIGURES},
             }
         )
     return out
-
-
-def _safe(value):
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
 
 
 def write(folder: Path, subs: list, run: dict) -> None:
@@ -120,7 +114,15 @@ def read_previous(folder: str, settings: dict) -> dict:
     if not path.exists():
         log.warning("--previous %s: no leaderboard.json there; scoring everything", folder)
         return {}
-    doc = json.loads(path.read_text())
+    try:
+        return _previous_submissions(Path(folder), json.loads(path.read_text()), settings)
+    except (ValueError, KeyError, TypeError, IndexError) as exc:
+        # a damaged record is the user's file, not our bug: refuse it in one line
+        reason = f"not a leaderboard this tool wrote ({type(exc).__name__}: {exc})"
+        raise InputError(f"--previous {folder}", reason) from None
+
+
+def _previous_submissions(folder: Path, doc: dict, settings: dict) -> dict:
     run = doc.get("run", {})
     changed = [k for k, v in settings.items() if run.get(k) != v]
     if changed:
@@ -130,7 +132,7 @@ def read_previous(folder: str, settings: dict) -> dict:
     for row in doc.get("submissions", []):
         s = Submission(row["submission"], "", row.get("checksum", ""), row["status"], row["reason"])
         if s.status == "ok":
-            curve = Path(folder) / "pr_curves" / f"{s.name}.csv"
+            curve = folder / "pr_curves" / f"{s.name}.csv"
             if not curve.exists():
                 continue
             s.metrics = _metrics(row, curve)

@@ -9,8 +9,8 @@ import warnings
 import numpy as np
 from PIL import Image
 
-# what a library may hold; anything else in a folder is not taken for an image
-EXTENSIONS = ("jpg", "jpeg", "png", "webp", "bmp", "tif", "tiff", "gif")
+from disc21spark.core.errors import first_line
+
 FORMATS = {"png": "PNG", "jpeg": "JPEG"}
 
 
@@ -34,7 +34,7 @@ def decode(content: bytes) -> np.ndarray:
     except Image.UnidentifiedImageError:
         raise Unreadable("not an image Pillow can read") from None
     except (OSError, SyntaxError, ValueError, EOFError) as exc:
-        text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        text = first_line(exc, limit=None, empty=type(exc).__name__)
         raise Unreadable(f"damaged image ({text})") from None
 
 

@@ -15,8 +15,9 @@ from pathlib import Path
 
 import numpy as np
 
+from disc21spark.core import config
 from disc21spark.core.errors import InputError
-from disc21spark.queries import codec as images
+from disc21spark.queries import codec
 from disc21spark.queries.transforms import Test, TooSmall
 
 
@@ -26,16 +27,16 @@ class Settings:
     per_test: int
     distractors: float
     seed: int
-    fmt: str = "png"
-    sheet_per_test: int = 4
+    fmt: str = config.value("make-queries", "format")  # conf/defaults.ini [make-queries]
+    sheet_per_test: int = config.value("make-queries", "sheet_per_test", int)
 
     def __post_init__(self) -> None:
         if self.per_test < 1:
             raise InputError("--queries-per-test", f"must be at least 1 (got {self.per_test})")
         if not 0.0 <= self.distractors < 1.0:
             raise InputError("--distractors", f"is a fraction in [0, 1) (got {self.distractors:g})")
-        if self.fmt not in images.FORMATS:
-            raise InputError("--format", f"must be one of {', '.join(images.FORMATS)}")
+        if self.fmt not in codec.FORMATS:
+            raise InputError("--format", f"must be one of {', '.join(codec.FORMATS)}")
 
     @property
     def n_distractors(self) -> int:
@@ -76,10 +77,10 @@ class Selection:
 
 def scan_one(path: str, content: bytes) -> Scanned:
     try:
-        img = images.decode(content)
-    except images.Unreadable as exc:
+        img = codec.decode(content)
+    except codec.Unreadable as exc:
         return Scanned(path, len(content), problem=str(exc))
-    return Scanned(path, len(content), img.shape[1], img.shape[0], images.sha256(content))
+    return Scanned(path, len(content), img.shape[1], img.shape[0], codec.sha256(content))
 
 
 def rng_for(seed: int, *key: int) -> np.random.Generator:
@@ -165,7 +166,7 @@ SHEET_HEIGHT = 128
 
 def make_all(content: bytes, plans: list[Planned], settings: Settings, folder: str) -> list[Made]:
     """Every query of one source image, decoded once (each test alters the same sources)."""
-    original = images.decode(content)
+    original = codec.decode(content)
     return [make_one(original, plan, settings, folder) for plan in plans]
 
 
@@ -173,21 +174,21 @@ def make_one(original: np.ndarray, plan: Planned, settings: Settings, folder: st
     """Alter one image and write it to `folder`/<query id>.<format>."""
     rng = rng_for(settings.seed, 1, plan.number)
     altered, drawn = settings.tests[plan.test].apply(original, rng)
-    data = images.encode(altered, settings.fmt)
+    data = codec.encode(altered, settings.fmt)
     target = os.path.join(folder, f"{plan.query_id}.{settings.fmt}")
     with open(target, "wb") as out:
         out.write(data)
     thumbs = None
     if plan.sheet:
         thumbs = tuple(
-            images.encode(images.thumbnail(a, SHEET_HEIGHT), "png") for a in (original, altered)
+            codec.encode(codec.thumbnail(a, SHEET_HEIGHT), "png") for a in (original, altered)
         )
     return Made(
         plan.query_id,
         altered.shape[1],
         altered.shape[0],
         len(data),
-        images.sha256(data),
+        codec.sha256(data),
         json.dumps(drawn, separators=(",", ":")),
         thumbs,
     )

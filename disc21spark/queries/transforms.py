@@ -14,6 +14,7 @@ import math
 import string
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 from PIL import Image, ImageDraw, ImageFilter, ImageFont
@@ -249,41 +250,39 @@ def _none(text: str) -> None:
     return None
 
 
-KINDS: dict[str, Kind] = {
-    k.name: k
-    for k in (
-        Kind("crop", "crop:K", lambda t: _number(t, 0.01, 100, "crop"), _crop_size, _crop,
-             about="keep a window of K % of the area, same aspect ratio, random position"),
-        Kind("jumble", "jumble:RxC", _grid, _jumble_size, _jumble,
-             about="cut into an R×C grid of tiles and shuffle them (never the identity)"),
-        Kind("lowcon", "lowcon:K", lambda t: _number(t, 0, 100, "lowcon"), _same, _lowcon,
-             about="contrast reduced to K % of its range (values scaled about their mean)"),
-        Kind("flip", "flip:h|v", _flip_axis, _same, _flip, default="h",
-             about="mirror left-right (h) or top-bottom (v)"),
-        Kind("rotate", "rotate:DEG", lambda t: _number(t, -360, 360, "rotate"), _same, _rotate,
-             about="rotate about the centre, same size, black corners"),
-        Kind("blur", "blur:R", lambda t: _number(t, 0.1, 100, "blur"), _same, _blur,
-             about="Gaussian blur of radius R px"),
-        Kind("jpeg", "jpeg:Q", lambda t: _number(t, 1, 100, "jpeg", integer=True), _same, _jpeg,
-             about="re-encode as JPEG of quality Q"),
-        Kind("resize", "resize:P", lambda t: _number(t, 1, 1000, "resize"), _resize_size, _resize,
-             about="scale both sides to P %"),
-        Kind("gray", "gray:P", lambda t: _number(t, 0, 100, "gray"), _same, _gray, default="100",
-             about="desaturate by P % towards the luminance"),
-        Kind("pad", "pad:P", lambda t: _number(t, 0, 100, "pad"), _pad_size, _pad,
-             about="add a border of P % of each side, random colour"),
-        Kind("bright", "bright:P", lambda t: _number(t, 0, 1000, "bright"), _same, _bright,
-             about="multiply values by P % (clipped)"),
-        Kind("pixel", "pixel:B", lambda t: _number(t, 1, 1024, "pixel", integer=True), _same, _pixel,
-             about="pixelise into B×B px blocks"),
-        Kind("text", "text:P", lambda t: _number(t, 1, 50, "text"), _same, _text,
-             about="overlay random text of P % of the image height, random colour and place"),
-        Kind("shape", "shape:P", lambda t: _number(t, 0.01, 100, "shape"), _same, _shape,
-             about="overlay an ellipse, rectangle or triangle covering P % of the area"),
-        Kind("identity", "identity", _none, _same, _identity, default="",
-             about="no alteration (an exact copy)"),
-    )
-}
+def _numeric(
+    name: str, letter: str, low: float, high: float, size, apply, about: str,
+    integer: bool = False, default: str | None = None,
+) -> Kind:  # fmt: skip
+    """A kind whose parameter is one number in [low, high], written ``name:LETTER``."""
+    parse = partial(_number, low=low, high=high, kind=name, integer=integer)
+    return Kind(name, f"{name}:{letter}", parse, size, apply, default, about)
+
+
+# fmt: off
+KINDS: dict[str, Kind] = {k.name: k for k in (
+    _numeric("crop", "K", 0.01, 100, _crop_size, _crop,
+             "keep a window of K % of the area, same aspect ratio, random position"),
+    Kind("jumble", "jumble:RxC", _grid, _jumble_size, _jumble,
+         about="cut into an R×C grid of tiles and shuffle them (never the identity)"),
+    _numeric("lowcon", "K", 0, 100, _same, _lowcon,
+             "contrast reduced to K % of its range (values scaled about their mean)"),
+    Kind("flip", "flip:h|v", _flip_axis, _same, _flip, "h", "mirror left-right (h) or top-bottom (v)"),
+    _numeric("rotate", "DEG", -360, 360, _same, _rotate, "rotate about the centre, same size, black corners"),
+    _numeric("blur", "R", 0.1, 100, _same, _blur, "Gaussian blur of radius R px"),
+    _numeric("jpeg", "Q", 1, 100, _same, _jpeg, "re-encode as JPEG of quality Q", integer=True),
+    _numeric("resize", "P", 1, 1000, _resize_size, _resize, "scale both sides to P %"),
+    _numeric("gray", "P", 0, 100, _same, _gray, "desaturate by P % towards the luminance", default="100"),
+    _numeric("pad", "P", 0, 100, _pad_size, _pad, "add a border of P % of each side, random colour"),
+    _numeric("bright", "P", 0, 1000, _same, _bright, "multiply values by P % (clipped)"),
+    _numeric("pixel", "B", 1, 1024, _same, _pixel, "pixelise into B×B px blocks", integer=True),
+    _numeric("text", "P", 1, 50, _same, _text,
+             "overlay random text of P % of the image height, random colour and place"),
+    _numeric("shape", "P", 0.01, 100, _same, _shape,
+             "overlay an ellipse, rectangle or triangle covering P % of the area"),
+    Kind("identity", "identity", _none, _same, _identity, "", "no alteration (an exact copy)"),
+)}
+# fmt: on
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ read the bench → describe (or read) each method's vectors → one broadcast pa
 from __future__ import annotations
 
 import json
+from argparse import Namespace
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -15,35 +16,73 @@ import numpy as np
 import pandas as pd
 from pyspark.sql import SparkSession
 
+from disc21spark.core import config
 from disc21spark.core.errors import InputError
-from disc21spark.core.output import check_writable, staged_output
+from disc21spark.core.output import staged_output
 from disc21spark.core.phases import Phases
-from disc21spark.matching import labels
-from disc21spark.matching import plan as scoring
-from disc21spark.matching.job import ground_truth_phase
+from disc21spark.core.runner import BaseJob
+from disc21spark.core.spark import union_all
+from disc21spark.matching.ground_truth import ground_truth_phase
 from disc21spark.matching.model import GroundTruth, MatchingMetrics
+from disc21spark.matching.score import Scoring, score
 from disc21spark.matching.spec import DEFAULT_CURVE_POINTS
-from disc21spark.queries import bench_folder as benchset
-from disc21spark.ranks import extract_job as extract
-from disc21spark.ranks import methods as features
+from disc21spark.queries import bench_folder
+from disc21spark.ranks import methods as rank_methods
 from disc21spark.ranks import plan as rank_plan
 from disc21spark.ranks import report as rank_report
-from disc21spark.ranks.spec import layout
+from disc21spark.ranks.describe import Described, describe_bench, write_set
+from disc21spark.ranks.spec import Layout, layout
 
 
 @dataclass(frozen=True)
-class RankJob:
+class RankJob(BaseJob):
+    """rank-eval; defaults from conf/defaults.ini [rank-eval]."""
+
     bench: str
     methods: list[str]  # "colorhist" or "name=folder" (a folder written by extract --bench)
     output: str
-    knn: int = 10
-    subsets: int = 1
-    sizes: tuple[int, ...] = ()
-    seed: int = 0
-    resamples: int = 1000
-    partitions: int | None = None
+    knn: int = config.value("rank-eval", "knn", int)
+    subsets: int = config.value("rank-eval", "subsets", int)
+    sizes: tuple[int, ...] = tuple(config.value("rank-eval", "sizes", config.parse_sizes) or ())
+    seed: int = config.value("rank-eval", "seed", int)
+    resamples: int = config.value("rank-eval", "resamples", int)
+    partitions: int | None = config.value("rank-eval", "partitions", int)
     overwrite: bool = False
     keep_descriptors: bool = True
+
+    @classmethod
+    def from_args(cls, args: Namespace) -> RankJob:
+        methods = [m.strip() for m in args.descriptors.split(",") if m.strip()]
+        if not methods:
+            raise InputError("--descriptors", "give at least one method")
+        names = [parse_method(m)[0] for m in methods]
+        if len(set(names)) != len(names):
+            raise InputError("--descriptors", f"a method is named twice ({', '.join(names)})")
+        return cls(
+            bench=args.bench, methods=methods, output=args.output, knn=args.knn,
+            subsets=args.subsets, sizes=tuple(args.sizes), seed=args.seed,
+            resamples=args.resamples, partitions=args.partitions, overwrite=args.overwrite,
+        )  # fmt: skip
+
+    def check(self) -> None:
+        """Unknown methods and a bad bench fail before Spark starts."""
+        try:
+            for text in self.methods:
+                name, folder = parse_method(text)
+                if not folder:
+                    rank_methods.method(name)
+            bench_folder.read(self.bench)
+        except ValueError as exc:  # a bad name, a user function's failure: said in full
+            raise InputError("", str(exc)) from None
+
+    def execute(self, spark: SparkSession) -> dict:
+        return run(spark, self)
+
+    def summary(self, document: dict) -> list[str]:
+        return [
+            rank_report.stdout_table(document),
+            f"report in {self.output}/ (report.md, summary.csv, ranks.parquet, plots)",
+        ]
 
 
 @dataclass
@@ -64,7 +103,7 @@ def parse_method(text: str) -> tuple[str, str | None]:
     return name.strip(), (folder.strip() if sep else None)
 
 
-def read_vectors(name: str, folder: str, bench: benchset.Bench) -> MethodVectors:
+def read_vectors(name: str, folder: str, bench: bench_folder.Bench) -> MethodVectors:
     """Vectors written by extract_descriptors --bench, checked against the bench's ids."""
     import h5py
 
@@ -72,7 +111,10 @@ def read_vectors(name: str, folder: str, bench: benchset.Bench) -> MethodVectors
     meta_path = root / "descriptors.json"
     if not meta_path.is_file():
         raise InputError(str(root), "descriptors.json is missing: not a folder written by extract_descriptors --bench")
-    meta = json.loads(meta_path.read_text())
+    try:
+        meta = json.loads(meta_path.read_text())
+    except ValueError as exc:
+        raise InputError(str(meta_path), f"is not JSON ({exc})") from None
     sides = {}
     for side in ("references", "queries"):
         path = root / f"{side}.h5"
@@ -107,15 +149,18 @@ def _same_ids(path: Path, found: np.ndarray, expected: np.ndarray) -> None:
 
 
 def compute_vectors(
-    spark: SparkSession, names: list[str], bench: benchset.Bench, partitions: int | None
+    spark: SparkSession, names: list[str], bench: bench_folder.Bench, partitions: int | None
 ) -> dict[str, MethodVectors]:
     """Every method's vectors in one pass over the bench's images (each decoded once)."""
+    methods = [rank_methods.method(name) for name in names]
+    described = describe_bench(spark, bench, methods, partitions)
     out = {}
-    for name, sides in extract.describe_bench(spark, bench, names, partitions).items():
-        method = features.method(name)
-        r, q = sides["references"], sides["queries"]
-        out[name] = MethodVectors(name, method.metric, method.reference, np.asarray(r.ids),
-                                  r.vectors, np.asarray(q.ids), q.vectors, origin="computed")  # fmt: skip
+    for method in methods:
+        r, q = described[method.name]["references"], described[method.name]["queries"]
+        out[method.name] = MethodVectors(
+            method.name, method.metric, method.reference, np.asarray(r.ids), r.vectors,
+            np.asarray(q.ids), q.vectors, origin="computed",
+        )  # fmt: skip
     return out
 
 
@@ -129,42 +174,23 @@ def test_ground_truth(gt: GroundTruth, query_ids: np.ndarray, test: str) -> Grou
 def score_submissions(
     spark: SparkSession, pairs, gt: GroundTruth, gt_of: dict[int, GroundTruth], phases: Phases
 ) -> dict[int, MatchingMetrics]:
-    """Every (method, test) through the scorer's plan at once, each with its own ground truth."""
-    queries = labels.ground_truth_frame(spark, gt)
-    with phases.phase("label") as note:
-        labelled = labels.label(pairs.withColumnRenamed("submission", labels.SUBMISSION), queries)
-        rows = labels.compact(labelled).persist()
-        censuses = scoring.census(rows)
-        for sub in gt_of:
-            censuses.setdefault(sub, scoring.EMPTY_CENSUS)
-        stats = scoring.query_stats(censuses, labelled)
-        note["rows"] = sum(s.n_predictions for s in stats.values())
-    try:
-        partitions = scoring.default_partitions(
-            sum(s.n_predictions for s in stats.values()), spark.sparkContext.defaultParallelism
-        )
-        return scoring.score_rows(
-            rows, gt, partitions, DEFAULT_CURVE_POINTS, stats,
-            {i: c.ranks for i, c in censuses.items()}, phases, gt_of=gt_of,
-        )  # fmt: skip
-    finally:
-        rows.unpersist()
+    """Every (method, test) through the one scorer at once, each with its own ground truth;
+    the pairs come from our own search, so they are trusted."""
+    scoring = Scoring(
+        gt, DEFAULT_CURVE_POINTS, ground_truths=gt_of, read_detail="kNN pairs of every test"
+    )
+    return score(spark, pairs, sorted(gt_of), scoring, phases).metrics
 
 
 def run(spark: SparkSession, job: RankJob) -> dict:
     phases = Phases()
-    bench = benchset.read(job.bench)
+    bench = bench_folder.read(job.bench)
     gt = ground_truth_phase(spark, str(bench.ground_truth), "csv", phases)
     tests = [t["name"] for t in bench.settings["tests"]]
+    q, original = _bench_queries(bench)
     n_refs = len(bench.references)
-    ref_index = {r: i for i, r in enumerate(bench.references.reference_id)}
-    q = bench.queries.assign(reference_id=bench.queries.reference_id.fillna("").astype(str))
-    original = np.array([ref_index.get(r, -1) if r else -1 for r in q.reference_id], dtype=np.int64)
-    if any(r and r not in ref_index for r in q.reference_id):
-        raise InputError(str(bench.folder / "queries.parquet"), "a query names a reference that is not in references.parquet")
     _check_layout(job, n_refs, original)
     lay = layout(n_refs, original, job.subsets, tuple(job.sizes), job.seed)
-    test_index = {t: i for i, t in enumerate(tests)}
     partitions = job.partitions or 2 * spark.sparkContext.defaultParallelism
 
     with staged_output(job.output, job.overwrite) as stage:
@@ -178,40 +204,21 @@ def run(spark: SparkSession, job: RankJob) -> dict:
             with phases.phase(f"{name}") as note:
                 vec = read_vectors(name, folder, bench) if folder else computed[name]
                 if job.keep_descriptors and not folder:
-                    target = stage / "descriptors" / name.replace(":", "_")
-                    target.mkdir(parents=True)
-                    about = {"method": name, "metric": vec.metric, "dim": int(vec.xb.shape[1]),
-                             "reference": vec.reference}  # fmt: skip
-                    sides = {
-                        "references": extract.Described(list(vec.ref_ids), vec.xb, []),
-                        "queries": extract.Described(list(vec.query_ids), vec.xq, []),
-                    }
-                    extract.write_set(target, about, bench, sides)
-                # vectors in the bench's row order
-                rpos = pd.Index(vec.ref_ids).get_indexer(bench.references.reference_id.astype(str))
-                qpos = pd.Index(vec.query_ids).get_indexer(q.query_id.astype(str))
-                table = pd.DataFrame({
-                    "submission": m_index * len(tests) + q.test.map(test_index).to_numpy(),
-                    "query_id": q.query_id.astype(str), "original": original,
-                })  # fmt: skip
+                    _keep_vectors(stage / "descriptors" / name.replace(":", "_"), vec, bench)
+                first = m_index * len(tests)  # its tests are the submissions first, first + 1...
                 result = rank_plan.rank_pass(
-                    spark, table, vec.xq[qpos], np.asarray(bench.references.reference_id, dtype=str),
-                    vec.xb[rpos], vec.metric, lay, job.knn, partitions,
+                    spark, _rank_table(q, original, tests, first), *_in_bench_order(vec, q, bench),
+                    vec.metric, lay, job.knn, partitions,
                 )  # fmt: skip
-                ranked = rank_plan.ranks_of(result)
-                # each query is ranked within the subset holding its original
-                orig = ranked.query_id.map(dict(zip(q.query_id, original))).to_numpy()
-                ranked["subset"] = np.where(orig >= 0, lay.subset[np.maximum(orig, 0)], -1)
+                ranked = _subset_ranks(rank_plan.ranks_of(result), q, original, lay)
                 note.update(rows=len(ranked), detail=f"{vec.metric}, {vec.xb.shape[1]} dims, {vec.origin}")
             rank_tables.append(ranked.assign(method=name))
             results.append(result)
             method_info.append({"method": name, "metric": vec.metric, "dim": int(vec.xb.shape[1]),
                                 "reference": vec.reference, "vectors": vec.origin})  # fmt: skip
             for t, test in enumerate(tests):
-                gt_of[m_index * len(tests) + t] = test_ground_truth(gt, q.query_id[q.test == test].to_numpy(), test)
-        pairs = results[0].transform(rank_plan.pairs_of)
-        for r in results[1:]:
-            pairs = pairs.unionByName(rank_plan.pairs_of(r))
+                gt_of[first + t] = test_ground_truth(gt, q.query_id[q.test == test].to_numpy(), test)
+        pairs = union_all([rank_plan.pairs_of(r) for r in results])
         metrics = score_submissions(spark, pairs, gt, gt_of, phases)
         for r in results:
             r.unpersist()
@@ -228,6 +235,56 @@ def run(spark: SparkSession, job: RankJob) -> dict:
     return document
 
 
+def _bench_queries(bench: bench_folder.Bench) -> tuple[pd.DataFrame, np.ndarray]:
+    """The bench's queries (reference_id "" for a distractor) and the row of each one's
+    original in references.parquet (-1 for a distractor)."""
+    ref_index = {r: i for i, r in enumerate(bench.references.reference_id)}
+    q = bench.queries.assign(reference_id=bench.queries.reference_id.fillna("").astype(str))
+    original = np.array([ref_index.get(r, -1) if r else -1 for r in q.reference_id], dtype=np.int64)
+    if any(r and r not in ref_index for r in q.reference_id):
+        raise InputError(str(bench.folder / "queries.parquet"), "a query names a reference that is not in references.parquet")
+    return q, original
+
+
+def _keep_vectors(target: Path, vec: MethodVectors, bench: bench_folder.Bench) -> None:
+    """Computed vectors saved as extract_descriptors --bench writes them (to reuse them)."""
+    target.mkdir(parents=True)
+    about = {"method": vec.name, "metric": vec.metric, "dim": int(vec.xb.shape[1]),
+             "reference": vec.reference}  # fmt: skip
+    sides = {
+        "references": Described(list(vec.ref_ids), vec.xb, []),
+        "queries": Described(list(vec.query_ids), vec.xq, []),
+    }
+    write_set(target, about, bench, sides)
+
+
+def _rank_table(q: pd.DataFrame, original: np.ndarray, tests: list[str], first: int) -> pd.DataFrame:
+    """submission (first + the test's index), query_id, original: the rank pass's queries."""
+    test_index = {t: i for i, t in enumerate(tests)}
+    return pd.DataFrame({
+        "submission": first + q.test.map(test_index).to_numpy(),
+        "query_id": q.query_id.astype(str), "original": original,
+    })  # fmt: skip
+
+
+def _in_bench_order(
+    vec: MethodVectors, q: pd.DataFrame, bench: bench_folder.Bench
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Query vectors, reference ids and reference vectors in the bench's row order."""
+    rpos = pd.Index(vec.ref_ids).get_indexer(bench.references.reference_id.astype(str))
+    qpos = pd.Index(vec.query_ids).get_indexer(q.query_id.astype(str))
+    return vec.xq[qpos], np.asarray(bench.references.reference_id, dtype=str), vec.xb[rpos]
+
+
+def _subset_ranks(
+    ranked: pd.DataFrame, q: pd.DataFrame, original: np.ndarray, lay: Layout
+) -> pd.DataFrame:
+    """Each query is ranked within the subset holding its original (-1: a distractor)."""
+    orig = ranked.query_id.map(dict(zip(q.query_id, original))).to_numpy()
+    ranked["subset"] = np.where(orig >= 0, lay.subset[np.maximum(orig, 0)], -1)
+    return ranked
+
+
 def _check_layout(job: RankJob, n_refs: int, original: np.ndarray) -> None:
     n_orig = len(np.unique(original[original >= 0]))
     if not 1 <= job.subsets <= n_refs:
@@ -241,32 +298,3 @@ def _check_layout(job: RankJob, n_refs: int, original: np.ndarray) -> None:
             )
     if job.knn < 1:
         raise InputError("--knn", "must be at least 1")
-
-
-def rank_cli(args) -> dict:
-    """jobs/rank_eval.py's call."""
-    from disc21spark.core.session import spark_session
-
-    methods = [m.strip() for m in args.descriptors.split(",") if m.strip()]
-    if not methods:
-        raise InputError("--descriptors", "give at least one method")
-    names = [parse_method(m)[0] for m in methods]
-    if len(set(names)) != len(names):
-        raise InputError("--descriptors", f"a method is named twice ({', '.join(names)})")
-    for text in methods:
-        name, folder = parse_method(text)
-        if not folder:
-            features.method(name)  # an unknown method fails before Spark starts
-    benchset.read(args.bench)
-    check_writable(args.output, args.overwrite)
-    job = RankJob(
-        bench=args.bench, methods=methods, output=args.output, knn=args.knn,
-        subsets=args.subsets, sizes=tuple(args.sizes), seed=args.seed,
-        resamples=args.resamples, partitions=args.partitions, overwrite=args.overwrite,
-    )  # fmt: skip
-    spark = spark_session(args.profile, args.master, debug=args.debug)
-    document = run(spark, job)
-    print(rank_report.stdout_table(document))
-    print(f"report in {args.output}/ (report.md, summary.csv, ranks.parquet, plots)")
-    return document
-

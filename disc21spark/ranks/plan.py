@@ -20,15 +20,12 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from disc21spark.descriptors import spec as search
+from disc21spark.core.spark import arrow_output
+from disc21spark.descriptors import spec as descriptor_spec
 from disc21spark.ranks.spec import Layout, Ranks, count_at_least
 
 SCORES_PER_BLOCK = 1 << 22  # approximate scores held at once: 16 MB of float32
-OUTPUT = (
-    "kind int, submission int, query_id string, reference_id string, score double, "
-    "rank long, rank_in_subset long, rank_by_size array<long>"
-)
-_ARROW = pa.schema(
+_ARROW, OUTPUT = arrow_output(
     [("kind", pa.int32()), ("submission", pa.int32()), ("query_id", pa.string()),
      ("reference_id", pa.string()), ("score", pa.float64()), ("rank", pa.int64()),
      ("rank_in_subset", pa.int64()), ("rank_by_size", pa.list_(pa.int64()))]
@@ -36,7 +33,7 @@ _ARROW = pa.schema(
 PAIR, RANK = 0, 1
 
 
-def block_ranks(s: search.Searcher, xq: np.ndarray, original: np.ndarray, lay: Layout) -> Ranks:
+def block_ranks(s: descriptor_spec.Searcher, xq: np.ndarray, original: np.ndarray, lay: Layout) -> Ranks:
     """Ranks of a block's originals (original < 0: a distractor, rank 0)."""
     nq = len(xq)
     rank = np.zeros(nq, dtype=np.int64)
@@ -47,7 +44,7 @@ def block_ranks(s: search.Searcher, xq: np.ndarray, original: np.ndarray, lay: L
         return Ranks(rank, in_subset, by_size)
     xb = s.vectors
     xm = np.ascontiguousarray(xq[matched], dtype=np.float32)
-    target = search.pair_scores(xm, xb, np.arange(len(matched)), original[matched], s.metric)
+    target = descriptor_spec.pair_scores(xm, xb, np.arange(len(matched)), original[matched], s.metric)
     target = target.astype(np.float64)
     products = xm @ xb.T  # float32 BLAS: fast, off by at most the slack below
     if s.metric == "l2":
@@ -56,10 +53,10 @@ def block_ranks(s: search.Searcher, xq: np.ndarray, original: np.ndarray, lay: L
         approx = -(qn[:, None] + bn[None, :] - 2 * products).astype(np.float64)
     else:
         approx = products.astype(np.float64)
-    margin = (2 * search.rounding_slack(s, xm))[:, None]
+    margin = (2 * descriptor_spec.rounding_slack(s, xm))[:, None]
     surely = approx > target[:, None] + margin
     unsure_q, unsure_r = np.nonzero(np.abs(approx - target[:, None]) <= margin)
-    exact = search.pair_scores(xm, xb, unsure_q, unsure_r, s.metric).astype(np.float64)
+    exact = descriptor_spec.pair_scores(xm, xb, unsure_q, unsure_r, s.metric).astype(np.float64)
     also = exact >= target[unsure_q]
     for i, q in enumerate(matched):
         beating = np.concatenate([np.flatnonzero(surely[i]), unsure_r[(unsure_q == i) & also]])
@@ -85,8 +82,8 @@ def rank_pass(
         {
             "xb": xb,
             "ids": np.asarray(ref_ids, dtype=object),
-            "rank": search.reference_ranks(np.asarray(ref_ids)),
-            "max_norm": search.largest_norm(xb),
+            "rank": descriptor_spec.reference_order(np.asarray(ref_ids)),
+            "max_norm": descriptor_spec.largest_norm(xb),
             "layout": lay,
         }
     )
@@ -105,7 +102,7 @@ def rank_pass(
 
     def search_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         ref = shipped.value
-        s = search.flat_searcher(ref["xb"], metric, ref["rank"], ref["max_norm"])
+        s = descriptor_spec.flat_searcher(ref["xb"], metric, ref["rank"], ref["max_norm"])
         block = max(1, SCORES_PER_BLOCK // max(1, len(ref["xb"])))
         for batch in batches:
             subs = batch.column("submission").to_numpy()
@@ -115,7 +112,7 @@ def rank_pass(
             for a in range(0, len(qids), block):
                 sl = slice(a, a + block)
                 x = np.frombuffer(b"".join(vecs[sl]), dtype=np.float32).reshape(-1, dim)
-                pairs = search.knn(s, x, knn)
+                pairs = descriptor_spec.knn(s, x, knn)
                 r = block_ranks(s, x, orig[sl], ref["layout"])
                 n_pairs, n_q = len(pairs), len(x)
                 yield pa.RecordBatch.from_pydict(

@@ -16,7 +16,6 @@ import numpy as np
 import pandas as pd
 
 N_REFERENCES = 1_000_000
-CHUNK_ROWS = 5_000_000  # larger submissions are written by blocks of queries
 
 
 def read_ground_truth_csv(path: str | Path) -> pd.DataFrame:
@@ -76,22 +75,6 @@ def write_submission(frame: pd.DataFrame, path: str | Path) -> None:
         frame.to_csv(path, index=False, float_format="%.6g")
 
 
-def write_in_chunks(
-    gt: pd.DataFrame, n_predictions: int, seed: int, path: str | Path, chunk_rows: int
-) -> int:
-    """A large CSV submission written by blocks of queries, so memory stays bounded."""
-    n_chunks = max(1, -(-n_predictions // chunk_rows))
-    blocks = np.array_split(np.arange(len(gt)), n_chunks)
-    written = 0
-    with open(path, "w") as fh:
-        fh.write("query_id,reference_id,score\n")
-        for i, block in enumerate(blocks):
-            part = simulate_submission(gt.iloc[block], n_predictions // n_chunks, seed + i)
-            part.to_csv(fh, index=False, header=False, float_format="%.6g")
-            written += len(part)
-    return written
-
-
 def planted_descriptors(
     gt: pd.DataFrame, n_references: int, dim: int, noise: float, seed: int = 0
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -132,12 +115,11 @@ def _unit(x: np.ndarray) -> np.ndarray:
 
 
 def write_hdf5_descriptors(path: str | Path, ids: np.ndarray, vectors: np.ndarray) -> None:
-    """The ISC2021 layout: float32 'vectors' and ASCII 'image_names'."""
-    import h5py
+    """The ISC2021 layout (float32 'vectors', 'image_names'), written as the jobs write it."""
+    # imported here: writing a submission needs neither Spark nor HDF5
+    from disc21spark.descriptors.files import write_vectors
 
-    with h5py.File(path, "w") as f:
-        f.create_dataset("vectors", data=np.ascontiguousarray(vectors, dtype=np.float32))
-        f.create_dataset("image_names", data=np.array([str(i).encode("ascii") for i in ids]))
+    write_vectors(path, [str(i) for i in ids], vectors)
 
 
 def write_descriptor_set(

@@ -1,0 +1,82 @@
+"""The disc21spark command: evaluate | make-library | make-queries | extract | rank-eval.
+
+Each command is a module here with its parser (defaults from conf/defaults.ini), the
+checks no single option can say, and ``build(args)``, the job handed to the one runner
+(core/runner.py). jobs/*.py call the same commands for spark-submit from a checkout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from types import ModuleType
+
+from disc21spark.commands import evaluate, extract, make_library, make_queries, rank_eval
+from disc21spark.core.runner import run, setup_logging
+
+COMMANDS: dict[str, ModuleType] = {
+    m.NAME: m for m in (evaluate, make_library, make_queries, extract, rank_eval)
+}
+PROG = "disc21spark"
+
+
+def command_parser(name: str, prog: str, description: str | None = None) -> argparse.ArgumentParser:
+    """One command's parser on its own (jobs/<name>.py, or a test)."""
+    parser = argparse.ArgumentParser(prog=prog, **_texts(COMMANDS[name], description))
+    COMMANDS[name].add_arguments(parser)
+    return parser
+
+
+def main_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
+    """``disc21spark COMMAND ...`` and each command's parser, by name."""
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description=__doc__.split("\n\n", 1)[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    by_name = {}
+    for name, module in COMMANDS.items():
+        sub = subparsers.add_parser(name, help=module.SUMMARY, **_texts(module, None))
+        module.add_arguments(sub)
+        by_name[name] = sub
+    return parser, by_name
+
+
+def _texts(module: ModuleType, description: str | None) -> dict:
+    epilog = module.epilog() if hasattr(module, "epilog") else None
+    return {
+        "description": description or module.DESCRIPTION,
+        "epilog": epilog,
+        "formatter_class": argparse.RawDescriptionHelpFormatter,
+    }
+
+
+def parse(
+    argv: list[str] | None = None, prog: str | None = None, description: str | None = None
+) -> argparse.Namespace:
+    """The options of ``argv`` (``[command, *options]``), checked; exits 2 (argparse's
+    usage error) on a bad command line, 0 after --help. With ``prog``, the command's
+    parser is used alone under that name (as jobs/<name>.py were)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if prog is not None:
+        name = argv[0]
+        parser = command_parser(name, prog, description)
+        args = parser.parse_args(argv[1:])
+        args.command = name
+    else:
+        top, by_name = main_parser()
+        args = top.parse_args(argv)
+        parser = by_name[args.command]
+    COMMANDS[args.command].check(parser, args)
+    return args
+
+
+def main(
+    argv: list[str] | None = None, prog: str | None = None, description: str | None = None
+) -> int:
+    """The console script ``disc21spark``: parse, then the runner; the exit code."""
+    args = parse(argv, prog, description)
+    setup_logging(args.quiet)
+    build = COMMANDS[args.command].build
+    return run(lambda: build(args), profile=args.profile, master=args.master, debug=args.debug)

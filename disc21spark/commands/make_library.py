@@ -1,0 +1,48 @@
+"""disc21spark make-library: an offline image library of any size."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from disc21spark.commands.common import add_run_arguments, defaults
+
+NAME = "make-library"
+SUMMARY = "write an offline image library (photographs, then dead-leaves images)"
+DESCRIPTION = """\
+Write an offline image library of any size: the photographs scikit-image ships, then
+seeded dead-leaves images with natural-image statistics (no download, byte-identical for a
+seed).
+
+disc21spark make-library --output library/ --size 6000 --seed 1
+spark-submit jobs/make_library.py ...    (the same from a checkout)
+"""
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    conf = defaults(NAME)
+    p.add_argument("--output", required=True, help="the library folder to write")
+    p.add_argument("--size", type=int, required=True, help="number of images")
+    p.add_argument("--seed", type=int, default=conf["seed"])
+    p.add_argument(
+        "--width", type=int, default=conf["width"], help="dead-leaves width (default %(default)s)"
+    )
+    p.add_argument(
+        "--height",
+        type=int,
+        default=conf["height"],
+        help="dead-leaves height (default %(default)s)",
+    )
+    p.add_argument("--no-photos", action="store_true", help="dead-leaves images only")
+    p.add_argument("--overwrite", action="store_true", help="replace a non-empty --output folder")
+    add_run_arguments(p, NAME)
+
+
+def check(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """The library's own rules (size, seed, dimensions) are checked by the job."""
+
+
+def build(args: argparse.Namespace) -> Any:
+    from disc21spark.library.job import LibraryJob
+
+    return LibraryJob.from_args(args)

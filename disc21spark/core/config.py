@@ -1,0 +1,121 @@
+"""The conf files (defaults.ini, Spark profiles, log4j2.properties) and the defaults of every
+command, read the same way from a checkout, an installed wheel or a zip on --py-files."""
+
+from __future__ import annotations
+
+import argparse
+import configparser
+import functools
+import os
+import tempfile
+from collections.abc import Callable
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
+
+if TYPE_CHECKING:  # importlib.resources.abc is 3.11+; only the annotations need it
+    from importlib.resources.abc import Traversable
+
+T = TypeVar("T")
+# a folder of one's own (same layout as disc21spark/conf) replaces the package's
+CONF_ENV = "DISC21SPARK_CONF"
+DEFAULTS = "defaults.ini"
+
+
+def conf_root() -> Traversable:
+    """$DISC21SPARK_CONF, else the package's conf/ (a folder, or a folder inside a zip)."""
+    override = os.environ.get(CONF_ENV)
+    return Path(override) if override else resources.files("disc21spark").joinpath("conf")
+
+
+def conf_item(*parts: str) -> Traversable:
+    item = conf_root()
+    for part in parts:  # Traversable.joinpath takes one name before Python 3.11
+        item = item.joinpath(part)
+    return item
+
+
+def conf_file(*parts: str) -> Path:
+    """A conf file as a real path, for programs that want one (the JVM's log4j2): inside a
+    zip the file is copied out first, once per process."""
+    item = conf_item(*parts)
+    if isinstance(item, Path):
+        return item
+    return _copied_out("/".join(parts), item.read_bytes())
+
+
+@functools.cache
+def _copied_out(name: str, data: bytes) -> Path:
+    target = Path(tempfile.mkdtemp(prefix="disc21spark-conf-")) / name
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(data)
+    return target
+
+
+@functools.cache
+def _parsed(text: str) -> configparser.ConfigParser:
+    parser = configparser.ConfigParser(interpolation=None)
+    parser.read_string(text, DEFAULTS)
+    return parser
+
+
+def section(command: str) -> dict[str, str]:
+    """Every default of one command, as the text defaults.ini gives (empty: none)."""
+    parser = _parsed(conf_item(DEFAULTS).read_text(encoding="utf-8"))
+    if not parser.has_section(command):
+        raise KeyError(f"{DEFAULTS} has no [{command}] section")
+    return {key: value.strip() for key, value in parser.items(command)}
+
+
+def default(command: str, key: str) -> str | None:
+    """One default's text, None when left empty (decided at run time, e.g. from the size)."""
+    values = section(command)
+    if key not in values:
+        raise KeyError(f"{DEFAULTS} [{command}] has no {key!r}")
+    return values[key] or None
+
+
+def value(command: str, key: str, parse: Callable[[str], T] = str) -> T | None:
+    """One default, typed by the parser the command line uses for the same option."""
+    text = default(command, key)
+    return None if text is None else parse(text)
+
+
+# value syntaxes shared by defaults.ini and the command line (argparse types: a bad value
+# is reported as "argument --x: <message>")
+
+
+def parse_size(text: str) -> int:
+    """'2G', '512M', '1.5g', '4096' -> bytes."""
+    units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+    t = text.strip().lower().removesuffix("b")
+    try:
+        number = float(t[:-1]) * units[t[-1]] if t and t[-1] in units else float(t)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a size such as 2G or 512M") from None
+    if number < 1:
+        raise argparse.ArgumentTypeError("the broadcast limit must be positive")
+    return int(number)
+
+
+def parse_span(text: str) -> tuple[int, int]:
+    """'10..20' -> (10, 20); '3' -> (3, 3)."""
+    a, sep, b = text.partition("..")
+    try:
+        first, last = (int(a), int(b)) if sep else (int(a), int(a))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a range such as 10..20") from None
+    if not 1 <= first <= last:
+        raise argparse.ArgumentTypeError(f"'{text}': need 1 ≤ a ≤ b")
+    return first, last
+
+
+def parse_sizes(text: str) -> list[int]:
+    """'500,1000,2000' -> [500, 1000, 2000]: positive and increasing."""
+    try:
+        sizes = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a list such as 500,1000,2000") from None
+    if not sizes or sorted(set(sizes)) != sizes or sizes[0] < 1:
+        raise argparse.ArgumentTypeError("sizes must be positive and increasing, such as 500,1000")
+    return sizes

@@ -1,0 +1,69 @@
+"""Paths on any Hadoop file system (local, hdfs://, s3a://...): listing, kind and Parquet.
+
+Every failure is the user's path, so each is an InputError naming it.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame, SparkSession
+
+from disc21spark.core.errors import InputError, first_line
+
+PARQUET_SUFFIXES = (".parquet", ".pq", ".parq")
+
+
+def detect_format(path: str, fmt: str = "auto") -> str:
+    """csv (also .csv.gz and any Hadoop codec) or parquet, from the name unless given."""
+    if fmt != "auto":
+        return fmt
+    stripped = path.rstrip("/")
+    return "parquet" if stripped.lower().endswith(PARQUET_SUFFIXES) else "csv"
+
+
+def _hadoop_fs(spark: SparkSession, path: str):
+    jvm = spark.sparkContext._jvm
+    hpath = jvm.org.apache.hadoop.fs.Path(path)
+    return hpath, hpath.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+
+
+def is_directory(spark: SparkSession, path: str) -> bool:
+    """Whether an existing path (no glob) is a folder, on any Hadoop file system."""
+    hpath, fs = _hadoop_fs(spark, path)
+    return bool(fs.getFileStatus(hpath).isDirectory())
+
+
+def data_files(spark: SparkSession, path: str) -> list[str]:
+    """The files a path (file, folder or glob) stands for; an InputError when there are none."""
+    try:
+        hpath, fs = _hadoop_fs(spark, path)
+        statuses = fs.globStatus(hpath) or []
+        files: list[str] = []
+        for status in statuses:
+            if status.isDirectory():
+                for child in fs.listStatus(status.getPath()) or []:
+                    name = child.getPath().getName()
+                    if child.isFile() and not name.startswith(("_", ".")):
+                        files.append(child.getPath().toString())
+            else:
+                files.append(status.getPath().toString())
+    except Exception as exc:  # any filesystem failure is the user's path, not our bug
+        raise InputError(path, f"cannot be read ({first_line(exc)})") from None
+    if not statuses:
+        raise InputError(path, "no such file or directory")
+    if not files:
+        raise InputError(path, "folder holds no data file")
+    return sorted(files)
+
+
+def read_parquet(spark: SparkSession, path: str | list[str], columns: tuple[str, ...]) -> DataFrame:
+    """Parquet files or folders holding (at least) the given columns."""
+    paths = [path] if isinstance(path, str) else list(path)
+    name = ", ".join(paths)
+    try:
+        df = spark.read.parquet(*paths)
+    except Exception as exc:  # not Parquet, or a damaged footer
+        raise InputError(name, f"cannot be read ({first_line(exc)})") from None
+    missing = [c for c in columns if c not in df.columns]
+    if missing:
+        raise InputError(name, f"missing column {missing[0]!r} (has: {', '.join(df.columns)})")
+    return df

@@ -1,0 +1,149 @@
+"""The one job runner: checks, Spark once, the job, its summary, errors as exit codes.
+
+Every command builds a job (a small dataclass with ``from_args``) and hands it here:
+
+1. the checks that need no Spark (``job.check()``), then the output folder, so that a bad
+   command fails in a second instead of after Spark's start;
+2. the session, started once;
+3. ``job.execute(spark)``, then ``job.summary(result)`` printed on stdout.
+
+Exit codes: 0 done, 2 bad input (InputError, OutputError: one ``error:`` line), 1 a bug of
+ours (one ``internal error:`` line, the trace with --debug), 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import traceback
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from disc21spark.core.errors import InputError, OutputError
+from disc21spark.core.output import check_writable
+
+EXIT_OK, EXIT_INTERNAL, EXIT_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+class Job(Protocol):
+    """What the runner needs of a job."""
+
+    overwrite: bool
+
+    def check(self) -> None:
+        """Fail with InputError on what can be checked before Spark starts."""
+
+    def output_folder(self) -> str | None:
+        """The folder the job publishes (checked before Spark starts), if any."""
+
+    def execute(self, spark: Any) -> Any:
+        """Do the work; the result goes to ``summary``."""
+
+    def summary(self, result: Any) -> list[str]:
+        """Lines for stdout (tables, where the results are)."""
+
+
+class BaseJob:
+    """The parts of the protocol most jobs share: no check before Spark (Spark reads the
+    inputs), and ``output`` is the folder they publish."""
+
+    def check(self) -> None:
+        return None
+
+    def output_folder(self) -> str | None:
+        return getattr(self, "output", None)
+
+
+SessionFactory = Callable[..., Any]
+
+
+def run(
+    build: Callable[[], Job],
+    *,
+    profile: str,
+    master: str | None = None,
+    debug: bool = False,
+    session: SessionFactory | None = None,
+) -> int:
+    """Build the job, check it, start Spark, run it, print its summary: the exit code."""
+    problem = java_is_usable()
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return EXIT_INPUT
+    try:
+        job = build()
+        job.check()
+        folder = job.output_folder()
+        if folder:
+            check_writable(folder, job.overwrite)  # before paying for Spark's start
+        spark = (session or _spark_session)(profile, master, debug=debug)
+        result = job.execute(spark)
+        for line in job.summary(result):
+            print(line)
+    except (InputError, OutputError) as exc:
+        if debug:
+            traceback.print_exc()
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_INPUT
+    except KeyboardInterrupt:
+        print("error: interrupted; nothing was written", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except Exception as exc:  # a bug of ours: still one line, the trace on request
+        if debug:
+            traceback.print_exc()
+        print(internal_error_line(exc), file=sys.stderr)
+        return EXIT_INTERNAL
+    return EXIT_OK
+
+
+def _spark_session(profile: str, master: str | None, debug: bool = False) -> Any:
+    # imported here: parsing a command and --help need no PySpark
+    from disc21spark.core.session import spark_session
+
+    return spark_session(profile, master, debug=debug)
+
+
+def internal_error_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    first = text.splitlines()[0] if text else type(exc).__name__
+    return f"internal error: {type(exc).__name__}: {first} (rerun with --debug for the trace)"
+
+
+def setup_logging(quiet: bool = False) -> None:
+    # a handler of our own: under spark-submit the root logger is already configured
+    logger = logging.getLogger("disc21spark")
+    if not logger.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(asctime)s disc21spark %(message)s", "%H:%M:%S"))
+        logger.addHandler(handler)
+    logger.setLevel(logging.WARNING if quiet else logging.INFO)
+    logger.propagate = False
+
+
+def java_is_usable() -> str | None:
+    """None when a Java 17+ runtime is found, else a sentence saying what is missing."""
+    import os
+    import re
+    import shutil
+    import subprocess
+
+    java = (
+        os.path.join(os.environ["JAVA_HOME"], "bin", "java")
+        if os.environ.get("JAVA_HOME")
+        else shutil.which("java")
+    )
+    if not java or not os.path.exists(java):
+        return (
+            "Java 17 is required by Spark and was not found (install OpenJDK 17 or set JAVA_HOME)"
+        )
+    try:
+        out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=60).stderr
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"Java at {java} does not run ({exc})"
+    found = re.search(r'version "(\d+)(?:\.(\d+))?', out)
+    major = int(found.group(1)) if found else 0
+    if major == 1 and found.group(2):  # "1.8" style
+        major = int(found.group(2))
+    if major < 17:
+        return f"Java 17 or newer is required by Spark; {java} is version {major or 'unknown'}"
+    return None

@@ -1,0 +1,40 @@
+"""Small Spark idioms every stage uses: one frame from several, a setting for a while,
+and the output columns of a mapInArrow function."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from functools import reduce
+
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.pandas.types import from_arrow_schema
+from pyspark.sql.types import StructType
+
+
+def union_all(frames: Sequence[DataFrame]) -> DataFrame:
+    """The frames' rows as one frame, columns matched by name (left to right, so the plan
+    is the one a hand-written chain of unionByName gives)."""
+    return reduce(DataFrame.unionByName, frames)
+
+
+@contextmanager
+def spark_conf(spark: SparkSession, settings: dict[str, str]) -> Iterator[None]:
+    """Session settings for the duration of the block, then the previous values: a job
+    must not leave its tuning behind in a session the caller goes on using."""
+    previous = {key: spark.conf.get(key) for key in settings}
+    for key, value in settings.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, value in previous.items():
+            spark.conf.set(key, value)
+
+
+def arrow_output(fields: list[tuple[str, pa.DataType]]) -> tuple[pa.Schema, StructType]:
+    """A mapInArrow function's output declared once: the Arrow schema its batches are
+    built with, and the same columns as the Spark schema the call names."""
+    schema = pa.schema(fields)
+    return schema, from_arrow_schema(schema)

@@ -1,0 +1,24 @@
+"""The ground truth of a run: read on the driver and validated before any heavy work."""
+
+from __future__ import annotations
+
+from pyspark.sql import SparkSession
+
+from disc21spark.core.phases import Phases
+from disc21spark.matching.model import GroundTruth
+from disc21spark.matching.read import read_small_table
+from disc21spark.matching.rows import GROUND_TRUTH_COLUMNS, parse_ground_truth
+
+
+def load_ground_truth(spark: SparkSession, path: str, fmt: str = "auto") -> GroundTruth:
+    rows = read_small_table(spark, path, GROUND_TRUTH_COLUMNS, fmt)
+    return parse_ground_truth(rows, path)
+
+
+def ground_truth_phase(spark: SparkSession, path: str, fmt: str, phases: Phases) -> GroundTruth:
+    """The ground truth, read first so that a bad file fails before any heavy work."""
+    with phases.phase("ground truth") as note:
+        gt = load_ground_truth(spark, path, fmt)
+        note["rows"] = gt.n_queries
+        note["detail"] = f"{gt.n_positives:,} positive pairs"
+    return gt

@@ -1,0 +1,179 @@
+"""The one scoring entry point: pairs of one or many submissions in, exact metrics out.
+
+Every caller (the matching job, pools, the descriptor track, rank evaluation) hands over
+one frame of the input schema below and gets each submission's metrics, or the one-line
+error that makes it invalid. This module owns the whole sequence (label → census →
+checks → sort → aggregate) and the rows it caches: they are persisted once, after the
+labelling, and released before it returns, whatever happens (as MLlib's
+``BinaryClassificationMetrics`` owns its cumulative-count pipeline).
+
+Input schema (``PAIRS``): ``submission int, query_id string, reference_id string,
+score double``. Parsed predictions (``validate.typed_predictions``) also carry ``file``
+and ``bad`` (null for a fine row, else where and what is wrong): then the rows are
+checked (bad rows, --max-results, repeated pairs). Pairs that this package generated
+(the descriptor track's search, rank evaluation) have neither column and are trusted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from disc21spark.core.errors import InputError, is_read_failure
+from disc21spark.core.phases import Phases
+from disc21spark.matching import labels, plan, validate
+from disc21spark.matching.model import GroundTruth, MatchingMetrics
+from disc21spark.matching.rows import max_results_error
+
+PAIRS = "submission int, query_id string, reference_id string, score double"
+CHECKED = ("file", "bad")  # the columns of parsed predictions, which need checking
+
+
+class UnreadableInput(Exception):
+    """Reading the pairs failed (a damaged or vanished file); ``cause`` is Spark's error."""
+
+    def __init__(self, cause: Exception) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
+
+
+@dataclass(frozen=True)
+class Scoring:
+    """What every submission of one call is scored with."""
+
+    gt: GroundTruth  # labels every pair
+    curve_points: int
+    partitions: int | None = None  # range partitions of the sort; None: from the size
+    max_results: int = 0  # more predictions make a submission invalid; 0: no limit
+    # a submission's own ground truth when it answers only part of ``gt`` (rank
+    # evaluation scores each test alone; the labels, from ``gt``, are the same)
+    ground_truths: dict[int, GroundTruth] = field(default_factory=dict)
+    # how a submission is named in a --max-results message (its file); default "predictions"
+    sources: dict[int, str] = field(default_factory=dict)
+    read_detail: str = "parsed, checked, labelled and counted per query in one pass"
+
+
+@dataclass
+class Scored:
+    """Per submission: its metrics, or the error that makes it invalid."""
+
+    metrics: dict[int, MatchingMetrics] = field(default_factory=dict)
+    errors: dict[int, InputError] = field(default_factory=dict)
+
+
+def score(
+    spark: SparkSession,
+    pairs: DataFrame,
+    submissions: Sequence[int],
+    scoring: Scoring,
+    phases: Phases | None = None,
+) -> Scored:
+    """Score every listed submission of ``pairs`` (a submission with no row is scored as
+    empty). Raises ``UnreadableInput`` when an input file cannot be read, after releasing
+    what it cached; rows of a submission not listed are an internal error."""
+    phases = phases or Phases()
+    checked = all(c in pairs.columns for c in CHECKED)
+    labelled = labels.label(pairs, labels.ground_truth_frame(spark, scoring.gt))
+    rows = labels.compact(labelled, *(("bad",) if checked else ()))
+    rows = rows.persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        censuses = _census(rows, submissions, checked, scoring.read_detail, phases)
+        result = Scored()
+        if checked:
+            with phases.phase("validate") as note:
+                result.errors = _problems(spark, pairs, censuses, scoring)
+                note["rows"] = sum(c.n_predictions for c in censuses.values())
+                if len(submissions) > 1:
+                    note["detail"] = f"{len(result.errors)} invalid"
+        valid = {s: c for s, c in censuses.items() if s not in result.errors}
+        if valid:
+            sorted_rows = rows.drop("bad") if checked else rows
+            if len(valid) < len(censuses):
+                sorted_rows = sorted_rows.where(F.col(labels.SUBMISSION).isin(list(valid)))
+                labelled = labelled.where(F.col(labels.SUBMISSION).isin(list(valid)))
+            result.metrics = _metrics(spark, sorted_rows, labelled, valid, scoring, phases)
+        return result
+    finally:
+        rows.unpersist()
+
+
+def _census(
+    rows: DataFrame, submissions: Sequence[int], checked: bool, detail: str, phases: Phases
+) -> dict[int, plan.Census]:
+    """The first pass over the input (Spark is lazy: reading happens here)."""
+    with phases.phase("read") as note:
+        try:
+            found = plan.census(rows, checked)
+        except Exception as exc:
+            if is_read_failure(exc):
+                raise UnreadableInput(exc) from None
+            raise
+        stray = set(found) - set(submissions)
+        if stray:  # a row that no submission claims: never score silently
+            raise RuntimeError(
+                f"internal error: {sum(found[s].n_predictions for s in stray)} rows "
+                f"of no listed submission"
+            )
+        censuses = {s: found.get(s, plan.EMPTY_CENSUS) for s in submissions}
+        note["rows"] = sum(c.n_predictions for c in censuses.values())
+        note["detail"] = detail
+    return censuses
+
+
+def _problems(
+    spark: SparkSession, pairs: DataFrame, censuses: dict[int, plan.Census], scoring: Scoring
+) -> dict[int, InputError]:
+    """The single-file scorer's error of each invalid submission: bad row, then too many
+    predictions, then a repeated pair (the order a user fixing a file meets them)."""
+    errors: dict[int, InputError] = {}
+    for sub, census in censuses.items():
+        error = None
+        if census.n_bad:
+            error = validate.problem_error(spark, census.first_bad)
+        if error is None:
+            source = scoring.sources.get(sub, "predictions")
+            error = max_results_error(source, census.n_predictions, scoring.max_results)
+        if error is None and census.n_repeated_pairs:
+            suspect = labels.query_key(census.repeating_query, scoring.gt)
+            mine = pairs.where(F.col(labels.SUBMISSION) == sub)
+            error = validate.duplicate_error(spark, mine, suspect)
+        if error is not None:
+            errors[sub] = error
+    return errors
+
+
+def _metrics(
+    spark: SparkSession,
+    rows: DataFrame,
+    labelled: DataFrame,
+    censuses: dict[int, plan.Census],
+    scoring: Scoring,
+    phases: Phases,
+) -> dict[int, MatchingMetrics]:
+    subs = list(censuses)
+    with phases.phase("label") as note:
+        stats = plan.query_stats(censuses, labelled)
+        note["rows"] = sum(s.n_predictions for s in stats.values())
+        if len(subs) == 1:
+            census, only = next(iter(censuses.values())), next(iter(stats.values()))
+            note["detail"] = (
+                f"{len(census.ranks):,} true pairs found, "
+                f"{only.n_unknown_query_predictions:,} predictions for unknown queries"
+            )
+    partitions = scoring.partitions or plan.default_partitions(
+        sum(s.n_predictions for s in stats.values()), spark.sparkContext.defaultParallelism
+    )
+    return plan.score_rows(
+        rows,
+        scoring.gt,
+        partitions,
+        scoring.curve_points,
+        stats,
+        {s: c.ranks for s, c in censuses.items()},
+        phases,
+        gt_of=scoring.ground_truths,
+    )

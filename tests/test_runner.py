@@ -1,0 +1,165 @@
+"""The one job runner without Spark: fake jobs that fail at each step, and the exit code
+and one line each failure gives; then the user mistakes the real jobs find before Spark."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pytest
+
+from disc21spark import commands
+from disc21spark.core import runner
+from disc21spark.core.errors import InputError, OutputError
+from tests.test_commands import MINIMAL
+
+
+def parse(command: str, *options: str):
+    return commands.parse([command, *options])
+
+
+# ---------------------------------------------------------------------- runner
+
+
+@dataclass
+class FakeJob:
+    """A job that records what the runner did and fails where it is told to."""
+
+    fail_in: str = ""
+    error: BaseException | None = None
+    folder: str | None = None
+    overwrite: bool = False
+    calls: list = field(default_factory=list)
+
+    def _step(self, name: str) -> None:
+        self.calls.append(name)
+        if name == self.fail_in:
+            raise self.error
+
+    def check(self) -> None:
+        self._step("check")
+
+    def output_folder(self) -> str | None:
+        return self.folder
+
+    def execute(self, spark) -> str:
+        self._step("execute")
+        return "result"
+
+    def summary(self, result) -> list[str]:
+        self._step("summary")
+        return [f"table of {result}", "results in o/"]
+
+
+@pytest.fixture
+def no_java_check(monkeypatch):
+    monkeypatch.setattr(runner, "java_is_usable", lambda: None)
+
+
+def run_fake(job: FakeJob, debug: bool = False, build=None) -> int:
+    def session(profile, master, debug=False):
+        job.calls.append(f"spark {profile} {master}")
+        return object()
+
+    return runner.run(
+        build or (lambda: job), profile="local", master="local[1]", debug=debug, session=session
+    )
+
+
+def test_a_job_that_succeeds(no_java_check, capsys):
+    job = FakeJob()
+    assert run_fake(job) == 0
+    assert job.calls == ["check", "spark local local[1]", "execute", "summary"]
+    assert capsys.readouterr().out == "table of result\nresults in o/\n"
+
+
+ERRORS = [
+    (InputError("p.csv", "score 'x' is not a number", "line 2"), 2,
+     "error: p.csv: line 2: score 'x' is not a number"),
+    (InputError("", "unknown Spark profile 'x' (known: local)"), 2,
+     "error: unknown Spark profile 'x' (known: local)"),
+    (OutputError("o: folder exists and is not empty"), 2, "error: o: folder exists and is not empty"),
+    (RuntimeError("boom\nsecond line"), 1,
+     "internal error: RuntimeError: boom (rerun with --debug for the trace)"),
+    (ValueError("a bug of ours"), 1,
+     "internal error: ValueError: a bug of ours (rerun with --debug for the trace)"),
+    (KeyError("k"), 1, "internal error: KeyError: 'k' (rerun with --debug for the trace)"),
+    (KeyboardInterrupt(), 130, "error: interrupted; nothing was written"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("step", ["check", "execute", "summary"])
+@pytest.mark.parametrize("error,code,line", ERRORS)
+def test_errors_become_one_line_and_an_exit_code(no_java_check, capsys, step, error, code, line):
+    job = FakeJob(fail_in=step, error=error)
+    assert run_fake(job) == code
+    captured = capsys.readouterr()
+    assert captured.err.splitlines() == [line]
+    assert captured.out == ""
+    if step == "check":
+        assert not any(c.startswith("spark") for c in job.calls)  # Spark never started
+
+
+@pytest.mark.parametrize("error,code,line", ERRORS[:5])
+def test_debug_adds_the_trace(no_java_check, capsys, error, code, line):
+    assert run_fake(FakeJob(fail_in="execute", error=error), debug=True) == code
+    err = capsys.readouterr().err
+    assert err.startswith("Traceback") and err.splitlines()[-1] == line
+
+
+def test_a_bad_option_found_while_building_the_job(no_java_check, capsys):
+    def build():
+        raise InputError("--descriptors", "give at least one method")
+
+    assert run_fake(FakeJob(), build=build) == 2
+    assert capsys.readouterr().err == "error: --descriptors: give at least one method\n"
+
+
+def test_the_output_folder_is_checked_before_spark(no_java_check, capsys, tmp_path):
+    (tmp_path / "o").mkdir()
+    (tmp_path / "o" / "mine.txt").write_text("mine")
+    job = FakeJob(folder=str(tmp_path / "o"))
+    assert run_fake(job) == 2
+    assert job.calls == ["check"]
+    assert capsys.readouterr().err == (
+        f"error: {tmp_path / 'o'}: folder exists and is not empty (pass --overwrite to replace it)\n"
+    )
+    job = FakeJob(folder=str(tmp_path / "o"), overwrite=True)
+    assert run_fake(job) == 0 and "execute" in job.calls
+
+
+def test_no_java_stops_before_anything(monkeypatch, capsys):
+    monkeypatch.setattr(runner, "java_is_usable", lambda: "Java 17 is required by Spark")
+    job = FakeJob()
+    assert run_fake(job) == 2
+    assert job.calls == []
+    assert capsys.readouterr().err == "error: Java 17 is required by Spark\n"
+
+
+# ------------------------------------------------- user mistakes found by the jobs
+
+
+def test_bad_values_the_jobs_find_are_input_errors():
+    from disc21spark.library.job import LibraryJob
+    from disc21spark.queries.job import QueryJob
+    from disc21spark.ranks.extract_job import ExtractJob
+    from disc21spark.ranks.job import RankJob
+
+    with pytest.raises(InputError) as info:
+        QueryJob.from_args(parse("make-queries", *MINIMAL["make-queries"], "--tests", "blurr:2"))
+    assert str(info.value).startswith("unknown test 'blurr:2' (known: crop:K, jumble:RxC")
+    with pytest.raises(InputError, match=r"^--queries-per-test: must be at least 1 \(got 0\)$"):
+        QueryJob.from_args(
+            parse("make-queries", *MINIMAL["make-queries"], "--queries-per-test", "0")
+        )
+    with pytest.raises(InputError) as info:
+        LibraryJob.from_args(parse("make-library", "--output", "o", "--size", "0")).check()
+    assert str(info.value) == "size must be a positive integer, got 0"
+    with pytest.raises(InputError) as info:
+        args = parse("extract", "--images", "lib", "--method", "sift", "--output", "o.h5")
+        ExtractJob.from_args(args).check()
+    assert str(info.value) == (
+        "unknown descriptor method 'sift' (built-in: colorhist, correlogram, tiny, pdq; "
+        "or module:function)"
+    )
+    with pytest.raises(InputError, match="^--descriptors: a method is named twice"):
+        RankJob.from_args(parse("rank-eval", *MINIMAL["rank-eval"], "--descriptors", "tiny,tiny"))

@@ -1,0 +1,161 @@
+"""The package as a user installs it: a wheel built from the checkout, installed in a fresh
+virtualenv outside it, and every `disc21spark` command run from a folder where no
+checkout is importable (the defaults and Spark profiles come from the wheel)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT, error_lines
+
+SPARK = ["--master", "local[2]", "--quiet"]
+
+
+def call(*command: str, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run(command, capture_output=True, text=True, timeout=600, **kw)
+
+
+@pytest.fixture(scope="module")
+def fresh(tmp_path_factory) -> Path:
+    """A virtualenv holding the wheel only; the project's dependencies are visible through
+    a .pth line (a plain path: the project's own editable install is not activated)."""
+    tmp = tmp_path_factory.mktemp("wheel")
+    source = tmp / "source"  # a copy: building in place would leave build/ in the checkout
+    source.mkdir()
+    for name in ("setup.cfg", "pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, source / name)
+    shutil.copytree(
+        ROOT / "disc21spark", source / "disc21spark", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    built = call(sys.executable, "-m", "pip", "wheel", "--no-deps", "-w", str(tmp / "dist"), str(source))
+    assert built.returncode == 0, built.stdout + built.stderr
+    (wheel,) = (tmp / "dist").glob("disc21spark-*.whl")
+    venv = tmp / "venv"
+    made = call(sys.executable, "-m", "venv", "--without-pip", str(venv))
+    assert made.returncode == 0, made.stderr
+    python = venv / "bin" / "python"
+    installed = call(
+        sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet",
+        "--no-deps", "--no-index", str(wheel),
+    )  # fmt: skip
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    # only now: pip must not see the project's editable install while installing
+    site = call(str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])")
+    Path(site.stdout.strip(), "project-dependencies.pth").write_text(
+        sysconfig.get_paths()["purelib"] + "\n"
+    )
+    return venv
+
+
+@pytest.fixture(scope="module")
+def env(fresh) -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "PYSPARK", "SPARK"))}
+    env.pop("DISC21SPARK_CONF", None)
+    env.update(PYSPARK_PYTHON=str(fresh / "bin" / "python"), SPARK_LOCAL_IP="127.0.0.1")
+    return env
+
+
+@pytest.fixture
+def work(tmp_path) -> Path:
+    """A folder outside the checkout, where the commands run."""
+    assert ROOT not in tmp_path.parents
+    return tmp_path
+
+
+def disc21spark(fresh: Path, env: dict, cwd: Path, *args: str) -> subprocess.CompletedProcess:
+    return call(str(fresh / "bin" / "disc21spark"), *args, env=env, cwd=cwd)
+
+
+def test_the_installed_package_is_the_wheels(fresh, env, work):
+    code = "import disc21spark, pyspark; print(disc21spark.__file__); print(pyspark.__file__)"
+    out = call(str(fresh / "bin" / "python"), "-c", code, env=env, cwd=work)
+    assert out.returncode == 0, out.stderr
+    ours, pyspark = out.stdout.split()
+    assert Path(ours).is_relative_to(fresh) and not Path(ours).is_relative_to(ROOT)
+    assert not Path(pyspark).is_relative_to(fresh)  # the project's, not downloaded
+    helped = disc21spark(fresh, env, work, "evaluate", "--help")
+    assert helped.returncode == 0 and helped.stdout.startswith("usage: disc21spark evaluate")
+    assert "(default 500000; 0: no limit)" in " ".join(helped.stdout.split())
+
+
+def test_evaluate_and_a_bad_submission(fresh, env, work):
+    (work / "gt.csv").write_text("query_id,reference_id\nQ1,R1\nQ2,R2\nQ3,\n")
+    (work / "preds.csv").write_text("Q1,R1,0.9\nQ2,R9,0.8\nQ2,R2,0.5\nQ3,R3,0.4\n")
+    done = disc21spark(
+        fresh, env, work, "evaluate", "--ground-truth", "gt.csv", "--predictions", "preds.csv",
+        "--output", "out", *SPARK,
+    )  # fmt: skip
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+    assert "μAP (micro average precision)" in done.stdout
+    assert "results in out/ (metrics.json, pr_curve.csv, pr_curve.png)" in done.stdout
+    assert sorted(p.name for p in (work / "out").iterdir()) == [
+        "metrics.json", "pr_curve.csv", "pr_curve.png",
+    ]  # fmt: skip
+    metrics = json.loads((work / "out" / "metrics.json").read_text())
+    assert metrics["n_predictions"] == 4 and metrics["n_true_positives"] == 2
+    (work / "bad.csv").write_text("Q1,R1,0.9\nQ1,R2,abc\n")
+    bad = disc21spark(
+        fresh, env, work, "evaluate", "--ground-truth", "gt.csv", "--predictions", "bad.csv",
+        "--output", "bad_out", *SPARK,
+    )  # fmt: skip
+    assert bad.returncode == 2, (bad.stdout + bad.stderr)[-3000:]
+    # Spark names the file it read: the absolute path
+    assert error_lines(bad) == [f"error: {work / 'bad.csv'}: line 2: score 'abc' is not a number"]
+    assert "Traceback" not in bad.stderr and not (work / "bad_out").exists()
+
+
+def test_library_queries_extract_and_rank_eval(fresh, env, work):
+    made = disc21spark(
+        fresh, env, work, "make-library", "--output", "library", "--size", "12", "--no-photos",
+        "--width", "96", "--height", "72", "--seed", "5", *SPARK,
+    )  # fmt: skip
+    assert made.returncode == 0, (made.stdout + made.stderr)[-3000:]
+    assert len(list((work / "library" / "deadleaves").glob("*.jpg"))) == 12
+    assert (work / "library" / "library.csv").is_file()
+
+    bench = disc21spark(
+        fresh, env, work, "make-queries", "--images", "library", "--output", "bench",
+        "--tests", "crop:50,jumble:4x4", "--queries-per-test", "4", "--distractors", "0.25",
+        "--seed", "3", *SPARK,
+    )  # fmt: skip
+    assert bench.returncode == 0, (bench.stdout + bench.stderr)[-3000:]
+    assert "8 queries (2 tests × 4, 2 distractors)" in bench.stdout
+    for name in ("ground_truth.csv", "queries.parquet", "references.parquet", "bench.json"):
+        assert (work / "bench" / name).is_file(), name
+    assert len(list((work / "bench" / "queries").iterdir())) == 8
+
+    vectors = disc21spark(
+        fresh, env, work, "extract", "--bench", "bench", "--method", "tiny", "--output",
+        "tiny", *SPARK,
+    )  # fmt: skip
+    assert vectors.returncode == 0, (vectors.stdout + vectors.stderr)[-3000:]
+    assert sorted(p.name for p in (work / "tiny").iterdir()) == [
+        "descriptors.json", "queries.h5", "references.h5",
+    ]  # fmt: skip
+
+    ranked = disc21spark(
+        fresh, env, work, "rank-eval", "--bench", "bench", "--descriptors", "colorhist,tiny=tiny",
+        "--output", "report", "--knn", "3", "--resamples", "10", *SPARK,
+    )  # fmt: skip
+    assert ranked.returncode == 0, (ranked.stdout + ranked.stderr)[-3000:]
+    assert "report in report/ (report.md, summary.csv, ranks.parquet, plots)" in ranked.stdout
+    for name in ("report.md", "summary.csv", "ranks.parquet", "rank_eval.json"):
+        assert (work / "report" / name).is_file(), name
+
+    unknown = disc21spark(
+        fresh, env, work, "rank-eval", "--bench", "bench", "--descriptors", "sift",
+        "--output", "report2", *SPARK,
+    )  # fmt: skip
+    assert unknown.returncode == 2
+    assert error_lines(unknown) == [
+        "error: unknown descriptor method 'sift' (built-in: colorhist, correlogram, tiny, pdq; "
+        "or module:function)"
+    ]
