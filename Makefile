@@ -41,6 +41,7 @@ test: venv lint
 	$(BIN)/python -m pytest
 
 bench: venv
+	BENCH_ROWS=500000 $(BIN)/python benchmarks/bench_matching.py
 	$(BIN)/python benchmarks/bench_matching.py
 	$(BIN)/python benchmarks/bench_descriptors.py
 	$(BIN)/python benchmarks/bench_pool.py

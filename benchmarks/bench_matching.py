@@ -2,6 +2,9 @@
 
     BENCH_ROWS=5000000 (default) | BENCH_LARGE=1 (50M) | BENCH_REPEAT=3 | ISC2021_REPO=path
 
+disc21spark runs twice: spark-submit (the Spark engine) and python jobs/evaluate.py with
+--engine local (the in-process engine that --engine auto picks for one local file).
+
 Each contender runs as its own process; wall time includes start-up (the JVM for the
 Spark ones) and peak memory is the largest resident set of the whole process tree
 (JVM and Python workers included), sampled every 50 ms.
@@ -67,6 +70,8 @@ def measure(cmd: list[str], env: dict) -> tuple[float, float, str]:
 def micro_ap_of(name: str, out: str, output_dir: Path) -> float:
     if name == "disc21spark":
         return json.loads((output_dir / "metrics.json").read_text())["micro_ap"]
+    if name.startswith("disc21spark in process"):
+        return json.loads((RESULTS / "out_local" / "metrics.json").read_text())["micro_ap"]
     lines = [line for line in out.splitlines() if line.startswith("{")]
     if not lines:
         raise SystemExit(f"bench: {name} printed no result:\n{out[-2000:]}")
@@ -118,6 +123,23 @@ def main() -> None:
             "0",
             "--quiet",
         ],
+        # python jobs/evaluate.py picks the in-process engine for a local file of this size
+        "disc21spark in process (python jobs/evaluate.py)": [
+            sys.executable,
+            str(ROOT / "jobs" / "evaluate.py"),
+            "--ground-truth",
+            str(GT),
+            "--predictions",
+            str(data),
+            "--output",
+            str(RESULTS / "out_local"),
+            "--overwrite",
+            "--max-results",
+            "0",
+            "--engine",
+            "local",
+            "--quiet",
+        ],
         "numpy specification (1 process)": [
             sys.executable,
             str(ROOT / "benchmarks" / "numpy_scorer.py"),
@@ -164,6 +186,12 @@ def main() -> None:
             f"| {name} | {med:.1f} | {', '.join(f'{s:.1f}' for s in r['seconds'])} | "
             f"{r['median_peak_mb']:,.0f} | {med / ours:.2f}× | {r['micro_ap']:.12f} |"
         )
+    official = results.get("official ISC2021 (pure Python)")
+    if official:
+        for name, r in results.items():
+            if name.startswith("disc21spark"):
+                speed = official["median_seconds"] / r["median_seconds"]
+                lines.append(f"\n{name}: {speed:.2f}× the official scorer's speed")
     aps = [r["micro_ap"] for r in results.values()]
     agree = max(aps) - min(aps) <= 1e-12
     lines += ["", f"μAP agrees across scorers to 1e-12: {'yes' if agree else 'NO'}"]

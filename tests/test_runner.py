@@ -127,12 +127,21 @@ def test_the_output_folder_is_checked_before_spark(no_java_check, capsys, tmp_pa
     assert run_fake(job) == 0 and "execute" in job.calls
 
 
-def test_no_java_stops_before_anything(monkeypatch, capsys):
+def test_no_java_stops_before_spark_and_output(monkeypatch, capsys):
     monkeypatch.setattr(runner, "java_is_usable", lambda: "Java 17 is required by Spark")
     job = FakeJob()
     assert run_fake(job) == 2
-    assert job.calls == []
+    assert job.calls == ["check"]  # the checks that need no Spark decide whether Spark is used
     assert capsys.readouterr().err == "error: Java 17 is required by Spark\n"
+
+
+def test_a_job_that_needs_no_spark_needs_no_java(monkeypatch):
+    monkeypatch.setattr(runner, "java_is_usable", lambda: "Java 17 is required by Spark")
+    job = FakeJob()
+    job.needs_spark = False
+    started = []
+    code = runner.run(lambda: job, profile="local", session=lambda *a, **k: started.append(1))
+    assert code == 0 and started == [] and "execute" in job.calls
 
 
 # ------------------------------------------------- user mistakes found by the jobs

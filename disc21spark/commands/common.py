@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from disc21spark.core import config
 
@@ -20,6 +21,17 @@ def add_run_arguments(parser: argparse.ArgumentParser, command: str) -> None:
     )
     parser.add_argument("--quiet", action="store_true", help="no phase log lines")
     parser.add_argument("--debug", action="store_true", help="full traces and Spark logs")
+
+
+def add_option(
+    parser: argparse.ArgumentParser | argparse._ArgumentGroup,
+    conf: dict[str, Any],
+    name: str,
+    **kwargs: Any,
+) -> argparse.Action:
+    """``parser.add_argument(name, ...)`` with the command's default of that name
+    (``--curve-points`` → ``conf["curve_points"]``)."""
+    return parser.add_argument(name, default=conf[name.lstrip("-").replace("-", "_")], **kwargs)
 
 
 def defaults(command: str) -> dict[str, str | None]:

@@ -7,8 +7,9 @@ import argparse
 import logging
 from typing import Any
 
-from disc21spark.commands.common import add_run_arguments, defaults
+from disc21spark.commands.common import add_option, add_run_arguments, defaults
 from disc21spark.core.config import parse_size, parse_span
+from disc21spark.core.errors import InputError
 
 NAME = "evaluate"
 SUMMARY = "score a submission, a pool of submissions, or descriptors"
@@ -53,37 +54,24 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="folder for metrics.json, pr_curve.csv/png (a pool: leaderboard.*, pr_curves/)",
     )
     p.add_argument("--overwrite", action="store_true", help="replace a non-empty --output folder")
-    p.add_argument(
-        "--max-results",
-        type=int,
-        default=conf["max_results"],
+    add_option(
+        p, conf, "--max-results", type=int,
         help="matching track: reject more predictions than this; descriptor track: keep "
         "the best this many pairs over all queries (default %(default)s; 0: no limit)",
-    )
+    )  # fmt: skip
     _add_descriptor_arguments(p.add_argument_group("descriptor track"), conf)
-    p.add_argument(
-        "--partitions",
-        type=int,
-        default=conf["partitions"],
-        help="range partitions of the sort (default: from the size)",
-    )
-    p.add_argument(
-        "--curve-points",
-        type=int,
-        default=conf["curve_points"],
-        help="points kept in pr_curve.csv (metrics are always exact)",
-    )
-    p.add_argument(
-        "--predictions-format",
-        choices=("auto", "csv", "parquet"),
-        default=conf["predictions_format"],
-    )
-    p.add_argument(
-        "--ground-truth-format",
-        choices=("auto", "csv", "parquet"),
-        default=conf["ground_truth_format"],
-    )
-    p.add_argument("--title", default=conf["title"], help="title of the PR-curve plot")
+    add_option(p, conf, "--partitions", type=int,
+               help="range partitions of the sort (default: from the size)")  # fmt: skip
+    add_option(p, conf, "--curve-points", type=int,
+               help="points kept in pr_curve.csv (metrics are always exact)")  # fmt: skip
+    add_option(p, conf, "--predictions-format", choices=("auto", "csv", "parquet"))
+    add_option(p, conf, "--ground-truth-format", choices=("auto", "csv", "parquet"))
+    add_option(p, conf, "--title", help="title of the PR-curve plot")
+    add_option(p, conf, "--engine", choices=("auto", "spark", "local"),
+               help="matching track, one file: local scores it in this process (no JVM); auto "
+               "does so for a local file up to --local-max-bytes (default %(default)s)")
+    add_option(p, conf, "--local-max-bytes", type=parse_size,
+               help="the largest file --engine auto scores in process (default %(default)s)")  # fmt: skip
     add_run_arguments(p, NAME)
 
 
@@ -94,52 +82,25 @@ def _add_descriptor_arguments(d: argparse._ArgumentGroup, conf: dict[str, Any]) 
         help="query vectors: HDF5 (vectors, image_names), .npy + <name>_ids.txt, or Parquet; globs",
     )
     d.add_argument("--reference-descriptors", nargs="+", help="reference vectors, same formats")
-    d.add_argument(
-        "--knn",
-        type=int,
-        default=conf["knn"],
-        help="K nearest references per query instead of --max-results",
-    )
-    d.add_argument(
-        "--metric",
-        choices=("l2", "ip"),
-        default=conf["metric"],
-        help="l2: score = -squared distance; ip: inner product",
-    )
-    d.add_argument(
-        "--index",
-        default=conf["index"],
+    add_option(d, conf, "--knn", type=int,
+               help="K nearest references per query instead of --max-results")  # fmt: skip
+    add_option(d, conf, "--metric", choices=("l2", "ip"),
+               help="l2: score = -squared distance; ip: inner product")  # fmt: skip
+    add_option(
+        d, conf, "--index",
         help="FAISS factory string (default %(default)s; Flat is exact), "
         "e.g. 'IVF4096,Flat', 'PCAW256,L2norm,Flat'",
-    )
-    d.add_argument(
-        "--nprobe", type=int, default=conf["nprobe"], help="IVF lists visited per query"
-    )
-    d.add_argument(
-        "--max-dim",
-        type=int,
-        default=conf["max_dim"],
-        help="reject descriptors with more dimensions (default %(default)s)",
-    )
-    d.add_argument(
-        "--broadcast-limit",
-        type=parse_size,
-        default=conf["broadcast_limit"],
-        help="largest index broadcast whole (e.g. 2G, 512M); larger ones are sharded",
-    )
+    )  # fmt: skip
+    add_option(d, conf, "--nprobe", type=int, help="IVF lists visited per query")
+    add_option(d, conf, "--max-dim", type=int,
+               help="reject descriptors with more dimensions (default %(default)s)")  # fmt: skip
+    add_option(d, conf, "--broadcast-limit", type=parse_size,
+               help="largest index broadcast whole (e.g. 2G, 512M); larger ones are sharded")  # fmt: skip
     d.add_argument("--score-norm", nargs="+", help="background descriptors for score normalisation")
-    d.add_argument(
-        "--score-norm-weight",
-        type=float,
-        default=conf["score_norm_weight"],
-        help="β: weight of the background similarity",
-    )
-    d.add_argument(
-        "--score-norm-neighbors",
-        type=parse_span,
-        default=conf["score_norm_neighbors"],
-        help="a..b: background neighbours averaged (default %(default)s)",
-    )
+    add_option(d, conf, "--score-norm-weight", type=float,
+               help="β: weight of the background similarity")  # fmt: skip
+    add_option(d, conf, "--score-norm-neighbors", type=parse_span,
+               help="a..b: background neighbours averaged (default %(default)s)")  # fmt: skip
     d.add_argument(
         "--train-descriptors",
         nargs="+",
@@ -148,12 +109,8 @@ def _add_descriptor_arguments(d: argparse._ArgumentGroup, conf: dict[str, Any]) 
     d.add_argument(
         "--write-predictions", action="store_true", help="also write the pairs as predictions.csv"
     )
-    d.add_argument(
-        "--query-partitions",
-        type=int,
-        default=conf["query_partitions"],
-        help="query partitions searched in parallel (default: from the size)",
-    )
+    add_option(d, conf, "--query-partitions", type=int,
+               help="query partitions searched in parallel (default: from the size)")  # fmt: skip
 
 
 def check(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
@@ -181,8 +138,9 @@ def check(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
 
 
 class Evaluation:
-    """The evaluate command's job: picks the job that scores the input once Spark runs
-    (telling one submission from a pool looks at the file system), then delegates."""
+    """The evaluate command's job: picks the engine before anything starts, then the job
+    that scores the input (telling one submission from a pool looks at the file system,
+    so on Spark that waits for the session), and delegates."""
 
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
@@ -190,7 +148,12 @@ class Evaluation:
         self.chosen: Any = None
 
     def check(self) -> None:
-        """The inputs are read by Spark: nothing to check before it starts."""
+        """The engine: decided here, so that the runner starts Spark only if it is used."""
+        self.args.engine = choose_engine(self.args)
+
+    @property
+    def needs_spark(self) -> bool:
+        return self.args.engine == "spark"
 
     def output_folder(self) -> str | None:
         return self.args.output
@@ -203,8 +166,48 @@ class Evaluation:
         return self.chosen.summary(result)
 
 
+def choose_engine(args: argparse.Namespace) -> str:
+    """spark or local for this command line (see --engine); InputError when local is asked
+    for and cannot be used."""
+    import os
+
+    from disc21spark.matching import local
+
+    if "PYSPARK_GATEWAY_PORT" in os.environ:  # started by spark-submit: always Spark
+        if args.engine == "local":
+            log.info("spark-submit: the Spark engine scores the input (--engine local ignored)")
+        return "spark"
+    if args.engine == "spark":
+        return "spark"
+    why = _not_local(args, local)
+    if args.engine == "local":
+        if why:
+            raise InputError("--engine local", f"{why}; use --engine spark")
+        return "local"
+    if why or args.master:
+        return "spark"
+    size = os.path.getsize(local.local_path(args.predictions[0]))
+    return "local" if size <= args.local_max_bytes else "spark"
+
+
+def _not_local(args: argparse.Namespace, local: Any) -> str | None:
+    """Why the in-process engine cannot score this command line, or None."""
+    if args.track == "descriptor":
+        return "the descriptor track runs on Spark"
+    if args.submission_column or len(args.predictions) != 1:
+        return "a pool runs on Spark"
+    reason = local.unsupported(args.predictions[0], args.predictions_format)
+    if reason is None and local.local_path(args.ground_truth) is None:
+        reason = f"{args.ground_truth}: the ground truth is not a local file"
+    return reason
+
+
 def pick(spark: Any, args: argparse.Namespace) -> Any:
     """The descriptor track, a pool, or one submission scored strictly."""
+    if spark is None:  # the in-process engine: one local file, checked by choose_engine
+        from disc21spark.matching.job import MatchingJob
+
+        return MatchingJob.from_args(args)
     if args.track == "descriptor":
         from disc21spark.descriptors.job import DescriptorJob
 
@@ -217,7 +220,7 @@ def pick(spark: Any, args: argparse.Namespace) -> Any:
         log.info("one submission: --previous and --fail-on-invalid do not apply")
     from disc21spark.matching.job import MatchingJob
 
-    return MatchingJob.from_args(args)
+    return MatchingJob.from_args(args)  # args.engine: spark, or local without a session
 
 
 def build(args: argparse.Namespace) -> Evaluation:

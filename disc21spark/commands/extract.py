@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from disc21spark.commands.common import add_run_arguments, defaults
+from disc21spark.commands.common import add_option, add_run_arguments, defaults
 
 NAME = "extract"
 SUMMARY = "describe images with a baseline descriptor (files the descriptor track reads)"
@@ -33,9 +33,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="a .h5, .parquet or .npy file (--images), or a folder (--bench)",
     )  # fmt: skip
     p.add_argument("--overwrite", action="store_true", help="replace an existing output")
-    p.add_argument(
-        "--partitions", type=int, default=conf["partitions"], help="tasks that describe images"
-    )
+    add_option(p, conf, "--partitions", type=int, help="tasks that describe images")
     add_run_arguments(p, NAME)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from disc21spark.commands.common import add_run_arguments, defaults
+from disc21spark.commands.common import add_option, add_run_arguments, defaults
 
 NAME = "make-library"
 SUMMARY = "write an offline image library (photographs, then dead-leaves images)"
@@ -23,16 +23,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     conf = defaults(NAME)
     p.add_argument("--output", required=True, help="the library folder to write")
     p.add_argument("--size", type=int, required=True, help="number of images")
-    p.add_argument("--seed", type=int, default=conf["seed"])
-    p.add_argument(
-        "--width", type=int, default=conf["width"], help="dead-leaves width (default %(default)s)"
-    )
-    p.add_argument(
-        "--height",
-        type=int,
-        default=conf["height"],
-        help="dead-leaves height (default %(default)s)",
-    )
+    add_option(p, conf, "--seed", type=int)
+    add_option(p, conf, "--width", type=int, help="dead-leaves width (default %(default)s)")
+    add_option(p, conf, "--height", type=int, help="dead-leaves height (default %(default)s)")
     p.add_argument("--no-photos", action="store_true", help="dead-leaves images only")
     p.add_argument("--overwrite", action="store_true", help="replace a non-empty --output folder")
     add_run_arguments(p, NAME)

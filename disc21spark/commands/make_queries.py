@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from disc21spark.commands.common import add_run_arguments, defaults
+from disc21spark.commands.common import add_option, add_run_arguments, defaults
 
 NAME = "make-queries"
 SUMMARY = "build an altered-image benchmark (queries, ground truth) from a library"
@@ -35,25 +35,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--output", required=True, help="the benchmark folder to write")
     p.add_argument("--overwrite", action="store_true", help="replace a non-empty --output folder")
-    p.add_argument("--tests", default=conf["tests"])
-    p.add_argument("--queries-per-test", type=int, default=conf["queries_per_test"])
-    p.add_argument(
-        "--distractors",
-        type=float,
-        default=conf["distractors"],
-        help="fraction of each test's queries whose original is held out of the references",
-    )
-    p.add_argument("--seed", type=int, default=conf["seed"])
-    p.add_argument("--format", choices=("png", "jpeg"), default=conf["format"])
-    p.add_argument(
-        "--sheet-per-test",
-        type=int,
-        default=conf["sheet_per_test"],
-        help="queries per test on contact_sheet.png",
-    )
-    p.add_argument(
-        "--partitions", type=int, default=conf["partitions"], help="tasks that alter images"
-    )
+    add_option(p, conf, "--tests")
+    add_option(p, conf, "--queries-per-test", type=int)
+    add_option(p, conf, "--distractors", type=float,
+               help="fraction of each test's queries whose original is held out of the references")  # fmt: skip
+    add_option(p, conf, "--seed", type=int)
+    add_option(p, conf, "--format", choices=("png", "jpeg"))
+    add_option(p, conf, "--sheet-per-test", type=int, help="queries per test on contact_sheet.png")
+    add_option(p, conf, "--partitions", type=int, help="tasks that alter images")
     add_run_arguments(p, NAME)
 
 

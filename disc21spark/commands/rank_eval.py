@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from disc21spark.commands.common import add_run_arguments, defaults
+from disc21spark.commands.common import add_option, add_run_arguments, defaults
 from disc21spark.core.config import parse_sizes
 
 NAME = "rank-eval"
@@ -27,31 +27,18 @@ extract_descriptors --bench).
 def add_arguments(p: argparse.ArgumentParser) -> None:
     conf = defaults(NAME)
     p.add_argument("--bench", required=True, help="a folder written by make_queries")
-    p.add_argument(
-        "--descriptors", default=conf["descriptors"],
-        help="methods separated by commas (default %(default)s)",
-    )  # fmt: skip
+    add_option(p, conf, "--descriptors", help="methods separated by commas (default %(default)s)")
     p.add_argument("--output", required=True, help="the report folder to write")
     p.add_argument("--overwrite", action="store_true", help="replace a non-empty --output folder")
-    p.add_argument(
-        "--knn", type=int, default=conf["knn"],
-        help="pairs per query for μAP (default %(default)s)",
-    )  # fmt: skip
-    p.add_argument(
-        "--subsets", type=int, default=conf["subsets"],
-        help="disjoint library subsets (stability)",
-    )  # fmt: skip
+    add_option(p, conf, "--knn", type=int, help="pairs per query for μAP (default %(default)s)")
+    add_option(p, conf, "--subsets", type=int, help="disjoint library subsets (stability)")
     p.add_argument(
         "--sizes", type=parse_sizes, default=conf["sizes"] or [],
         help="library sizes, such as 500,1000,2000",
     )  # fmt: skip
-    p.add_argument(
-        "--seed", type=int, default=conf["seed"], help="subsets, size order and bootstrap"
-    )
-    p.add_argument(
-        "--resamples", type=int, default=conf["resamples"], help="bootstrap resamples"
-    )
-    p.add_argument("--partitions", type=int, default=conf["partitions"], help="query partitions")
+    add_option(p, conf, "--seed", type=int, help="subsets, size order and bootstrap")
+    add_option(p, conf, "--resamples", type=int, help="bootstrap resamples")
+    add_option(p, conf, "--partitions", type=int, help="query partitions")
     add_run_arguments(p, NAME)
 
 

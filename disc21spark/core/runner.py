@@ -4,7 +4,8 @@ Every command builds a job (a small dataclass with ``from_args``) and hands it h
 
 1. the checks that need no Spark (``job.check()``), then the output folder, so that a bad
    command fails in a second instead of after Spark's start;
-2. the session, started once;
+2. the session, started once (not at all for a job that says it needs none: the
+   in-process engine of ``evaluate``);
 3. ``job.execute(spark)``, then ``job.summary(result)`` printed on stdout.
 
 Exit codes: 0 done, 2 bad input (InputError, OutputError: one ``error:`` line), 1 a bug of
@@ -13,9 +14,11 @@ ours (one ``internal error:`` line, the trace with --debug), 130 interrupted.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import sys
 import traceback
+from argparse import Namespace
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -54,6 +57,14 @@ class BaseJob:
         return getattr(self, "output", None)
 
 
+def job_fields(cls: type, args: Namespace, **given: Any) -> dict[str, Any]:
+    """The keyword arguments of the job dataclass ``cls`` from a command's options: each
+    field an option sets (``--max-results`` → ``max_results``), then ``given`` over them
+    (the fields with no option of their name, or converted on the way)."""
+    names = [f.name for f in dataclasses.fields(cls) if f.init and hasattr(args, f.name)]
+    return {**{name: getattr(args, name) for name in names}, **given}
+
+
 SessionFactory = Callable[..., Any]
 
 
@@ -66,17 +77,19 @@ def run(
     session: SessionFactory | None = None,
 ) -> int:
     """Build the job, check it, start Spark, run it, print its summary: the exit code."""
-    problem = java_is_usable()
-    if problem:
-        print(f"error: {problem}", file=sys.stderr)
-        return EXIT_INPUT
     try:
         job = build()
         job.check()
+        # the in-process engine of evaluate needs neither Java nor a session
+        needs_spark = getattr(job, "needs_spark", True)
+        problem = java_is_usable() if needs_spark else None
+        if problem:
+            print(f"error: {problem}", file=sys.stderr)
+            return EXIT_INPUT
         folder = job.output_folder()
         if folder:
             check_writable(folder, job.overwrite)  # before paying for Spark's start
-        spark = (session or _spark_session)(profile, master, debug=debug)
+        spark = (session or _spark_session)(profile, master, debug=debug) if needs_spark else None
         result = job.execute(spark)
         for line in job.summary(result):
             print(line)

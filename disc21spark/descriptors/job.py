@@ -19,7 +19,7 @@ from disc21spark.core import config
 from disc21spark.core.errors import InputError, first_line
 from disc21spark.core.output import check_writable
 from disc21spark.core.phases import Phases
-from disc21spark.core.runner import BaseJob
+from disc21spark.core.runner import BaseJob, job_fields
 from disc21spark.descriptors import files as descriptor_files
 from disc21spark.descriptors import plan as descriptor_plan
 from disc21spark.descriptors import query_side
@@ -64,31 +64,14 @@ class DescriptorJob(BaseJob):
     @classmethod
     def from_args(cls, args: Namespace) -> DescriptorJob:
         """`disc21spark evaluate --query-descriptors ... --reference-descriptors ...`."""
-        first, last = args.score_norm_neighbors
-        return cls(
-            ground_truth=args.ground_truth,
-            query_descriptors=args.query_descriptors,
-            reference_descriptors=args.reference_descriptors,
-            output=args.output,
-            knn=args.knn,
-            max_results=args.max_results,
-            metric=args.metric,
-            index=args.index,
-            nprobe=args.nprobe,
-            max_dim=args.max_dim,
-            broadcast_limit=args.broadcast_limit,
+        fields = job_fields(
+            cls,
+            args,
             score_norm=args.score_norm or [],
-            score_norm_weight=args.score_norm_weight,
-            score_norm_neighbors=(first, last),
+            score_norm_neighbors=tuple(args.score_norm_neighbors),
             train_descriptors=args.train_descriptors or [],
-            write_predictions=args.write_predictions,
-            query_partitions=args.query_partitions,
-            partitions=args.partitions,
-            overwrite=args.overwrite,
-            curve_points=args.curve_points,
-            ground_truth_format=args.ground_truth_format,
-            title=args.title,
         )
+        return cls(**fields)
 
     def execute(self, spark: SparkSession) -> MatchingMetrics:
         return run(spark, self)

@@ -1,24 +1,28 @@
-"""The matching-track job: read → validate → label → sort → aggregate → report."""
+"""The matching-track job: read → validate → label → sort → aggregate → report.
+
+Two engines score one submission: Spark (the plan of ``score.py``) and, for the everyday
+local file, this process (``local.py``: Arrow and the numpy specification). Their figures
+are the specification's; the tests hold them equal, errors included.
+"""
 
 from __future__ import annotations
 
 from argparse import Namespace
 from dataclasses import dataclass
 from pathlib import Path
-
-from pyspark.sql import SparkSession
-from pyspark.sql import functions as F
+from typing import TYPE_CHECKING
 
 from disc21spark.core import config
 from disc21spark.core.errors import InputError, first_line
 from disc21spark.core.output import check_writable, staged_output
 from disc21spark.core.phases import Phases
-from disc21spark.core.runner import BaseJob
-from disc21spark.matching import labels, report, validate
+from disc21spark.core.runner import BaseJob, job_fields
+from disc21spark.matching import report
 from disc21spark.matching.ground_truth import ground_truth_phase
 from disc21spark.matching.model import GroundTruth, MatchingMetrics
-from disc21spark.matching.read import read_predictions
-from disc21spark.matching.score import Scoring, UnreadableInput, score
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 
 @dataclass(frozen=True)
@@ -35,6 +39,11 @@ class MatchingJob(BaseJob):
     predictions_format: str = config.value("evaluate", "predictions_format")
     ground_truth_format: str = config.value("evaluate", "ground_truth_format")
     title: str | None = config.value("evaluate", "title")
+    in_process: bool = False  # the local engine (evaluate --engine decides)
+
+    @property
+    def needs_spark(self) -> bool:
+        return not self.in_process
 
     @classmethod
     def from_args(cls, args: Namespace) -> MatchingJob:
@@ -42,20 +51,10 @@ class MatchingJob(BaseJob):
         predictions = args.predictions
         if not isinstance(predictions, str):
             (predictions,) = predictions
-        return cls(
-            ground_truth=args.ground_truth,
-            predictions=predictions,
-            output=args.output,
-            max_results=args.max_results,
-            partitions=args.partitions,
-            overwrite=args.overwrite,
-            curve_points=args.curve_points,
-            predictions_format=args.predictions_format,
-            ground_truth_format=args.ground_truth_format,
-            title=args.title,
-        )
+        in_process = getattr(args, "engine", "spark") == "local"
+        return cls(**job_fields(cls, args, predictions=predictions, in_process=in_process))
 
-    def execute(self, spark: SparkSession) -> MatchingMetrics:
+    def execute(self, spark: SparkSession | None) -> MatchingMetrics:
         return run(spark, self)
 
     def summary(self, metrics: MatchingMetrics) -> list[str]:
@@ -66,9 +65,23 @@ class MatchingJob(BaseJob):
 
 
 def score_predictions(
-    spark: SparkSession, job: MatchingJob, gt: GroundTruth, phases: Phases
+    spark: SparkSession | None, job: MatchingJob, gt: GroundTruth, phases: Phases
 ) -> MatchingMetrics:
-    """The submission's metrics, or the InputError naming its first problem."""
+    """The submission's metrics, or the InputError naming its first problem: in this
+    process without a session, else on Spark."""
+    if spark is None:
+        from disc21spark.matching import local
+
+        return local.score_file(
+            job.predictions, job.predictions_format, gt, job.max_results, job.curve_points, phases
+        )
+    # here, not above: the in-process engine never pays for importing PySpark
+    from pyspark.sql import functions as F
+
+    from disc21spark.matching import labels, validate
+    from disc21spark.matching.read import read_predictions
+    from disc21spark.matching.score import Scoring, UnreadableInput, score
+
     raw = read_predictions(spark, job.predictions, job.predictions_format)
     pairs = validate.typed_predictions(raw).withColumn(labels.SUBMISSION, F.lit(0))
     scoring = Scoring(
@@ -87,7 +100,7 @@ def score_predictions(
     return scored.metrics[0]
 
 
-def run(spark: SparkSession, job: MatchingJob) -> MatchingMetrics:
+def run(spark: SparkSession | None, job: MatchingJob) -> MatchingMetrics:
     """Score one submission; writes job.output (when given) whole or not at all."""
     if job.output:
         check_writable(job.output, job.overwrite)

@@ -18,7 +18,9 @@ O(predictions), and every figure of ``metrics.py`` follows exactly:
 
 Before the sort, one census shuffle by query (``census``) gathers what needs a query's
 predictions at once: repeated pairs, distinct queries, and the rank of each true pair
-behind recall@1/@10 (how many of its query's predictions score at least as high).
+behind recall@1/@10 (how many of its query's predictions score at least as high). A
+census without per-query lists was built and measured slower here (README, "What was
+tried"): this one stays until a plan measures faster.
 """
 
 from __future__ import annotations
@@ -35,8 +37,8 @@ from disc21spark.matching.labels import SUBMISSION, is_unknown
 from disc21spark.matching.model import GroundTruth, MatchingMetrics
 from disc21spark.matching.spec import (
     REQUIRED_PRECISION,
+    assemble,
     peak_points,
-    recall_at_rank,
     thin_curve,
 )
 
@@ -328,25 +330,19 @@ def metrics_from_parts(
     max_curve_points: int,
 ) -> MatchingMetrics:
     """Assemble one submission's metrics from the plan's small outputs."""
-    micro_ap, (p90, r90, t90), curve, n_tp, n_pairs = finish(runs, gt.n_positives, max_curve_points)
+    micro_ap, point, curve, n_tp, n_pairs = finish(runs, gt.n_positives, max_curve_points)
     if n_pairs != stats.n_predictions:
         raise RuntimeError(f"internal error: sorted {n_pairs} pairs of {stats.n_predictions}")
-    missing = np.full(gt.n_positives - len(found_ranks), -1, dtype=np.int64)
-    ranks = np.concatenate([found_ranks, missing])
-    return MatchingMetrics(
-        micro_ap=micro_ap,
-        recall_at_p90=r90,
-        threshold_at_p90=t90,
-        precision_at_p90=p90,
-        recall_at_rank1=recall_at_rank(ranks, 1),
-        recall_at_rank10=recall_at_rank(ranks, 10),
+    return assemble(
+        gt,
+        micro_ap,
+        point,
+        found_ranks,
+        curve,
         n_predictions=n_pairs,
-        n_positives=gt.n_positives,
         n_true_positives=n_tp,
-        n_queries=gt.n_queries,
         n_queries_with_predictions=stats.n_queries_with_predictions,
         n_unknown_query_predictions=stats.n_unknown_query_predictions,
-        curve=curve,
     )
 
 

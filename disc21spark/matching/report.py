@@ -40,20 +40,22 @@ def metrics_document(metrics: MatchingMetrics, run: dict) -> dict:
     return doc
 
 
-def run_document(spark, phases, **inputs) -> dict:
-    """The ``run`` part of a result file: the inputs and settings given, then the Spark
-    that ran the job and the seconds of each phase."""
+def run_document(spark: SparkSession | None, phases: Phases, **inputs) -> dict:
+    """The ``run`` part of a result file: the inputs and settings given, then the engine
+    that ran the job (Spark's master and version; none in process) and the seconds of
+    each phase."""
     return {
         **inputs,
-        "spark_master": spark.sparkContext.master,
-        "spark_version": spark.version,
+        "engine": "local" if spark is None else "spark",
+        "spark_master": None if spark is None else spark.sparkContext.master,
+        "spark_version": None if spark is None else spark.version,
         "phase_seconds": phases.seconds,
     }
 
 
 @contextmanager
 def staged_report(
-    spark: SparkSession, phases: Phases, output: str, overwrite: bool, inputs: dict
+    spark: SparkSession | None, phases: Phases, output: str, overwrite: bool, inputs: dict
 ) -> Iterator[tuple[Path, dict]]:
     """The report phase: a staging folder that becomes ``output`` whole when the block
     ends well, and the run document of ``inputs`` for the files written there."""
@@ -81,11 +83,18 @@ def write_curve_csv(path: Path, metrics: MatchingMetrics) -> None:
             writer.writerow([repr(float(p)), repr(float(r)), repr(float(t))])
 
 
-def plot_curves(path: Path, curves: list[tuple[str, MatchingMetrics]], title: str) -> None:
+def import_pyplot():
+    """matplotlib's pyplot on the Agg backend (files only, no screen)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
+    return plt
+
+
+def plot_curves(path: Path, curves: list[tuple[str, MatchingMetrics]], title: str) -> None:
+    plt = import_pyplot()
 
     fig, ax = plt.subplots(figsize=(7, 5.5), dpi=110)
     for label, metrics in curves:

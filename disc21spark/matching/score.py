@@ -130,15 +130,15 @@ def _problems(
     """The single-file scorer's error of each invalid submission: bad row, then too many
     predictions, then a repeated pair (the order a user fixing a file meets them)."""
     errors: dict[int, InputError] = {}
-    for sub, census in censuses.items():
+    for sub, found in censuses.items():
         error = None
-        if census.n_bad:
-            error = validate.problem_error(spark, census.first_bad)
+        if found.n_bad:
+            error = validate.problem_error(spark, found.first_bad)
         if error is None:
             source = scoring.sources.get(sub, "predictions")
-            error = max_results_error(source, census.n_predictions, scoring.max_results)
-        if error is None and census.n_repeated_pairs:
-            suspect = labels.query_key(census.repeating_query, scoring.gt)
+            error = max_results_error(source, found.n_predictions, scoring.max_results)
+        if error is None and found.n_repeated_pairs:
+            suspect = labels.query_key(found.repeating_query, scoring.gt)
             mine = pairs.where(F.col(labels.SUBMISSION) == sub)
             error = validate.duplicate_error(spark, mine, suspect)
         if error is not None:
@@ -159,9 +159,9 @@ def _metrics(
         stats = plan.query_stats(censuses, labelled)
         note["rows"] = sum(s.n_predictions for s in stats.values())
         if len(subs) == 1:
-            census, only = next(iter(censuses.values())), next(iter(stats.values()))
+            first, only = next(iter(censuses.values())), next(iter(stats.values()))
             note["detail"] = (
-                f"{len(census.ranks):,} true pairs found, "
+                f"{len(first.ranks):,} true pairs found, "
                 f"{only.n_unknown_query_predictions:,} predictions for unknown queries"
             )
     partitions = scoring.partitions or plan.default_partitions(

@@ -193,7 +193,6 @@ def evaluate_encoded(
 
     p90, r90, t90 = operating_point(precision, recall, thresholds, REQUIRED_PRECISION)
     found = true_pair_ranks(e.query, scores, e.label)
-    ranks = np.concatenate([found, np.full(n_positives - len(found), -1, dtype=np.int64)])
 
     # the curve peaks at each true positive; the last point closes it
     marks = np.flatnonzero(y)
@@ -204,6 +203,32 @@ def evaluate_encoded(
     if r90 is not None:
         keep = int(np.flatnonzero((curve.recall == r90) & (curve.threshold == t90))[0])
 
+    return assemble(
+        gt,
+        micro_ap,
+        (p90, r90, t90),
+        found,
+        thin_curve(curve, max_curve_points, keep),
+        n_predictions=len(y),
+        n_true_positives=int(y.sum()),
+        n_queries_with_predictions=distinct(e.query),
+        n_unknown_query_predictions=int(e.unknown.sum()),
+    )
+
+
+def assemble(
+    gt: GroundTruth,
+    micro_ap: float,
+    point: tuple[float | None, float | None, float | None],
+    found_ranks: np.ndarray,
+    curve: PRCurve,
+    **counts: int,
+) -> MatchingMetrics:
+    """Every figure from its parts (the specification's, or the Spark plan's): recall at
+    rank k counts a true pair never predicted as never found."""
+    missing = np.full(gt.n_positives - len(found_ranks), -1, dtype=np.int64)
+    ranks = np.concatenate([found_ranks, missing])
+    p90, r90, t90 = point
     return MatchingMetrics(
         micro_ap=micro_ap,
         recall_at_p90=r90,
@@ -211,11 +236,8 @@ def evaluate_encoded(
         precision_at_p90=p90,
         recall_at_rank1=recall_at_rank(ranks, 1),
         recall_at_rank10=recall_at_rank(ranks, 10),
-        n_predictions=len(y),
-        n_positives=n_positives,
-        n_true_positives=int(y.sum()),
+        n_positives=gt.n_positives,
         n_queries=gt.n_queries,
-        n_queries_with_predictions=distinct(e.query),
-        n_unknown_query_predictions=int(e.unknown.sum()),
-        curve=thin_curve(curve, max_curve_points, keep),
+        curve=curve,
+        **counts,
     )

@@ -30,7 +30,7 @@ from disc21spark.core.errors import (
 from disc21spark.core.files import data_files, detect_format, is_directory, read_parquet
 from disc21spark.core.output import check_writable
 from disc21spark.core.phases import Phases
-from disc21spark.core.runner import BaseJob
+from disc21spark.core.runner import BaseJob, job_fields
 from disc21spark.matching import labels, report, validate
 from disc21spark.matching.ground_truth import ground_truth_phase
 from disc21spark.matching.model import GroundTruth, Submission
@@ -63,20 +63,7 @@ class PoolJob(BaseJob):
     @classmethod
     def from_args(cls, args: Namespace) -> PoolJob:
         """`disc21spark evaluate` with a pool (see is_pool)."""
-        return cls(
-            ground_truth=args.ground_truth,
-            predictions=list(args.predictions),
-            output=args.output,
-            submission_column=args.submission_column,
-            max_results=args.max_results,
-            partitions=args.partitions,
-            overwrite=args.overwrite,
-            curve_points=args.curve_points,
-            predictions_format=args.predictions_format,
-            ground_truth_format=args.ground_truth_format,
-            fail_on_invalid=args.fail_on_invalid,
-            previous=args.previous,
-        )
+        return cls(**job_fields(cls, args, predictions=list(args.predictions)))
 
     def execute(self, spark: SparkSession) -> PoolResult:
         return run(spark, self)

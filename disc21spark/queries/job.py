@@ -21,7 +21,7 @@ from disc21spark.core import config
 from disc21spark.core.errors import InputError, display_path, first_line
 from disc21spark.core.output import staged_output
 from disc21spark.core.phases import Phases
-from disc21spark.core.runner import BaseJob
+from disc21spark.core.runner import BaseJob, job_fields
 from disc21spark.core.spark import arrow_output, spark_conf
 from disc21spark.core.spark_images import ARROW_BATCH, image_frame, in_tasks, source_frame
 from disc21spark.queries import bench_folder, codec
@@ -68,7 +68,7 @@ class QueryJob(BaseJob):
             fmt=args.format,
             sheet_per_test=args.sheet_per_test,
         )
-        return cls(args.images, args.output, settings, args.partitions, args.overwrite)
+        return cls(**job_fields(cls, args, settings=settings))
 
     def execute(self, spark: SparkSession) -> dict:
         return run(spark, self)

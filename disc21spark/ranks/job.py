@@ -20,7 +20,7 @@ from disc21spark.core import config
 from disc21spark.core.errors import InputError
 from disc21spark.core.output import staged_output
 from disc21spark.core.phases import Phases
-from disc21spark.core.runner import BaseJob
+from disc21spark.core.runner import BaseJob, job_fields
 from disc21spark.core.spark import union_all
 from disc21spark.matching.ground_truth import ground_truth_phase
 from disc21spark.matching.model import GroundTruth, MatchingMetrics
@@ -58,11 +58,7 @@ class RankJob(BaseJob):
         names = [parse_method(m)[0] for m in methods]
         if len(set(names)) != len(names):
             raise InputError("--descriptors", f"a method is named twice ({', '.join(names)})")
-        return cls(
-            bench=args.bench, methods=methods, output=args.output, knn=args.knn,
-            subsets=args.subsets, sizes=tuple(args.sizes), seed=args.seed,
-            resamples=args.resamples, partitions=args.partitions, overwrite=args.overwrite,
-        )  # fmt: skip
+        return cls(**job_fields(cls, args, methods=methods, sizes=tuple(args.sizes)))
 
     def check(self) -> None:
         """Unknown methods and a bad bench fail before Spark starts."""

@@ -1,0 +1,355 @@
+"""The in-process engine: one submission scored by the numpy specification, read with Arrow.
+
+Most runs score one file of at most 500,000 pairs on a laptop, where starting a JVM costs
+more than the work. This engine reads the file with Arrow's multi-threaded CSV reader
+under the official reader's rules as the Spark job applies them (the line stripped and
+split on commas, no quoting, each field stripped, a ``query_id,reference_id,score`` line
+skipped), turns the ids into integer codes (dictionary encoding, then a join on integers
+with the ground truth) and calls ``spec.evaluate_encoded``: the figures are the
+specification's, bit for bit, and the Spark plan is held equal to the same function.
+
+A bad file gets the Spark job's message: the fast path only notices that something is
+wrong, then the file is read again line by line in Python to name the first bad line
+with the same rules and words (``rows.line_problem``). Nothing here imports PySpark.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from disc21spark.core.errors import InputError, first_line
+from disc21spark.core.phases import Phases
+from disc21spark.matching import spec
+from disc21spark.matching.model import GroundTruth, MatchingMetrics
+from disc21spark.matching.rows import (
+    PREDICTION_COLUMNS,
+    WHITESPACE,
+    duplicate_reason,
+    line_problem,
+    max_results_error,
+    parquet_problem,
+    parse_csv_line,
+)
+
+# what Arrow reads from a local path (compression from the name, as Spark's codecs do)
+CSV_SUFFIXES = (".csv", ".txt", ".csv.gz", ".txt.gz", ".csv.bz2", ".txt.bz2")
+PARQUET_SUFFIXES = (".parquet", ".pq", ".parq")
+
+
+class NotForThisEngine(Exception):
+    """The input needs the Spark engine (a remote path, a folder, a format Arrow reads
+    differently from Spark); ``--engine auto`` then starts Spark."""
+
+
+@dataclass(frozen=True)
+class Pairs:
+    """One submission's pairs after the checks: stripped ids and finite scores."""
+
+    query: pa.Array
+    reference: pa.Array
+    score: np.ndarray
+
+
+def strings(values) -> pa.Array:
+    """An Arrow string array of Python strings. Built from buffers: ``pa.array`` and every
+    Python-to-Arrow conversion first probe for pandas, whose import alone is a sixth of
+    a 500,000-pair run."""
+    data = [str(v).encode() for v in values]
+    offsets = np.zeros(len(data) + 1, dtype=np.int32)
+    np.cumsum([len(d) for d in data], out=offsets[1:])
+    return pa.Array.from_buffers(
+        pa.string(), len(data), [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(data))]
+    )
+
+
+def numbers(array: pa.Array) -> np.ndarray:
+    """A numeric Arrow array without nulls as numpy, read from its buffer (``to_numpy``
+    probes for pandas too)."""
+    dtype = _DTYPES[str(array.type)]
+    data = array.buffers()[1]
+    return np.frombuffer(data, dtype=dtype, count=len(array), offset=array.offset * dtype.itemsize)
+
+
+_DTYPES = {"double": np.dtype(np.float64), "int32": np.dtype(np.int32), "int64": np.dtype(np.int64),
+           "int8": np.dtype(np.int8), "int16": np.dtype(np.int16)}  # fmt: skip
+_HEADER = strings(PREDICTION_COLUMNS)
+
+
+def local_path(path: str) -> str | None:
+    """The plain local file a path names, or None (another file system, a glob, a folder)."""
+    if "://" in path and not path.startswith("file://"):
+        return None
+    plain = path.removeprefix("file://") if path.startswith("file://") else path
+    if any(c in plain for c in "*?[{") or not os.path.isfile(plain):
+        return None
+    return plain
+
+
+def file_format(path: str, fmt: str) -> str:
+    """csv or parquet, as the Spark job decides; NotForThisEngine for other codecs."""
+    name = path.lower()
+    if fmt == "parquet" or (fmt == "auto" and name.endswith(PARQUET_SUFFIXES)):
+        return "parquet"
+    if fmt == "csv" and not name.endswith((".zst", ".lz4", ".snappy", ".deflate")):
+        return "csv"
+    if name.endswith(CSV_SUFFIXES) or "." not in Path(name).name:
+        return "csv"
+    raise NotForThisEngine(f"{path}: a file Arrow does not read as Spark does")
+
+
+def unsupported(path: str, fmt: str = "auto") -> str | None:
+    """Why this engine cannot read ``path`` as Spark would (None: it can)."""
+    plain = local_path(path)
+    if plain is None:
+        return f"{path}: not one local file"
+    try:
+        kind = file_format(plain, fmt)
+    except NotForThisEngine as exc:
+        return str(exc)
+    if kind == "parquet":
+        import pyarrow.parquet as pq
+
+        try:
+            schema = pq.read_schema(plain)
+        except (pa.ArrowInvalid, OSError):
+            return None  # unreadable: this engine says so in one line, as Spark would
+        if not _plain_types(schema):
+            return f"{path}: ids that are not strings or a score that is not a number"
+    return None
+
+
+def _plain_types(schema: pa.Schema) -> bool:
+    """String ids and a numeric score: the Parquet columns read alike by Arrow and Spark."""
+    if not all(c in schema.names for c in PREDICTION_COLUMNS):
+        return True  # a missing column: said in one line by the reader
+    q, r, s = (schema.field(c).type for c in PREDICTION_COLUMNS)
+    text = pa.types.is_string
+    return text(q) and text(r) and (pa.types.is_floating(s) or pa.types.is_integer(s))
+
+
+def read_pairs(path: str, fmt: str = "auto") -> Pairs:
+    """The checked pairs of one local file; an InputError naming the first bad row."""
+    plain = local_path(path)
+    if plain is None:
+        raise NotForThisEngine(f"{path}: not a local file")
+    where = os.path.abspath(plain)  # the Spark job names files by their full path
+    if file_format(plain, fmt) == "parquet":
+        return _read_parquet(plain, where)
+    return _read_csv(plain, where)
+
+
+def _read_csv(path: str, where: str) -> Pairs:
+    import pyarrow.csv as csv
+
+    bad_rows: list[object] = []
+
+    def invalid(row) -> str:  # a wrong field count, or a line of blanks only
+        if row.text.strip(WHITESPACE):
+            bad_rows.append(row)
+        return "skip"
+
+    try:
+        table = csv.read_csv(
+            path,
+            read_options=csv.ReadOptions(column_names=list(PREDICTION_COLUMNS)),
+            parse_options=csv.ParseOptions(
+                quote_char=False, escape_char=False, invalid_row_handler=invalid
+            ),
+            convert_options=csv.ConvertOptions(
+                column_types={c: pa.string() for c in PREDICTION_COLUMNS},
+                strings_can_be_null=False,
+                quoted_strings_can_be_null=False,
+            ),
+        )
+    except pa.ArrowInvalid as exc:
+        if "Empty CSV file" in str(exc):
+            return Pairs(strings([]), strings([]), np.zeros(0))
+        raise InputError(where, f"cannot be read ({first_line(exc)})") from None
+    except (OSError, EOFError) as exc:
+        raise InputError(where, f"cannot be read ({first_line(exc)})") from None
+    query, reference, raw = (
+        pc.utf8_trim(table.column(c).combine_chunks(), WHITESPACE) for c in PREDICTION_COLUMNS
+    )
+    header = pc.and_(
+        pc.and_(pc.equal(query, _HEADER[0]), pc.equal(reference, _HEADER[1])),
+        pc.equal(raw, _HEADER[2]),
+    )
+    if pc.any(header).as_py():
+        keep = pc.invert(header)
+        query, reference, raw = query.filter(keep), reference.filter(keep), raw.filter(keep)
+    score = _scores(raw)
+    if bad_rows or score is None or _any_empty(query, reference):
+        raise _first_bad_line(path, where)
+    return Pairs(query, reference, score)
+
+
+def _scores(raw: pa.Array) -> np.ndarray | None:
+    """Finite scores, -0.0 made 0.0 (they tie in the official sort); None if any is not."""
+    try:
+        score = numbers(pc.cast(raw, pa.float64()))
+    except pa.ArrowInvalid:
+        return None
+    if not np.isfinite(score).all():
+        return None
+    return score + 0.0
+
+
+def _any_empty(*columns: pa.Array) -> bool:
+    # a length cast to bool is false for an empty string
+    return any(pc.any(pc.invert(pc.cast(pc.utf8_length(c), pa.bool_()))).as_py() for c in columns)
+
+
+def _first_bad_line(path: str, where: str) -> InputError:
+    """The first bad line of the file, named with the Spark job's words."""
+    with open_text(path) as fh:
+        for number, line in enumerate(fh, start=1):
+            if not line.strip(WHITESPACE + "\n"):
+                continue
+            problem = line_problem(parse_csv_line(line.rstrip("\n")), _parse_float)
+            if problem:
+                return InputError(where, problem, f"line {number}")
+    return InputError(where, "cannot be read (a line Arrow refused)")
+
+
+def open_text(path: str):
+    """A local text file, decompressed by its name (.gz, .bz2) as Spark's codecs do."""
+    import bz2
+    import gzip
+
+    name = path.lower()
+    opener = gzip.open if name.endswith(".gz") else bz2.open if name.endswith(".bz2") else open
+    return opener(path, "rt", encoding="utf-8", errors="replace", newline="")
+
+
+def _parse_float(text: str) -> float | None:
+    """A score as Arrow reads it (the fast path's rule), or None."""
+    try:
+        return pc.cast(strings([text]), pa.float64())[0].as_py()
+    except pa.ArrowInvalid:
+        return None
+
+
+def _read_parquet(path: str, where: str) -> Pairs:
+    import pyarrow.parquet as pq
+
+    try:
+        table = pq.read_table(path)
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise InputError(where, f"cannot be read ({first_line(exc)})") from None
+    missing = [c for c in PREDICTION_COLUMNS if c not in table.column_names]
+    if missing:
+        has = ", ".join(table.column_names)
+        raise InputError(where, f"missing column {missing[0]!r} (has: {has})")
+    if not _plain_types(table.schema):
+        raise NotForThisEngine(f"{path}: ids that are not strings or a score that is not a number")
+    query, reference = (table.column(c).combine_chunks() for c in PREDICTION_COLUMNS[:2])
+    score = table.column("score").combine_chunks().cast(pa.float64())
+    values = score.to_numpy(zero_copy_only=False)
+    problem = parquet_problem(query, reference, score, values)
+    if problem is not None:
+        (q, r), reason = problem
+        raise InputError(where, reason, f"row query_id={q!r}, reference_id={r!r}")
+    return Pairs(query, reference, values + 0.0)
+
+
+def encode(pairs: Pairs, gt: GroundTruth) -> spec.Encoded:
+    """Integer codes for the specification: the ids are dictionary-encoded, then joined
+    with the ground truth on integers (a query's index, a positive reference's index)."""
+    queries = pc.dictionary_encode(pairs.query)
+    references = pc.dictionary_encode(pairs.reference)
+    query = numbers(queries.indices).astype(np.int64)
+    reference = numbers(references.indices).astype(np.int64)
+    known = strings(gt.query_ids)
+    # index in the ground truth of each distinct query id (-1: unknown), then per pair
+    index_of_query = _index_in(queries.dictionary, known)[query]
+    positive_refs = np.unique(gt.positive_references.astype(str))
+    index_of_reference = _index_in(references.dictionary, strings(positive_refs))[reference]
+    gt_index = {q: i for i, q in enumerate(gt.query_ids.astype(str))}
+    positive_keys = np.array(
+        [
+            gt_index[q] * len(positive_refs) + np.searchsorted(positive_refs, r)
+            for q, r in zip(gt.positive_queries.astype(str), gt.positive_references.astype(str))
+        ],
+        dtype=np.int64,
+    )
+    matched = (index_of_query >= 0) & (index_of_reference >= 0)
+    keys = index_of_query * len(positive_refs) + index_of_reference
+    label = matched & np.isin(keys, positive_keys)
+    return spec.Encoded(
+        query=query,
+        pair=query * max(len(references.dictionary), 1) + reference,
+        label=label,
+        score=pairs.score,
+        unknown=index_of_query < 0,
+    )
+
+
+def _index_in(values: pa.Array, value_set: pa.Array) -> np.ndarray:
+    found = pc.index_in(values, value_set=value_set)
+    missing = pa.Array.from_buffers(
+        pa.int32(), len(found), [None, pa.py_buffer(np.full(len(found), -1, dtype=np.int32))]
+    )
+    return numbers(pc.coalesce(found, missing)).astype(np.int64)
+
+
+def score_file(
+    path: str,
+    fmt: str,
+    gt: GroundTruth,
+    max_results: int,
+    curve_points: int,
+    phases: Phases | None = None,
+) -> MatchingMetrics:
+    """One submission file's metrics, in this process; the Spark job's checks and errors."""
+    phases = phases or Phases()
+    with phases.phase("read") as note:
+        pairs = read_pairs(path, fmt)
+        note["rows"] = len(pairs.score)
+        note["detail"] = "Arrow, in process"
+    with phases.phase("validate") as note:
+        error = max_results_error(path, len(pairs.score), max_results)
+        if error is not None:
+            raise error
+        encoded = encode(pairs, gt)
+        _check_repeats(path, pairs, encoded)
+        note["rows"] = len(pairs.score)
+    with phases.phase("score") as note:
+        metrics = spec.evaluate_encoded(encoded, gt, curve_points)
+        note["rows"] = metrics.n_predictions
+        note["detail"] = f"{metrics.n_true_positives:,} true positives"
+    return metrics
+
+
+def _check_repeats(path: str, pairs: Pairs, encoded: spec.Encoded) -> None:
+    """A repeated pair, named as the Spark job names it (the first repeat in the file)."""
+    order = np.argsort(encoded.pair, kind="stable")
+    same = encoded.pair[order][1:] == encoded.pair[order][:-1]
+    if not same.any():
+        return
+    row = int(order[1:][same].min())  # the earliest row that repeats an earlier one
+    copies = int(np.count_nonzero(encoded.pair == encoded.pair[row]))
+    q, r = pairs.query[row].as_py(), pairs.reference[row].as_py()
+    where = os.path.abspath(local_path(path) or path)
+    lines = _lines_of(path, (q, r)) if file_format(where, "auto") == "csv" else []
+    raise InputError(
+        where,
+        duplicate_reason(q, r, copies),
+        f"lines {lines[0]} and {lines[1]}" if len(lines) == 2 else None,
+    )
+
+
+def _lines_of(path: str, wanted: tuple[str, str], limit: int = 2) -> list[int]:
+    found = []
+    with open_text(path) as fh:
+        for number, line in enumerate(fh, start=1):
+            if parse_csv_line(line.rstrip("\n"))[:2] == wanted:
+                found.append(number)
+                if len(found) == limit:
+                    break
+    return found

@@ -1,0 +1,164 @@
+"""The two engines of one submission: Spark and in-process (Arrow + the numpy specification)
+give the same figures, bit for bit, and the same errors, word for word."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from disc21spark.commands import evaluate as evaluate_command
+from disc21spark.core.errors import InputError
+from disc21spark.matching.job import MatchingJob, run
+from disc21spark.matching.spec import evaluate
+from tests.conftest import cli_env
+from tests.test_evaluate_job import BAD_GROUND_TRUTH, BAD_PREDICTIONS, GT_LINES, write
+from tests.test_scoring_spark import assert_same, make_gt, random_submission
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def both(spark, gt, preds, **kw):
+    """(Spark's, in-process) result of the same job: metrics, or the error's text."""
+    out = []
+    for session, in_process in ((spark, False), (None, True)):
+        job = MatchingJob(str(gt), str(preds), None, in_process=in_process, **kw)
+        try:
+            out.append(run(session, job))
+        except InputError as exc:
+            out.append(f"InputError: {exc}")
+    return out
+
+
+def gt_csv(path: Path, gt) -> Path:
+    rows = [f"{q},{r}" for q, r in zip(gt.positive_queries, gt.positive_references)]
+    rows += [f"{q}," for q in gt.query_ids if q not in set(gt.positive_queries)]
+    path.write_text("query_id,reference_id\n" + "\n".join(rows) + "\n")
+    return path
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(0, 300), n_scores=st.sampled_from([1, 7, 10**6]))
+def test_engines_equal_the_specification_on_random_files(spark, tmp_path_factory, seed, n, n_scores):
+    tmp = tmp_path_factory.mktemp("engines")
+    gt = make_gt(40, 25)
+    frame = random_submission(np.random.default_rng(seed), gt, n, n_scores)
+    expected = evaluate(frame.query_id.to_numpy(), frame.reference_id.to_numpy(), frame.score.to_numpy(), gt)
+    frame.to_csv(tmp / "p.csv", index=False)
+    frame.to_parquet(tmp / "p.parquet")
+    truth = gt_csv(tmp / "gt.csv", gt)
+    for preds in (tmp / "p.csv", tmp / "p.parquet"):
+        for metrics in both(spark, truth, preds, max_results=0):
+            assert_same(metrics, expected)
+
+
+def test_odd_but_legal_text_scores_like_the_clean_file(spark, tmp_path):
+    gt = write(tmp_path / "gt.csv", GT_LINES)
+    clean = write(tmp_path / "clean.csv", "Q1,R1,0.9\nQ2,R9,0.5\nQ2,R2,0.5\nQX,R4,-0.0\n")
+    odd = write(
+        tmp_path / "odd.csv",
+        "query_id,reference_id,score\r\n Q1 ,\tR1,0.9 \r\n\r\n   \r\nQ2,R9,.5\r\nQ2,R2,5e-1\r\n"
+        "query_id,reference_id,score\r\nQX,R4,0\r\n",
+    )
+    reference = both(spark, gt, clean)[0]
+    for metrics in both(spark, gt, odd):
+        assert_same(metrics, reference)
+
+
+@pytest.mark.parametrize("text,message", BAD_PREDICTIONS)
+def test_bad_predictions_same_message_on_both_engines(spark, tmp_path, text, message):
+    gt = write(tmp_path / "gt.csv", GT_LINES)
+    spark_error, local_error = both(spark, gt, write(tmp_path / "p.csv", text))
+    assert spark_error == local_error and local_error.startswith("InputError: ")
+
+
+@pytest.mark.parametrize("text,message", BAD_GROUND_TRUTH)
+def test_bad_ground_truth_same_message_on_both_engines(spark, tmp_path, text, message):
+    gt = write(tmp_path / "gt.csv", text)
+    spark_error, local_error = both(spark, gt, write(tmp_path / "p.csv", "Q1,R1,0.5\n"))
+    assert spark_error == local_error and local_error.startswith("InputError: ")
+
+
+def test_parquet_and_limits_same_on_both_engines(spark, tmp_path):
+    gt = write(tmp_path / "gt.csv", GT_LINES)
+    preds = write(tmp_path / "p.csv", "Q1,R1,0.9\nQ2,R2,0.8\nQ4,R4,0.7\n")
+    first, second = both(spark, gt, preds, max_results=2)
+    assert first == second and "more than --max-results 2" in second
+    cases = {
+        "inf": {"query_id": ["Q1", "Q2"], "reference_id": ["R1", "R2"], "score": [0.5, np.inf]},
+        "empty": {"query_id": ["Q1", ""], "reference_id": ["R1", "R2"], "score": [0.5, 0.1]},
+        "no_score": {"query_id": ["Q1"], "reference_id": ["R1"]},
+        "null": {"query_id": ["Q1", "Q2"], "reference_id": ["R1", "R2"], "score": [0.5, None]},
+    }
+    for name, columns in cases.items():
+        pd.DataFrame(columns).to_parquet(tmp_path / f"{name}.parquet")
+        first, second = both(spark, gt, tmp_path / f"{name}.parquet")
+        assert first == second and second.startswith("InputError: "), name
+    empty = write(tmp_path / "empty.csv", "")
+    first, second = both(spark, gt, empty)
+    assert_same(first, second)
+
+
+def args_for(tmp_path: Path, *extra: str, predictions: list[str] | None = None) -> argparse.Namespace:
+    from disc21spark import commands
+
+    gt = write(tmp_path / "gt.csv", GT_LINES)
+    preds = predictions or [write(tmp_path / "p.csv", "Q1,R1,0.5\n")]
+    argv = ["evaluate", "--ground-truth", gt, "--output", str(tmp_path / "o"), *extra]
+    return commands.parse([*argv, "--predictions", *preds])
+
+
+def test_auto_engine_choice(tmp_path, monkeypatch):
+    monkeypatch.delenv("PYSPARK_GATEWAY_PORT", raising=False)
+    choose = evaluate_command.choose_engine
+    assert choose(args_for(tmp_path)) == "local"
+    assert choose(args_for(tmp_path, "--master", "local[2]")) == "spark"
+    assert choose(args_for(tmp_path, "--engine", "spark")) == "spark"
+    assert choose(args_for(tmp_path, "--local-max-bytes", "4")) == "spark"  # the file is larger
+    (tmp_path / "pool").mkdir()
+    write(tmp_path / "pool" / "a.csv", "Q1,R1,0.5\n")
+    assert choose(args_for(tmp_path, predictions=[str(tmp_path / "pool")])) == "spark"
+    assert choose(args_for(tmp_path, predictions=[str(tmp_path / "pool" / "*.csv")])) == "spark"
+    monkeypatch.setenv("PYSPARK_GATEWAY_PORT", "1")  # started by spark-submit
+    assert choose(args_for(tmp_path, "--engine", "local")) == "spark"
+
+
+def test_local_engine_refuses_what_it_cannot_read(tmp_path, monkeypatch):
+    monkeypatch.delenv("PYSPARK_GATEWAY_PORT", raising=False)
+    (tmp_path / "pool").mkdir()
+    args = args_for(tmp_path, "--engine", "local", predictions=[str(tmp_path / "pool")])
+    with pytest.raises(InputError, match=r"--engine local: .*not one local file; use --engine spark"):
+        evaluate_command.choose_engine(args)
+    pd.DataFrame({"query_id": [1], "reference_id": ["R1"], "score": [0.5]}).to_parquet(
+        tmp_path / "ints.parquet"
+    )
+    args = args_for(tmp_path, "--engine", "auto", predictions=[str(tmp_path / "ints.parquet")])
+    assert evaluate_command.choose_engine(args) == "spark"  # Spark casts integer ids itself
+
+
+def test_python_jobs_evaluate_needs_no_java_for_a_local_file(tmp_path):
+    gt = write(tmp_path / "gt.csv", GT_LINES)
+    preds = write(tmp_path / "p.csv", "Q1,R1,0.9\nQ2,R2,0.8\n")
+    env = dict(cli_env(), JAVA_HOME=str(tmp_path / "no-java"), PATH=os.path.dirname(sys.executable))
+    cmd = [sys.executable, str(ROOT / "jobs" / "evaluate.py"), "--ground-truth", gt,
+           "--predictions", preds, "--output", str(tmp_path / "out")]  # fmt: skip
+    import subprocess
+
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads((tmp_path / "out" / "metrics.json").read_text())
+    assert doc["run"]["engine"] == "local" and doc["run"]["spark_master"] is None
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [
+        "metrics.json", "pr_curve.csv", "pr_curve.png"
+    ]  # fmt: skip
+    proc = subprocess.run([*cmd, "--overwrite", "--engine", "spark"], capture_output=True,
+                          text=True, env=env, timeout=120)  # fmt: skip
+    assert proc.returncode == 2 and "Java 17" in proc.stderr
