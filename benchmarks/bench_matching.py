@@ -108,37 +108,16 @@ def main() -> None:
         )
     out_dir = RESULTS / "out"
     submit = [str(BIN / "spark-submit"), "--master", "local[*]", "--driver-memory", "2g"]
+    def ours(output: Path) -> list[str]:
+        return [str(ROOT / "jobs" / "evaluate.py"), "--ground-truth", str(GT),
+                "--predictions", str(data), "--output", str(output), "--overwrite",
+                "--max-results", "0", "--quiet"]  # fmt: skip
+
     contenders = {
-        "disc21spark": submit
-        + [
-            str(ROOT / "jobs" / "evaluate.py"),
-            "--ground-truth",
-            str(GT),
-            "--predictions",
-            str(data),
-            "--output",
-            str(out_dir),
-            "--overwrite",
-            "--max-results",
-            "0",
-            "--quiet",
-        ],
-        # python jobs/evaluate.py picks the in-process engine for a local file of this size
+        "disc21spark": submit + ours(out_dir),
+        # the in-process engine that python jobs/evaluate.py picks for one local file
         "disc21spark in process (python jobs/evaluate.py)": [
-            sys.executable,
-            str(ROOT / "jobs" / "evaluate.py"),
-            "--ground-truth",
-            str(GT),
-            "--predictions",
-            str(data),
-            "--output",
-            str(RESULTS / "out_local"),
-            "--overwrite",
-            "--max-results",
-            "0",
-            "--engine",
-            "local",
-            "--quiet",
+            sys.executable, *ours(RESULTS / "out_local"), "--engine", "local"
         ],
         "numpy specification (1 process)": [
             sys.executable,
