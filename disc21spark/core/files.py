@@ -5,9 +5,12 @@ Every failure is the user's path, so each is an InputError naming it.
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame, SparkSession
+from typing import TYPE_CHECKING
 
 from disc21spark.core.errors import InputError, first_line
+
+if TYPE_CHECKING:  # the in-process engine uses detect_format without importing PySpark
+    from pyspark.sql import DataFrame, SparkSession
 
 PARQUET_SUFFIXES = (".parquet", ".pq", ".parq")
 

@@ -24,6 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from disc21spark.core.errors import InputError, first_line
+from disc21spark.core.files import detect_format
 from disc21spark.core.phases import Phases
 from disc21spark.matching import spec
 from disc21spark.matching.model import GroundTruth, MatchingMetrics
@@ -39,7 +40,8 @@ from disc21spark.matching.rows import (
 
 # what Arrow reads from a local path (compression from the name, as Spark's codecs do)
 CSV_SUFFIXES = (".csv", ".txt", ".csv.gz", ".txt.gz", ".csv.bz2", ".txt.bz2")
-PARQUET_SUFFIXES = (".parquet", ".pq", ".parq")
+# codecs Hadoop reads and Arrow does not take from a file name
+HADOOP_ONLY = (".zst", ".lz4", ".snappy", ".deflate")
 
 
 class NotForThisEngine(Exception):
@@ -92,13 +94,13 @@ def local_path(path: str) -> str | None:
 
 
 def file_format(path: str, fmt: str) -> str:
-    """csv or parquet, as the Spark job decides; NotForThisEngine for other codecs."""
-    name = path.lower()
-    if fmt == "parquet" or (fmt == "auto" and name.endswith(PARQUET_SUFFIXES)):
+    """csv or parquet, as the Spark job decides (``detect_format``); NotForThisEngine for
+    a codec Arrow does not read."""
+    if detect_format(path, fmt) == "parquet":
         return "parquet"
-    if fmt == "csv" and not name.endswith((".zst", ".lz4", ".snappy", ".deflate")):
-        return "csv"
-    if name.endswith(CSV_SUFFIXES) or "." not in Path(name).name:
+    name = path.lower()
+    plain = "." not in Path(name).name
+    if name.endswith(CSV_SUFFIXES) or plain or (fmt == "csv" and not name.endswith(HADOOP_ONLY)):
         return "csv"
     raise NotForThisEngine(f"{path}: a file Arrow does not read as Spark does")
 
@@ -270,14 +272,10 @@ def encode(pairs: Pairs, gt: GroundTruth) -> spec.Encoded:
     index_of_query = _index_in(queries.dictionary, known)[query]
     positive_refs = np.unique(gt.positive_references.astype(str))
     index_of_reference = _index_in(references.dictionary, strings(positive_refs))[reference]
-    gt_index = {q: i for i, q in enumerate(gt.query_ids.astype(str))}
-    positive_keys = np.array(
-        [
-            gt_index[q] * len(positive_refs) + np.searchsorted(positive_refs, r)
-            for q, r in zip(gt.positive_queries.astype(str), gt.positive_references.astype(str))
-        ],
-        dtype=np.int64,
-    )
+    # the positive pairs as the same integer keys: (query index, positive reference index)
+    positive_query = _index_in(strings(gt.positive_queries), known)
+    positive_reference = np.searchsorted(positive_refs, gt.positive_references.astype(str))
+    positive_keys = positive_query * len(positive_refs) + positive_reference
     matched = (index_of_query >= 0) & (index_of_reference >= 0)
     keys = index_of_query * len(positive_refs) + index_of_reference
     label = matched & np.isin(keys, positive_keys)
