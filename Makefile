@@ -11,7 +11,7 @@ export SPARK_LOCAL_IP        = 127.0.0.1
 export SPARK_CONF_DIR        = $(CURDIR)/disc21spark/conf
 SUBMIT  = $(BIN)/spark-submit
 
-.PHONY: venv demo test lint bench cluster-start cluster-stop clean
+.PHONY: venv demo test lint bench dist cluster-start cluster-stop clean
 
 venv: $(VENV)/.installed
 
@@ -48,6 +48,10 @@ bench: venv
 	$(BIN)/python benchmarks/bench_queries.py
 	$(BIN)/python benchmarks/bench_ranks.py
 
+# the wheel and dist/disc21spark-env.tar.gz, the executors' Python environment (README: On a cluster)
+dist: venv
+	scripts/make_dist.sh
+
 cluster-start: venv
 	scripts/standalone.sh start
 
@@ -55,4 +59,4 @@ cluster-stop:
 	scripts/standalone.sh stop
 
 clean:
-	rm -rf demo benchmarks/results .pytest_cache .hypothesis
+	rm -rf demo benchmarks/results .pytest_cache .hypothesis dist build

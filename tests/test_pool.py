@@ -16,9 +16,10 @@ import pandas as pd
 import pytest
 
 from disc21spark.core.errors import InputError
-from disc21spark.matching.model import GroundTruth
+from disc21spark.matching.model import GroundTruth, Submission
 from disc21spark.matching.spec import evaluate
 from disc21spark.pool import job as pool
+from disc21spark.pool import per_file
 from tests.conftest import error_lines, run_evaluate
 
 GT = pd.DataFrame(
@@ -69,10 +70,17 @@ def write_pool(folder: Path, seed: int, n_subs: int) -> dict[str, pd.DataFrame]:
     return subs
 
 
-@pytest.mark.parametrize("seed,partitions", [(1, 1), (2, 3), (3, 8)])
-def test_pool_equals_each_submission_scored_alone(spark, tmp_path, gt_file, seed, partitions):
+@pytest.mark.parametrize(
+    "seed,partitions,plan",
+    [(1, 1, "one-sort"), (2, 3, "one-sort"), (3, 8, "one-sort"), (1, 1, "per-file"), (4, 2, "auto")],
+)
+def test_pool_equals_each_submission_scored_alone(
+    spark, tmp_path, gt_file, seed, partitions, plan
+):
     subs = write_pool(tmp_path / "pool", seed, 7)
-    job = pool.PoolJob(gt_file, [str(tmp_path / "pool")], None, partitions=partitions)
+    job = pool.PoolJob(
+        gt_file, [str(tmp_path / "pool")], None, partitions=partitions, pool_plan=plan
+    )
     result = pool.run(spark, job)
     gt = ground_truth()
     assert [s.name for s in result.submissions] == sorted(subs)
@@ -123,10 +131,11 @@ def bad_pool(folder: Path) -> dict[str, str]:
     }
 
 
-def test_bad_submissions_are_marked_and_the_rest_scored(spark, tmp_path, gt_file):
+@pytest.mark.parametrize("plan", ["one-sort", "per-file"])
+def test_bad_submissions_are_marked_and_the_rest_scored(spark, tmp_path, gt_file, plan):
     expected = bad_pool(tmp_path / "pool")
     out = tmp_path / "out"
-    job = pool.PoolJob(gt_file, [str(tmp_path / "pool")], str(out), max_results=5)
+    job = pool.PoolJob(gt_file, [str(tmp_path / "pool")], str(out), max_results=5, pool_plan=plan)
     result = pool.run(spark, job)
     status = {s.name: s for s in result.submissions}
     assert status["good"].status == "ok" and status["good"].metrics.n_true_positives == 3
@@ -173,7 +182,8 @@ def test_incremental_run_equals_full_run(spark, tmp_path, gt_file):
     subs = write_pool(folder, 11, 6)
     (folder / "bad.csv").write_text("Q1,R1,0.5\nQ1,R1,0.6\n")
     first = tmp_path / "first"
-    pool.run(spark, pool.PoolJob(gt_file, [str(folder)], str(first)))
+    # the first run by the one-sort plan, the next ones per file: reuse is plan-blind
+    pool.run(spark, pool.PoolJob(gt_file, [str(folder)], str(first), pool_plan="one-sort"))
     # add one, change one, remove one
     random_submission(np.random.default_rng(99), 80).to_csv(folder / "newcomer.csv", index=False)
     changed = subs["team01"].assign(score=subs["team01"].score[::-1].to_numpy())
@@ -215,3 +225,37 @@ def test_two_files_with_one_name_and_single_file_stays_strict(spark, tmp_path, g
     (tmp_path / "parts").mkdir()
     (tmp_path / "parts" / "part-00000.csv").write_text("Q1,R1,0.5\n")
     assert not pool.is_pool(spark, [str(rel / "parts")], None)
+
+
+def test_pool_plan_auto_takes_per_file_only_for_files_arrow_reads_alike(tmp_path):
+    folder = tmp_path / "pool"
+    write_pool(folder, 3, 3)
+    subs = [Submission(p.stem, str(p)) for p in sorted(folder.iterdir())]
+    assert per_file.plan_for("auto", subs, "auto", 1 << 20) == "per-file"
+    assert per_file.plan_for("one-sort", subs, "auto", 1 << 20) == "one-sort"
+    assert per_file.plan_for("auto", subs, "auto", 10) == "one-sort"  # over the size
+    assert per_file.plan_for("per-file", subs, "auto", 10) == "per-file"  # size: auto's rule
+    (folder / "z.csv.zst").write_bytes(b"")
+    odd = [*subs, Submission("z", str(folder / "z.csv.zst"))]
+    assert per_file.plan_for("auto", odd, "auto", 1 << 20) == "one-sort"
+    with pytest.raises(InputError, match=r"--pool-plan per-file: .*z.csv.zst.*one-sort"):
+        per_file.plan_for("per-file", odd, "auto", 1 << 20)
+    table = [Submission("t", "table:t")]
+    assert per_file.plan_for("auto", table, "auto", 1 << 20) == "one-sort"
+
+
+def test_odd_parquet_types_send_the_pool_to_the_one_sort_plan(spark, tmp_path, gt_file):
+    """Integer ids: Arrow and Spark read them differently, so Spark reads the pool."""
+    folder = tmp_path / "pool"
+    folder.mkdir()
+    (folder / "plain.csv").write_text("Q1,R1,0.9\nQ2,R2,0.8\n")
+    pd.DataFrame({"query_id": [1], "reference_id": [1], "score": [0.5]}).to_parquet(
+        folder / "ints.parquet"
+    )
+    subs = [Submission("ints", str(folder / "ints.parquet"))]
+    assert per_file.score_one(subs[0].source, ground_truth(), "auto", 10, 10).needs_spark
+    result = pool.run(spark, pool.PoolJob(gt_file, [str(folder)], None, pool_plan="auto"))
+    by_name = {s.name: s for s in result.submissions}
+    assert per_file.plan_for("auto", result.submissions, "auto", 1 << 20) == "one-sort"
+    assert by_name["plain"].metrics.n_true_positives == 2
+    assert by_name["ints"].status == "ok" and by_name["ints"].metrics.n_predictions == 1

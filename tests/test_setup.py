@@ -12,7 +12,7 @@ import pytest
 
 from disc21spark.core.errors import InputError
 from disc21spark.core.runner import java_is_usable
-from disc21spark.core.session import read_profile
+from disc21spark.core.session import effective_master, profile_for, read_profile
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -52,13 +52,44 @@ def test_old_java_is_refused(monkeypatch, tmp_path):
 def test_profiles_are_readable():
     local = read_profile("local")
     assert local["spark.master"] == "local[*]" and local["spark.driver.memory"] == "2g"
-    assert read_profile("standalone")["spark.master"].startswith("spark://127.0.0.1")
+    assert "spark.master" not in read_profile("cluster")
+
+
+@pytest.mark.parametrize(
+    "given,master,applies",
+    [
+        ("local", "local[*]", "local"),
+        ("local", "local[2]", "local"),
+        ("images", "local-cluster[2,1,1024]", "images"),
+        ("local", "spark://127.0.0.1:7077", "cluster"),
+        ("images", "yarn", "cluster"),
+        ("cluster", "k8s://https://host:443", "cluster"),
+    ],
+)
+def test_one_machine_profiles_apply_to_local_masters_only(given, master, applies):
+    name, settings = profile_for(given, master)
+    assert name == applies
+    if applies == "cluster":  # nothing that sizes or silences a cluster
+        for key in ("spark.sql.shuffle.partitions", "spark.ui.enabled", "spark.driver.memory"):
+            assert key not in settings
+
+
+def test_the_master_comes_from_the_command_line_then_spark_submit_then_the_profile():
+    from pyspark import SparkConf
+
+    submitted = SparkConf(loadDefaults=False)
+    profile = read_profile("local")
+    assert effective_master(None, submitted, profile) == "local[*]"
+    assert effective_master("yarn", submitted, profile) == "yarn"
+    submitted.set("spark.master", "spark://h:7077")
+    assert effective_master(None, submitted, profile) == "spark://h:7077"
+    assert effective_master("local[1]", submitted, profile) == "local[1]"
 
 
 def test_an_unknown_profile_is_one_line():
     with pytest.raises(InputError) as info:
         read_profile("nope")
-    assert str(info.value) == "unknown Spark profile 'nope' (known: images, local, standalone)"
+    assert str(info.value) == "unknown Spark profile 'nope' (known: cluster, images, local)"
 
 
 def test_the_conf_files_are_read_from_a_zip_on_py_files(tmp_path):

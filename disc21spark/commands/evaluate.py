@@ -10,6 +10,7 @@ from typing import Any
 from disc21spark.commands.common import add_option, add_run_arguments, defaults
 from disc21spark.core.config import parse_size, parse_span
 from disc21spark.core.errors import InputError
+from disc21spark.core.fs import is_uri
 
 NAME = "evaluate"
 SUMMARY = "score a submission, a pool of submissions, or descriptors"
@@ -71,7 +72,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                help="matching track, one file: local scores it in this process (no JVM); auto "
                "does so for a local file up to --local-max-bytes (default %(default)s)")
     add_option(p, conf, "--local-max-bytes", type=parse_size,
-               help="the largest file --engine auto scores in process (default %(default)s)")  # fmt: skip
+               help="the largest file --engine auto scores in process, and --pool-plan auto "
+               "in one task (default %(default)s)")
+    add_option(p, conf, "--pool-plan", choices=("auto", "per-file", "one-sort"),
+               help="pools: a Spark task per submission file, or every row through one sort "
+               "(default %(default)s)")  # fmt: skip
     add_run_arguments(p, NAME)
 
 
@@ -199,6 +204,8 @@ def _not_local(args: argparse.Namespace, local: Any) -> str | None:
     reason = local.unsupported(args.predictions[0], args.predictions_format)
     if reason is None and local.local_path(args.ground_truth) is None:
         reason = f"{args.ground_truth}: the ground truth is not a local file"
+    if reason is None and args.output and is_uri(args.output):
+        reason = f"{args.output}: an output written through Hadoop's file systems"
     return reason
 
 

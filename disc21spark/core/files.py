@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from disc21spark.core.errors import InputError, first_line
+from disc21spark.core.fs import failure as fs_failure
 
 if TYPE_CHECKING:  # the in-process engine uses detect_format without importing PySpark
     from pyspark.sql import DataFrame, SparkSession
@@ -50,7 +51,7 @@ def data_files(spark: SparkSession, path: str) -> list[str]:
             else:
                 files.append(status.getPath().toString())
     except Exception as exc:  # any filesystem failure is the user's path, not our bug
-        raise InputError(path, f"cannot be read ({first_line(exc)})") from None
+        raise fs_failure(path, exc) from None
     if not statuses:
         raise InputError(path, "no such file or directory")
     if not files:

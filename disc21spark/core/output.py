@@ -1,4 +1,8 @@
-"""Output folders that appear whole or not at all, and never replace a user's files unasked."""
+"""Output folders that appear whole or not at all, and never replace a user's files unasked.
+
+A plain path is written here with ``os.replace``; a URI (``file:///``, ``hdfs://``,
+``s3a://``...) through Hadoop's file systems (``core/fs.py``). Either way the folder holds
+``_SUCCESS`` once it is complete."""
 
 from __future__ import annotations
 
@@ -9,12 +13,21 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from disc21spark.core import fs
 from disc21spark.core.errors import OutputError
 
 
-def check_writable(path: str | os.PathLike, overwrite: bool) -> Path:
-    """Fail early, before any work, when the results could not be published."""
-    out = Path(path)
+def check_writable(path: str | os.PathLike, overwrite: bool) -> None:
+    """Fail early, before any work, when the results could not be published. A URI is
+    checked once Spark runs (its file systems live in the JVM)."""
+    if fs.is_uri(str(path)):
+        if fs.active_session() is not None:
+            fs.check_writable_uri(str(path), overwrite)
+        return
+    _check_local(Path(path), overwrite)
+
+
+def _check_local(out: Path, overwrite: bool) -> Path:
     if out.exists() and not out.is_dir():
         raise OutputError(f"{out}: exists and is not a folder")
     if out.is_dir() and any(out.iterdir()) and not overwrite:
@@ -30,11 +43,19 @@ def staged_output(path: str | os.PathLike, overwrite: bool) -> Iterator[Path]:
 
     On any failure the staging folder is removed and `path` is left as it was.
     """
-    out = check_writable(path, overwrite)
-    stage = Path(tempfile.mkdtemp(prefix=f".{out.name}.staging-", dir=out.parent))
+    if fs.is_uri(str(path)):
+        with fs.staged_uri_output(str(path), overwrite) as stage:
+            yield stage
+        return
+    out = _check_local(Path(path), overwrite)
+    try:
+        stage = Path(tempfile.mkdtemp(prefix=f".{out.name}.staging-", dir=out.parent))
+    except OSError as exc:
+        raise OutputError(f"{out.parent}: cannot write there ({exc.strerror or exc})") from None
     try:
         yield stage
-        check_writable(out, overwrite)  # someone may have written there meanwhile
+        (stage / fs.SUCCESS).write_bytes(b"")
+        _check_local(out, overwrite)  # someone may have written there meanwhile
         if out.is_dir():
             if any(out.iterdir()):
                 old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))

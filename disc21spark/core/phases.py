@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -20,7 +21,14 @@ class Phases:
     def phase(self, name: str) -> Iterator[dict]:
         note: dict = {}
         start = time.perf_counter()
-        yield note
+        sc = _active_context()
+        if sc is not None:  # the Spark UI names each job by the phase that ran it
+            sc.setJobDescription(name)
+        try:
+            yield note
+        finally:
+            if sc is not None:
+                sc.setJobDescription(None)
         elapsed = time.perf_counter() - start
         self.seconds[name] = round(elapsed, 3)
         rows = note.get("rows")
@@ -29,3 +37,10 @@ class Phases:
         log.info(
             "%-9s %s in %.2f s%s", name + ":", counted, elapsed, f" ({extra})" if extra else ""
         )
+
+
+def _active_context():
+    """The running SparkContext, if any; PySpark is not imported for it (the in-process
+    engine starts no JVM and does not pay for the import)."""
+    pyspark = sys.modules.get("pyspark")
+    return getattr(pyspark, "SparkContext", None) and pyspark.SparkContext._active_spark_context

@@ -13,7 +13,8 @@ from pyspark import SparkConf, SparkContext
 from pyspark.sql import SparkSession
 
 from disc21spark.core.config import conf_file, conf_item
-from disc21spark.core.errors import InputError
+from disc21spark.core.errors import InputError, display_path
+from disc21spark.core.fs import scheme
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
 
@@ -35,6 +36,31 @@ def read_profile(name: str) -> dict[str, str]:
     return settings
 
 
+def is_local_master(master: str) -> bool:
+    """local, local[4], local[*], local-cluster[...]: everything runs on this machine."""
+    return master.startswith("local")
+
+
+def effective_master(master: str | None, submitted: SparkConf, profile: dict[str, str]) -> str:
+    """The master this run gets: --master > spark-submit's > the profile's."""
+    if master:
+        return master
+    if submitted.contains("spark.master"):
+        return submitted.get("spark.master")
+    return profile.get("spark.master", "local[*]")
+
+
+def profile_for(name: str, master: str) -> tuple[str, dict[str, str]]:
+    """The profile that applies under ``master``. A profile written for one machine (its
+    spark.master is local) does not apply to a cluster: its 16 shuffle partitions, its
+    UI switched off and its log settings pointing at this disk are wrong there; the
+    cluster profile (conf/spark/cluster.conf) applies instead."""
+    settings = read_profile(name)
+    if not is_local_master(master) and is_local_master(settings.get("spark.master", "local")):
+        return "cluster", read_profile("cluster")
+    return name, settings
+
+
 def spark_session(
     profile: str = "local",
     master: str | None = None,
@@ -43,32 +69,66 @@ def spark_session(
     debug: bool = False,
 ) -> SparkSession:
     """Get or create the session: command line > spark-submit > profile."""
-    # workers must run this interpreter (the project's virtualenv), not whatever python3 is
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    settings = read_profile(profile)
+    submitted = _submitted_conf()
+    _check_shipped_files(submitted)
+    target = effective_master(master, submitted, read_profile(profile))
+    profile, settings = profile_for(profile, target)
+    local = is_local_master(target)
+    if local:
+        # workers run this interpreter (the project's virtualenv), not whatever python3 is;
+        # on a cluster this path means nothing: spark.pyspark.python (the archive of
+        # make dist) or the cluster's own Python decides
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     settings.update(conf or {})
     if not debug:
         log_conf = f"-Dlog4j2.configurationFile=file:{conf_file('log4j2.properties')}"
-        for key in ("spark.driver.extraJavaOptions", "spark.executor.extraJavaOptions"):
+        # the executors of a cluster cannot read a file on this disk
+        keys = ("spark.driver.extraJavaOptions",) + (
+            ("spark.executor.extraJavaOptions",) if local else ()
+        )
+        for key in keys:
             settings[key] = f"{settings.get(key, '')} {log_conf}".strip()
-    submitted = _submitted_conf()
     builder = SparkSession.builder.appName(app_name)
     for key, value in settings.items():
         if key == "spark.master" or submitted.contains(key):
             continue
         builder = builder.config(key, value)
-    if master:
-        builder = builder.master(master)
-    elif not submitted.contains("spark.master"):
-        builder = builder.master(settings.get("spark.master", "local[*]"))
+    builder = builder.master(target) if master or not submitted.contains("spark.master") else builder
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR" if not debug else "WARN")
     if not debug:
         _silence_task_failures(spark)
-    if not spark.sparkContext.master.startswith("local"):
+    if not local:
         ship_package(spark)
+    _announce(spark, profile)
     return spark
+
+
+SHIPPED_OPTIONS = {
+    "spark.archives": "--archives",
+    "spark.files": "--files",
+    "spark.submit.pyFiles": "--py-files",
+}
+
+
+def _check_shipped_files(submitted: SparkConf) -> None:
+    """A local archive or file named to spark-submit that does not exist: one line, not
+    the JVM's trace when the context starts."""
+    for key, option in SHIPPED_OPTIONS.items():
+        for item in filter(None, submitted.get(key, "").split(",")):
+            path = item.split("#", 1)[0].strip()
+            if scheme(path) in (None, "file") and not os.path.exists(display_path(path)):
+                raise InputError(display_path(path), f"not found (given to spark-submit {option})")
+
+
+def _announce(spark: SparkSession, profile: str) -> None:
+    """Where a cluster user follows the run: the application id and the UI address."""
+    sc = spark.sparkContext
+    ui = sc.uiWebUrl or "off (spark.ui.enabled false)"
+    logging.getLogger("disc21spark").info(
+        "spark:    %s on %s, profile %s, UI %s", sc.applicationId, sc.master, profile, ui
+    )
 
 
 def _submitted_conf() -> SparkConf:

@@ -8,8 +8,10 @@ names the file and the row or image id.
 
 from __future__ import annotations
 
+import dataclasses
 import glob
 import os
+import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -20,7 +22,9 @@ from pyspark.sql import Column, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from disc21spark.core import fs
 from disc21spark.core.errors import InputError, display_path, first_line
+from disc21spark.core.files import data_files
 
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".webp", ".bmp", ".gif", ".tif", ".tiff")
 ID_NAMES = ("id", "image_id", "image_name", "name", "query_id", "reference_id")
@@ -37,6 +41,24 @@ class DescriptorFile:
     dim: int  # -1 for Parquet queries (checked per row)
     id_column: str = ""
     vector_column: str = ""
+    # an HDF5/.npy file on another file system: its copy on the driver, and the name
+    # under which the executors find it (SparkFiles); path stays the name users gave
+    local: str = ""
+    shipped: str = ""
+
+
+def _readable(f: DescriptorFile) -> str:
+    """Where this process opens the file: a task opens the copy Spark shipped to it."""
+    if f.shipped:
+        from pyspark import SparkFiles, TaskContext
+
+        if TaskContext.get() is not None:
+            return SparkFiles.get(f.shipped)
+    return f.local or f.path
+
+
+def _remote(path: str) -> bool:
+    return fs.scheme(path) not in (None, "file")
 
 
 def bare_id(name: str) -> str:
@@ -65,7 +87,7 @@ def _format(path: str) -> str:
     for suffix, fmt in FORMATS.items():
         if lower.endswith(suffix):
             return fmt
-    if os.path.isdir(path):
+    if _remote(path) or os.path.isdir(path):  # a folder: a Parquet dataset
         return "parquet"
     raise InputError(path, "unknown descriptor format (expected .h5/.hdf5, .npy or Parquet)")
 
@@ -74,10 +96,14 @@ def ids_file(npy_path: str) -> str:
     return npy_path[: -len(".npy")] + "_ids.txt"
 
 
-def expand(patterns: list[str], side: str) -> list[str]:
-    """Every file of the patterns, each glob sorted; several files are one side."""
+def expand(patterns: list[str], side: str, spark: SparkSession | None = None) -> list[str]:
+    """Every file of the patterns, each glob sorted; several files are one side. A
+    pattern on another file system is listed by Hadoop (a folder there: its files)."""
     files: list[str] = []
     for pattern in patterns:
+        if _remote(pattern) and spark is not None:
+            files.extend(data_files(spark, pattern))
+            continue
         local = display_path(pattern)
         found = sorted(glob.glob(local)) if glob.has_magic(local) else [local]
         found = [f for f in found if os.path.exists(f)]
@@ -90,11 +116,39 @@ def expand(patterns: list[str], side: str) -> list[str]:
 def inspect(spark: SparkSession, path: str, side: str) -> DescriptorFile:
     """Rows, dimension and layout of one file, from its metadata only."""
     fmt = _format(path)
-    if fmt == "hdf5":
-        return _inspect_hdf5(path)
-    if fmt == "npy":
-        return _inspect_npy(path)
-    return _inspect_parquet(spark, path)
+    if fmt == "parquet":
+        return _inspect_parquet(spark, path)
+    if _remote(path):
+        return _inspect_remote(spark, path, fmt)
+    return _inspect_hdf5(path) if fmt == "hdf5" else _inspect_npy(path)
+
+
+_COPIES: list[str] = []  # folders of remote files copied here, removed at exit
+
+
+def _inspect_remote(spark: SparkSession, path: str, fmt: str) -> DescriptorFile:
+    """An HDF5/.npy file on another file system: copied to the driver through Hadoop
+    (h5py and numpy need random access), shipped to the executors with addFile."""
+    import atexit
+    import tempfile
+
+    if not _COPIES:
+        _COPIES.append(tempfile.mkdtemp(prefix="disc21spark-descriptors-"))
+        atexit.register(shutil.rmtree, _COPIES[0], True)
+    folder = Path(tempfile.mkdtemp(dir=_COPIES[0]))
+    sources = [path] + ([ids_file(path)] if fmt == "npy" else [])
+    for source in sources:
+        if fmt == "npy" and source != path and not fs.exists(source, spark):
+            raise InputError(path, f"needs its ids file {ids_file(path)} (one id per line)")
+        fs.copy_to(source, folder, spark)
+    local = str(folder / PurePosixPath(path).name)
+    try:
+        found = _inspect_hdf5(local) if fmt == "hdf5" else _inspect_npy(local)
+    except InputError as error:  # named as the user named it
+        raise InputError(path, error.reason.replace(local, path), error.where) from None
+    for source in sources:
+        spark.sparkContext.addFile(str(folder / PurePosixPath(source).name))
+    return dataclasses.replace(found, path=path, local=local, shipped=Path(local).name)
 
 
 def _inspect_hdf5(path: str) -> DescriptorFile:
@@ -181,7 +235,7 @@ def _pick(names: list[str], preferred: tuple[str, ...]) -> str:
 
 def npy_ids(f: DescriptorFile) -> list[str] | None:
     """A .npy file's ids, from its sibling text file; None for HDF5 (read with each block)."""
-    return _read_ids_txt(ids_file(f.path)) if f.fmt == "npy" else None
+    return _read_ids_txt(ids_file(_readable(f))) if f.fmt == "npy" else None
 
 
 def read_block(
@@ -192,12 +246,12 @@ def read_block(
     if f.fmt == "hdf5":
         import h5py
 
-        with h5py.File(f.path, "r") as h:
+        with h5py.File(_readable(f), "r") as h:
             vectors = np.asarray(h["vectors"][start:stop], dtype=np.float32)
             names = h["image_names"]
             raw = names.asstr()[start:stop] if names.dtype.kind in "SOU" else names[start:stop]
     else:
-        vectors = np.asarray(np.load(f.path, mmap_mode="r")[start:stop], dtype=np.float32)
+        vectors = np.asarray(np.load(_readable(f), mmap_mode="r")[start:stop], dtype=np.float32)
         raw = (ids if ids is not None else npy_ids(f))[start:stop]
     return bare_ids(raw), np.ascontiguousarray(vectors)
 
@@ -258,7 +312,7 @@ class Side:
 
 
 def side_files(spark: SparkSession, patterns: list[str], side: str) -> list[DescriptorFile]:
-    return [inspect(spark, p, side) for p in expand(patterns, side)]
+    return [inspect(spark, p, side) for p in expand(patterns, side, spark)]
 
 
 def declared_dim(files: list[DescriptorFile]) -> int | None:

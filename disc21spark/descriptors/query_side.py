@@ -35,7 +35,7 @@ QUERY_SCHEMA = T.StructType(
 
 
 def query_files(spark: SparkSession, patterns: list[str]) -> list[DescriptorFile]:
-    files = [inspect(spark, p, "query") for p in expand(patterns, "query")]
+    files = [inspect(spark, p, "query") for p in expand(patterns, "query", spark)]
     kinds = {f.fmt == "parquet" for f in files}
     if len(kinds) > 1:
         raise InputError(", ".join(patterns), "query descriptors mix Parquet with HDF5/.npy files")

@@ -23,7 +23,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from disc21spark.core.errors import InputError, first_line
+from disc21spark.core.errors import InputError, display_path, first_line
 from disc21spark.core.files import detect_format
 from disc21spark.core.phases import Phases
 from disc21spark.matching import spec
@@ -87,7 +87,7 @@ def local_path(path: str) -> str | None:
     """The plain local file a path names, or None (another file system, a glob, a folder)."""
     if "://" in path and not path.startswith("file://"):
         return None
-    plain = path.removeprefix("file://") if path.startswith("file://") else path
+    plain = display_path(path)  # file:/x and file:///x, as Hadoop lists local files
     if any(c in plain for c in "*?[{") or not os.path.isfile(plain):
         return None
     return plain

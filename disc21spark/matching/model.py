@@ -73,5 +73,5 @@ class Submission:
     metrics: MatchingMetrics | None = None
     reused: bool = False
 
-    def invalid(self, error: Exception) -> None:
+    def invalid(self, error: Exception | str) -> None:
         self.status, self.reason, self.metrics = "invalid", str(error), None

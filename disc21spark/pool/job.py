@@ -13,13 +13,14 @@ from __future__ import annotations
 import hashlib
 import logging
 from argparse import Namespace
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import PurePosixPath
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from disc21spark.core import config
+from disc21spark.core import config, fs
 from disc21spark.core.errors import (
     InputError,
     display_path,
@@ -37,6 +38,7 @@ from disc21spark.matching.model import GroundTruth, Submission
 from disc21spark.matching.read import read_predictions
 from disc21spark.matching.rows import PREDICTION_COLUMNS
 from disc21spark.matching.score import Scoring, UnreadableInput, score
+from disc21spark.pool import per_file
 from disc21spark.pool import report as pool_report
 
 log = logging.getLogger("disc21spark")
@@ -59,6 +61,8 @@ class PoolJob(BaseJob):
     ground_truth_format: str = config.value("evaluate", "ground_truth_format")
     fail_on_invalid: bool = False
     previous: str | None = None
+    pool_plan: str = config.value("evaluate", "pool_plan")
+    local_max_bytes: int = config.value("evaluate", "local_max_bytes", config.parse_size)
 
     @classmethod
     def from_args(cls, args: Namespace) -> PoolJob:
@@ -125,17 +129,12 @@ def pool_files(spark: SparkSession, patterns: list[str]) -> dict[str, str]:
 
 
 def file_checksums(spark: SparkSession, files: list[str]) -> dict[str, str]:
-    """SHA-256 of each file's bytes, computed by the executors (any Hadoop path)."""
-    if not files:
-        return {}
-    rows = (
-        spark.read.format("binaryFile")
-        .load(files)
-        .select("path", F.sha2("content", 256).alias("sha256"))
-        .collect()
-    )
-    by_path = {r["path"]: r["sha256"] for r in rows}
-    return {f: by_path.get(f, "") for f in files}
+    """SHA-256 of each file's bytes, streamed through its file system (any size, any
+    Hadoop path); a few files at a time, as the digests run in the JVM or in hashlib,
+    both outside Python's lock."""
+    with ThreadPoolExecutor(max_workers=4) as threads:
+        sums = list(threads.map(lambda f: fs.sha256(f, spark), files))
+    return dict(zip(files, sums))
 
 
 def table_checksums(table: DataFrame, column: str) -> dict[str, str]:
@@ -154,16 +153,25 @@ def table_checksums(table: DataFrame, column: str) -> dict[str, str]:
     return {r["name"]: f"rows:{r['n']}:{r['x']:x}:{r['s']:x}" for r in rows}
 
 
-def _settings(job: PoolJob, gt_path: str) -> dict:
-    """What a previous run must share for its results to be reused."""
-    local = Path(display_path(gt_path))
-    # a ground truth on another file system is known by its path only
-    digest = hashlib.sha256(local.read_bytes()).hexdigest() if local.is_file() else gt_path
+def _settings(spark: SparkSession, job: PoolJob, gt_path: str) -> dict:
+    """What a previous run must share for its results to be reused: the ground truth by
+    its content (a file changed in place is a new ground truth), wherever it lives."""
     return {
-        "ground_truth_sha256": digest,
+        "ground_truth_sha256": _content_digest(spark, gt_path),
         "max_results": job.max_results,
         "curve_points": job.curve_points,
     }
+
+
+def _content_digest(spark: SparkSession, path: str) -> str:
+    """SHA-256 of a file, or of a folder's or a glob's files in order."""
+    files = data_files(spark, path)
+    if len(files) == 1:
+        return fs.sha256(files[0], spark)
+    digest = hashlib.sha256()
+    for name, sha in file_checksums(spark, files).items():
+        digest.update(f"{PurePosixPath(name).name}\0{sha}\n".encode())
+    return digest.hexdigest()
 
 
 def _read_pool(spark: SparkSession, job: PoolJob, subs: list[Submission]) -> DataFrame:
@@ -215,7 +223,7 @@ def run(spark: SparkSession, job: PoolJob) -> PoolResult:
         check_writable(job.output, job.overwrite)
     phases = Phases()
     gt = ground_truth_phase(spark, job.ground_truth, job.ground_truth_format, phases)
-    settings = _settings(job, job.ground_truth)
+    settings = _settings(spark, job, job.ground_truth)
     with phases.phase("pool") as note:
         subs = _list_submissions(spark, job)
         previous = pool_report.read_previous(job.previous, settings) if job.previous else {}
@@ -266,7 +274,38 @@ def _list_submissions(spark: SparkSession, job: PoolJob) -> list[Submission]:
 def _score(
     spark: SparkSession, job: PoolJob, gt: GroundTruth, subs: list[Submission], phases: Phases
 ) -> None:
-    """Every submission of ``subs`` through the one scorer; fills its status and metrics."""
+    """Every submission of ``subs`` scored; fills its status and metrics."""
+    plan = per_file.plan_for(job.pool_plan, subs, job.predictions_format, job.local_max_bytes)
+    if plan == "per-file":
+        subs = _score_per_file(spark, job, gt, subs, phases)
+    _score_one_sort(spark, job, gt, subs, phases)
+
+
+def _score_per_file(
+    spark: SparkSession, job: PoolJob, gt: GroundTruth, subs: list[Submission], phases: Phases
+) -> list[Submission]:
+    """Each file in a task of its own; what only Spark reads is left for the one-sort plan."""
+    with phases.phase("score") as note:
+        outcomes = per_file.score_files(
+            spark, subs, gt, job.predictions_format, job.max_results, job.curve_points
+        )
+        left = []
+        for s, outcome in zip(subs, outcomes):
+            if outcome.needs_spark:
+                left.append(s)
+            elif outcome.error is not None:
+                s.invalid(outcome.error)
+            else:
+                s.metrics = outcome.metrics
+        note["rows"] = sum(s.metrics.n_predictions for s in subs if s.metrics)
+        note["detail"] = f"{len(subs) - len(left)} submissions, one task per file"
+    return left
+
+
+def _score_one_sort(
+    spark: SparkSession, job: PoolJob, gt: GroundTruth, subs: list[Submission], phases: Phases
+) -> None:
+    """Submissions through the one scorer: one read, one census, one sort for them all."""
     live = [s for s in subs if _parquet_usable(spark, job, s)]
     while live:  # an unreadable file is dropped (and marked) and the read starts again
         scoring = Scoring(

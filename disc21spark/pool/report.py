@@ -10,7 +10,8 @@ from pathlib import Path
 
 import numpy as np
 
-from disc21spark.core.errors import InputError
+from disc21spark.core import fs
+from disc21spark.core.errors import InputError, display_path
 from disc21spark.matching.model import MatchingMetrics, PRCurve, Submission
 from disc21spark.matching.report import ROWS, json_safe, plot_curves, write_curve_csv
 
@@ -109,13 +110,21 @@ def format_table(subs: list, limit: int = 20) -> str:
 
 def read_previous(folder: str, settings: dict) -> dict:
     """Submissions of a previous run's output folder, by name, when it was made with the
-    same ground truth and settings; otherwise nothing is reused."""
-    path = Path(folder) / "leaderboard.json"
+    same ground truth and settings; otherwise nothing is reused. A folder on another
+    file system is copied here first (a leaderboard and its curves: small files)."""
+    if fs.is_uri(folder) and fs.exists(folder):
+        with fs.local_copy(folder) as here:
+            return _read_previous(folder, Path(here), settings)
+    return _read_previous(folder, Path(display_path(folder)), settings)
+
+
+def _read_previous(folder: str, here: Path, settings: dict) -> dict:
+    path = here / "leaderboard.json"
     if not path.exists():
         log.warning("--previous %s: no leaderboard.json there; scoring everything", folder)
         return {}
     try:
-        return _previous_submissions(Path(folder), json.loads(path.read_text()), settings)
+        return _previous_submissions(here, json.loads(path.read_text()), settings)
     except (ValueError, KeyError, TypeError, IndexError) as exc:
         # a damaged record is the user's file, not our bug: refuse it in one line
         reason = f"not a leaderboard this tool wrote ({type(exc).__name__}: {exc})"

@@ -32,6 +32,7 @@ from disc21spark.queries.spec import (
     Settings,
     by_source,
     make_all,
+    query_file,
     scan_one,
     select,
 )
@@ -115,7 +116,7 @@ def scan(spark: SparkSession, frame: DataFrame) -> list[Scanned]:
 MADE_ARROW, MADE_SCHEMA = arrow_output(
     [("query_id", pa.string()), ("width", pa.int32()), ("height", pa.int32()),
      ("nbytes", pa.int64()), ("sha256", pa.string()), ("params", pa.string()),
-     ("original", pa.binary()), ("altered", pa.binary())]
+     ("original", pa.binary()), ("altered", pa.binary()), ("data", pa.binary())]
 )  # fmt: skip
 
 
@@ -126,7 +127,10 @@ def make_queries(
     folder: str,
     partitions: int | None,
 ) -> list[Made]:
-    """Alter the chosen sources on the executors; each task writes its queries to `folder`.
+    """Alter the chosen sources on the executors; the driver writes the queries into
+    `folder` (its staging folder) as the tasks' results stream back, one partition at a
+    time: an executor's disk is not the driver's, and the output may be on any file
+    system.
 
     Each source file travels and is decoded once, whatever the number of tests: its
     queries are looked up by path in the plan shipped with the function (a small dict).
@@ -145,23 +149,25 @@ def make_queries(
             out = []
             for path, data in zip(batch.column("path").to_pylist(), batch.column("content").to_pylist()):
                 try:
-                    made = make_all(data, plan_of[path], settings, folder)
+                    made = make_all(data, plan_of[path], settings)
                 except codec.Unreadable as exc:  # the file changed since the scan
                     raise RuntimeError(f"{display_path(path)}: {exc}") from None
-                for m in made:
+                for m, encoded in made:
                     a, b = m.thumbs or (None, None)
                     out.append({**{k: v for k, v in m.__dict__.items() if k != "thumbs"},
-                                "original": a, "altered": b})  # fmt: skip
+                                "original": a, "altered": b, "data": encoded})  # fmt: skip
             yield pa.RecordBatch.from_pylist(out, schema=MADE_ARROW)
 
-    rows = work.mapInArrow(alter, MADE_SCHEMA).collect()
-    return [
-        Made(
-            r.query_id, r.width, r.height, r.nbytes, r.sha256, r.params,
-            (bytes(r.original), bytes(r.altered)) if r.original is not None else None,
-        )  # fmt: skip
-        for r in rows
-    ]
+    made = []
+    for r in work.mapInArrow(alter, MADE_SCHEMA).toLocalIterator(prefetchPartitions=True):
+        Path(query_file(folder, r.query_id, settings)).write_bytes(r.data)
+        made.append(
+            Made(
+                r.query_id, r.width, r.height, r.nbytes, r.sha256, r.params,
+                (bytes(r.original), bytes(r.altered)) if r.original is not None else None,
+            )  # fmt: skip
+        )
+    return made
 
 
 def run(spark: SparkSession, job: QueryJob) -> dict:

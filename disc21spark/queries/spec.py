@@ -164,26 +164,30 @@ class Made:
 SHEET_HEIGHT = 128
 
 
-def make_all(content: bytes, plans: list[Planned], settings: Settings, folder: str) -> list[Made]:
-    """Every query of one source image, decoded once (each test alters the same sources)."""
+def make_all(
+    content: bytes, plans: list[Planned], settings: Settings
+) -> list[tuple[Made, bytes]]:
+    """Every query of one source image, decoded once (each test alters the same sources),
+    with its encoded bytes: whoever owns the output folder writes them."""
     original = codec.decode(content)
-    return [make_one(original, plan, settings, folder) for plan in plans]
+    return [make_one(original, plan, settings) for plan in plans]
 
 
-def make_one(original: np.ndarray, plan: Planned, settings: Settings, folder: str) -> Made:
-    """Alter one image and write it to `folder`/<query id>.<format>."""
+def query_file(folder: str | os.PathLike, query_id: str, settings: Settings) -> str:
+    return os.path.join(folder, f"{query_id}.{settings.fmt}")
+
+
+def make_one(original: np.ndarray, plan: Planned, settings: Settings) -> tuple[Made, bytes]:
+    """Alter one image: what the manifest says of it, and its encoded bytes."""
     rng = rng_for(settings.seed, 1, plan.number)
     altered, drawn = settings.tests[plan.test].apply(original, rng)
     data = codec.encode(altered, settings.fmt)
-    target = os.path.join(folder, f"{plan.query_id}.{settings.fmt}")
-    with open(target, "wb") as out:
-        out.write(data)
     thumbs = None
     if plan.sheet:
         thumbs = tuple(
             codec.encode(codec.thumbnail(a, SHEET_HEIGHT), "png") for a in (original, altered)
         )
-    return Made(
+    made = Made(
         plan.query_id,
         altered.shape[1],
         altered.shape[0],
@@ -192,6 +196,7 @@ def make_one(original: np.ndarray, plan: Planned, settings: Settings, folder: st
         json.dumps(drawn, separators=(",", ":")),
         thumbs,
     )
+    return made, data
 
 
 def make_local(paths: list[str], settings: Settings, folder: str) -> tuple[Selection, list[Made]]:
@@ -204,7 +209,9 @@ def make_local(paths: list[str], settings: Settings, folder: str) -> tuple[Selec
     os.makedirs(folder, exist_ok=True)
     made = []
     for path, plans in by_source(selection.queries).items():
-        made += make_all(Path(path).read_bytes(), plans, settings, folder)
+        for one, data in make_all(Path(path).read_bytes(), plans, settings):
+            Path(query_file(folder, one.query_id, settings)).write_bytes(data)
+            made.append(one)
     return selection, made
 
 

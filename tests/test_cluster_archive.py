@@ -1,0 +1,199 @@
+"""A cluster whose nodes have no project Python: executors get their environment from
+make dist's archive, outputs go through Hadoop's file systems (file:/// URIs).
+
+Two workers and a master on 127.0.0.1 started from the installed PySpark, in an
+environment with no virtualenv on PATH and no PYSPARK_PYTHON; jobs submitted from a folder
+outside the checkout with ``--archives dist/disc21spark-env.tar.gz#env`` and
+``spark.pyspark.python=./env/bin/python``, as the README's cluster section says.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from disc21spark.testing.synth import read_ground_truth_csv, simulate_submission
+
+ROOT = Path(__file__).resolve().parents[1]
+CACHE = ROOT / "build" / "dist-cache"
+pytestmark = pytest.mark.cluster
+
+
+def clean_env() -> dict[str, str]:
+    """A fresh shell's environment: no virtualenv on PATH, no Python settings for Spark."""
+    venv_bin = str(Path(sys.executable).parent)
+    path = os.pathsep.join(p for p in os.environ["PATH"].split(os.pathsep) if p != venv_bin)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYSPARK", "SPARK_"))}
+    env.pop("VIRTUAL_ENV", None)
+    return {**env, "PATH": path, "SPARK_LOCAL_IP": "127.0.0.1"}
+
+
+@pytest.fixture(scope="module")
+def archive() -> Path:
+    """make dist's environment archive, cached by what decides its contents: the
+    dependencies (the package's own code reaches the executors from the job itself)."""
+    key = hashlib.sha256(
+        b"".join((ROOT / name).read_bytes() for name in ("setup.cfg", "pyproject.toml",
+                                                         "scripts/make_dist.sh"))
+    ).hexdigest()[:16]  # fmt: skip
+    cached = CACHE / key / "disc21spark-env.tar.gz"
+    if not cached.exists():
+        built = subprocess.run(
+            [str(ROOT / "scripts" / "make_dist.sh")],
+            env={**clean_env(), "VENV": str(Path(sys.executable).parents[1])},
+            capture_output=True,
+            text=True,
+            timeout=1200,
+        )
+        assert built.returncode == 0, (built.stdout + built.stderr)[-3000:]
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(ROOT / "dist" / "disc21spark-env.tar.gz", cached)
+        assert list((ROOT / "dist").glob("disc21spark-*-py3-none-any.whl"))
+    return cached
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    state = tmp_path_factory.mktemp("standalone")
+    env = {
+        **clean_env(),
+        "SPARK_STANDALONE_DIR": str(state),
+        "SPARK_MASTER_PORT": "17078",
+        "VENV": str(Path(sys.executable).parents[1]),
+        "WORKERS": "2",
+        "SPARK_WORKER_CORES": "1",
+        "SPARK_WORKER_MEMORY": "1500m",
+    }
+    script = ROOT / "scripts" / "standalone.sh"
+    started = subprocess.run([str(script), "start"], env=env, capture_output=True, text=True,
+                             timeout=180)  # fmt: skip
+    assert started.returncode == 0, started.stdout + started.stderr
+    yield "spark://127.0.0.1:17078", state
+    subprocess.run([str(script), "stop"], env=env, timeout=60)
+
+
+def submit(cluster, archive: Path, cwd: Path, job: str, *args: str) -> subprocess.CompletedProcess:
+    """The README's line: scripts/spark-submit (the virtualenv's Spark and driver Python,
+    found by the script) with the archive for the executors."""
+    master, _ = cluster
+    return subprocess.run(
+        [
+            str(ROOT / "scripts" / "spark-submit"),
+            "--master", master,
+            "--executor-memory", "1g",
+            "--archives", f"{archive}#env",
+            "--conf", "spark.pyspark.python=./env/bin/python",
+            str(ROOT / "jobs" / f"{job}.py"),
+            *args,
+        ],
+        cwd=cwd,
+        env=clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )  # fmt: skip
+
+
+def test_jobs_on_a_cluster_with_the_archive_equal_local_mode(
+    cluster, archive, tmp_path, dev_gt_path, spark
+):
+    from disc21spark.commands import parse
+    from disc21spark.descriptors.job import DescriptorJob
+    from disc21spark.descriptors.job import run as run_descriptors
+    from disc21spark.library.job import LibraryJob
+    from disc21spark.library.job import run as run_library
+    from disc21spark.matching.ground_truth import load_ground_truth
+    from disc21spark.matching.spec import evaluate
+    from disc21spark.queries.job import QueryJob
+    from disc21spark.queries.job import run as run_queries
+    from disc21spark.testing.synth import write_descriptor_set
+
+    work = tmp_path / "elsewhere"  # the user's folder, not the checkout
+    work.mkdir()
+    gt = read_ground_truth_csv(dev_gt_path)
+
+    # a pool of three submissions
+    pool = work / "pool"
+    pool.mkdir()
+    frames = {}
+    for i in range(3):
+        frames[f"team{i}"] = simulate_submission(gt, 20_000, seed=40 + i)
+        frames[f"team{i}"].to_csv(pool / f"team{i}.csv", index=False)
+    out = work / "board"
+    proc = submit(cluster, archive, work, "evaluate", "--ground-truth", str(dev_gt_path),
+                  "--predictions", str(pool), "--output", out.as_uri())  # fmt: skip
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+    board = json.loads((out / "leaderboard.json").read_text())
+    assert (out / "_SUCCESS").exists()
+    assert board["run"]["spark_master"] == cluster[0]
+    truth = load_ground_truth(None, str(dev_gt_path))
+    for row in board["submissions"]:
+        frame = frames[row["submission"]]
+        want = evaluate(frame.query_id, frame.reference_id, frame.score.to_numpy(), truth)
+        assert row["micro_ap"] == want.micro_ap, row["submission"]
+
+    # the descriptor track
+    q, r = write_descriptor_set(gt, work / "descriptors", 6_000, dim=32, noise=1.0, seed=5)
+    local = run_descriptors(
+        spark, DescriptorJob(str(dev_gt_path), [str(q)], [str(r)], None, max_results=20_000)
+    )
+    out = work / "descriptor_out"
+    proc = submit(cluster, archive, work, "evaluate", "--ground-truth", str(dev_gt_path),
+                  "--query-descriptors", str(q), "--reference-descriptors", str(r),
+                  "--max-results", "20000", "--output", out.as_uri())  # fmt: skip
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+    doc = json.loads((out / "metrics.json").read_text())
+    for key, value in local.to_dict().items():
+        assert doc[key] == value, key
+
+    # make_queries on a small library
+    library = work / "library"
+    run_library(spark, LibraryJob(str(library), size=12, seed=3))
+    settings = ["--tests", "crop:50,lowcon:80", "--queries-per-test", "4", "--seed", "7"]
+    here = work / "bench_local"
+    args = parse(["make-queries", "--images", str(library), "--output", str(here), *settings])
+    run_queries(spark, QueryJob.from_args(args))
+    out = work / "bench_cluster"
+    proc = submit(cluster, archive, work, "make_queries", "--images", str(library),
+                  "--output", out.as_uri(), *settings)  # fmt: skip
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+    for name in ("queries.csv", "ground_truth.csv"):
+        assert (out / name).read_bytes() == (here / name).read_bytes(), name
+    made = sorted(p.name for p in (out / "queries").iterdir())
+    assert made == sorted(p.name for p in (here / "queries").iterdir()) and len(made) == 8
+    for name in made:
+        assert (out / "queries" / name).read_bytes() == (here / "queries" / name).read_bytes()
+
+    # the executors ran the archive's Python: each worker unpacked it for the application
+    _, state = cluster
+    unpacked = list((state / "work").glob("worker*/app-*/*/env/bin/python"))
+    assert {p.parts[-6] for p in unpacked} == {"worker1", "worker2"}, unpacked
+    assert not np.any([".venv" in str(p.resolve()) for p in unpacked])
+
+
+def test_a_missing_archive_and_an_unknown_scheme_are_one_line(cluster, archive, tmp_path,
+                                                              dev_gt_path):  # fmt: skip
+    preds = tmp_path / "p.csv"
+    preds.write_text("Q00000,R000001,0.5\n")
+    proc = submit(cluster, tmp_path / "missing.tar.gz", tmp_path, "evaluate",
+                  "--ground-truth", str(dev_gt_path), "--predictions", str(preds),
+                  "--output", str(tmp_path / "out"))  # fmt: skip
+    assert proc.returncode == 2, (proc.stdout + proc.stderr)[-3000:]
+    lines = [x for x in (proc.stdout + proc.stderr).splitlines() if x.startswith("error:")]
+    assert lines and "missing.tar.gz" in lines[0] and "not found" in lines[0], lines
+    proc = submit(cluster, archive, tmp_path, "evaluate", "--ground-truth", str(dev_gt_path),
+                  "--predictions", str(preds), "--output", "s3a://bucket/out")  # fmt: skip
+    assert proc.returncode == 2, (proc.stdout + proc.stderr)[-3000:]
+    lines = [x for x in (proc.stdout + proc.stderr).splitlines() if x.startswith("error:")]
+    assert lines == [
+        "error: s3a://bucket/out: no FileSystem for scheme 's3a': add the hadoop-aws package "
+        "(--packages org.apache.hadoop:hadoop-aws:<Hadoop version>)"
+    ], lines
