@@ -9,7 +9,7 @@ export PYSPARK_DRIVER_PYTHON = $(CURDIR)/$(BIN)/python
 export SPARK_LOCAL_IP        = 127.0.0.1
 # spark-submit reads disc21spark/conf/log4j2.properties (quiet logs) from here
 export SPARK_CONF_DIR        = $(CURDIR)/disc21spark/conf
-SUBMIT  = $(BIN)/spark-submit
+SUBMIT  = scripts/spark-submit
 
 .PHONY: venv demo test lint bench dist cluster-start cluster-stop clean
 

@@ -140,14 +140,15 @@ def test_jobs_on_a_cluster_with_the_archive_equal_local_mode(
         want = evaluate(frame.query_id, frame.reference_id, frame.score.to_numpy(), truth)
         assert row["micro_ap"] == want.micro_ap, row["submission"]
 
-    # the descriptor track
+    # the descriptor track: HDF5 files named by URIs are read through Hadoop on the driver
+    # and shipped to the executors
     q, r = write_descriptor_set(gt, work / "descriptors", 6_000, dim=32, noise=1.0, seed=5)
     local = run_descriptors(
         spark, DescriptorJob(str(dev_gt_path), [str(q)], [str(r)], None, max_results=20_000)
     )
     out = work / "descriptor_out"
     proc = submit(cluster, archive, work, "evaluate", "--ground-truth", str(dev_gt_path),
-                  "--query-descriptors", str(q), "--reference-descriptors", str(r),
+                  "--query-descriptors", q.as_uri(), "--reference-descriptors", r.as_uri(),
                   "--max-results", "20000", "--output", out.as_uri())  # fmt: skip
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
     doc = json.loads((out / "metrics.json").read_text())

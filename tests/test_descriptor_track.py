@@ -132,6 +132,28 @@ def test_spark_pairs_equal_the_specification(spark, small, case):
         outcome.release()
 
 
+def test_descriptor_files_named_by_uris_are_read_through_hadoop_and_shipped(spark, small):
+    """file: URIs (as any URI): copied to the driver through Hadoop and sent to the
+    executors with addFile; the pairs are the same, a glob and a .npy's ids file too."""
+    root = small["root"]
+    job = job_for(
+        small,
+        knn=5,
+        query_partitions=3,
+        query_descriptors=[(root / "q1.h5").as_uri(), f"{root.as_uri()}/q2*.h5"],
+        reference_descriptors=[(root / "r1.h5").as_uri(), (root / "r2.npy").as_uri()],
+    )
+    outcome = D.search_pairs(spark, job, Phases())
+    try:
+        got = {(r.query_id, r.reference_id, r.score) for r in outcome.pairs.collect()}
+        assert got == spec_pairs(small, job)
+    finally:
+        outcome.release()
+    missing = job_for(small, reference_descriptors=[(root / "none.h5").as_uri()])
+    with pytest.raises(InputError, match="none.h5: no such file or directory"):
+        D.search_pairs(spark, missing, Phases())
+
+
 def test_parquet_descriptors_give_the_same_pairs(spark, small, tmp_path):
     xq, xb, qids, rids = small["xq"], small["xb"], small["qids"], small["rids"]
     pd.DataFrame({"image_id": qids, "descriptor": list(xq.astype(np.float64))}).to_parquet(

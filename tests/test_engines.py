@@ -157,7 +157,7 @@ def test_python_jobs_evaluate_needs_no_java_for_a_local_file(tmp_path):
     doc = json.loads((tmp_path / "out" / "metrics.json").read_text())
     assert doc["run"]["engine"] == "local" and doc["run"]["spark_master"] is None
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [
-        "metrics.json", "pr_curve.csv", "pr_curve.png"
+        "_SUCCESS", "metrics.json", "pr_curve.csv", "pr_curve.png", "run.json"
     ]  # fmt: skip
     proc = subprocess.run([*cmd, "--overwrite", "--engine", "spark"], capture_output=True,
                           text=True, env=env, timeout=120)  # fmt: skip

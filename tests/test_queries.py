@@ -4,8 +4,10 @@ partitioning; bad libraries and bad commands get one line; distractors are held 
 from __future__ import annotations
 
 import io
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -186,3 +188,41 @@ def test_cli_errors_are_one_line_and_nothing_is_overwritten(library, tmp_path):
         f"error: {kept}: folder exists and is not empty (pass --overwrite to replace it)"
     ]
     assert (kept / "mine.txt").read_text() == "mine"
+
+
+@pytest.mark.parametrize("signum,code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_a_signal_mid_run_removes_the_staging_folder_and_keeps_the_output(
+    library, tmp_path, signum, code
+):
+    """A scheduler stopping the task (SIGTERM) or Ctrl-C: staging gone, the previous
+    output byte for byte as it was, Spark stopped, exit 143 / 130."""
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "keep.txt").write_text("the previous run")
+    # many queries, so that the job is still altering images when the signal comes
+    proc = subprocess.Popen(
+        [sys.executable, str(ROOT / "jobs" / "make_queries.py"), "--images", str(library),
+         "--output", str(out), "--overwrite", "--tests", ",".join(f"crop:{p}" for p in range(30, 90, 2)),
+         "--queries-per-test", "20", "--seed", "3"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=cli_env(),
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 240
+        while not list(tmp_path.glob(".out.staging-*")) and time.monotonic() < deadline:
+            assert proc.poll() is None, proc.communicate()
+            time.sleep(0.05)
+        assert list(tmp_path.glob(".out.staging-*")), "the job never started writing"
+        time.sleep(1.0)
+        proc.send_signal(signum)
+        stdout, stderr = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert proc.returncode == code, stderr[-2000:]
+    assert [x for x in stderr.splitlines() if x.startswith("error:")] == [
+        f"error: {'terminated (SIGTERM)' if code == 143 else 'interrupted'}; nothing was "
+        "written, any previous output is untouched"
+    ]
+    assert "Traceback" not in stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+    assert [p.name for p in out.iterdir()] == ["keep.txt"]
+    assert (out / "keep.txt").read_text() == "the previous run"

@@ -10,6 +10,7 @@ import pytest
 from disc21spark import commands
 from disc21spark.core import runner
 from disc21spark.core.errors import InputError, OutputError
+from disc21spark.core.runner import Terminated
 from tests.test_commands import MINIMAL
 
 
@@ -83,7 +84,10 @@ ERRORS = [
     (ValueError("a bug of ours"), 1,
      "internal error: ValueError: a bug of ours (rerun with --debug for the trace)"),
     (KeyError("k"), 1, "internal error: KeyError: 'k' (rerun with --debug for the trace)"),
-    (KeyboardInterrupt(), 130, "error: interrupted; nothing was written"),
+    (KeyboardInterrupt(), 130,
+     "error: interrupted; nothing was written, any previous output is untouched"),
+    (Terminated(), 143,
+     "error: terminated (SIGTERM); nothing was written, any previous output is untouched"),
 ]  # fmt: skip
 
 

@@ -97,7 +97,7 @@ def test_evaluate_and_a_bad_submission(fresh, env, work):
     assert "μAP (micro average precision)" in done.stdout
     assert "results in out/ (metrics.json, pr_curve.csv, pr_curve.png)" in done.stdout
     assert sorted(p.name for p in (work / "out").iterdir()) == [
-        "metrics.json", "pr_curve.csv", "pr_curve.png",
+        "_SUCCESS", "metrics.json", "pr_curve.csv", "pr_curve.png", "run.json",
     ]  # fmt: skip
     metrics = json.loads((work / "out" / "metrics.json").read_text())
     assert metrics["n_predictions"] == 4 and metrics["n_true_positives"] == 2
@@ -138,7 +138,7 @@ def test_library_queries_extract_and_rank_eval(fresh, env, work):
     )  # fmt: skip
     assert vectors.returncode == 0, (vectors.stdout + vectors.stderr)[-3000:]
     assert sorted(p.name for p in (work / "tiny").iterdir()) == [
-        "descriptors.json", "queries.h5", "references.h5",
+        "_SUCCESS", "descriptors.json", "queries.h5", "references.h5", "run.json",
     ]  # fmt: skip
 
     ranked = disc21spark(

@@ -244,6 +244,9 @@ def commit(spark: Any, local: Path, path: str, overwrite: bool) -> None:
     except Exception as exc:
         _remove(where, staging)
         raise failure(path, exc, OutputError) from None
+    except BaseException:  # a signal: no staging folder left behind
+        _remove(where, staging)
+        raise
 
 
 def _remove(where: HadoopPath, path: Any) -> None:

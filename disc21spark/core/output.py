@@ -2,7 +2,7 @@
 
 A plain path is written here with ``os.replace``; a URI (``file:///``, ``hdfs://``,
 ``s3a://``...) through Hadoop's file systems (``core/fs.py``). Either way the folder holds
-``_SUCCESS`` once it is complete."""
+the run record ``run.json`` and, once it is complete, ``_SUCCESS``."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from disc21spark.core import fs
+from disc21spark.core import fs, record
 from disc21spark.core.errors import OutputError
 
 
@@ -46,6 +46,7 @@ def staged_output(path: str | os.PathLike, overwrite: bool) -> Iterator[Path]:
     if fs.is_uri(str(path)):
         with fs.staged_uri_output(str(path), overwrite) as stage:
             yield stage
+            record.write(stage, fs.active_session())
         return
     out = _check_local(Path(path), overwrite)
     try:
@@ -54,6 +55,7 @@ def staged_output(path: str | os.PathLike, overwrite: bool) -> Iterator[Path]:
         raise OutputError(f"{out.parent}: cannot write there ({exc.strerror or exc})") from None
     try:
         yield stage
+        record.write(stage, fs.active_session())
         (stage / fs.SUCCESS).write_bytes(b"")
         _check_local(out, overwrite)  # someone may have written there meanwhile
         if out.is_dir():

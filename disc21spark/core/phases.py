@@ -8,6 +8,8 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from disc21spark.core import record
+
 log = logging.getLogger("disc21spark")
 
 
@@ -31,6 +33,7 @@ class Phases:
                 sc.setJobDescription(None)
         elapsed = time.perf_counter() - start
         self.seconds[name] = round(elapsed, 3)
+        record.current().phase_seconds[name] = round(elapsed, 3)
         rows = note.get("rows")
         counted = f"{rows:,} rows" if rows is not None else "done"
         extra = note.get("detail")

@@ -9,23 +9,37 @@ Every command builds a job (a small dataclass with ``from_args``) and hands it h
 3. ``job.execute(spark)``, then ``job.summary(result)`` printed on stdout.
 
 Exit codes: 0 done, 2 bad input (InputError, OutputError: one ``error:`` line), 1 a bug of
-ours (one ``internal error:`` line, the trace with --debug), 130 interrupted.
+ours (one ``internal error:`` line, the trace with --debug), 130 interrupted (SIGINT,
+Ctrl-C), 143 terminated (SIGTERM: a scheduler stopping the task). On either signal the
+staging folder is removed, the previous output is left as it was and Spark is stopped.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
+import signal
 import sys
+import threading
 import traceback
 from argparse import Namespace
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from disc21spark.core import record
 from disc21spark.core.errors import InputError, OutputError
 from disc21spark.core.output import check_writable
 
-EXIT_OK, EXIT_INTERNAL, EXIT_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_OK, EXIT_INTERNAL, EXIT_INPUT, EXIT_INTERRUPTED, EXIT_TERMINATED = 0, 1, 2, 130, 143
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the driver is, so that every ``finally`` (staging folders,
+    cached rows) runs as for Ctrl-C."""
+
+
+def _terminate(signum: int, frame: Any) -> None:
+    raise Terminated()
 
 
 class Job(Protocol):
@@ -77,9 +91,14 @@ def run(
     session: SessionFactory | None = None,
 ) -> int:
     """Build the job, check it, start Spark, run it, print its summary: the exit code."""
+    spark = None
+    # Python's default for SIGTERM is to die on the spot, leaving staging folders behind
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _terminate) if main else None
     try:
         job = build()
         job.check()
+        run_record = record.begin(job)
         # the in-process engine of evaluate needs neither Java nor a session
         needs_spark = getattr(job, "needs_spark", True)
         problem = java_is_usable() if needs_spark else None
@@ -87,9 +106,15 @@ def run(
             print(f"error: {problem}", file=sys.stderr)
             return EXIT_INPUT
         folder = job.output_folder()
+        if folder and not job.overwrite and record.up_to_date(folder, job):
+            # a retried task: the output there was made by the same inputs and settings
+            print(f"{folder}: up to date (its run.json has the same inputs, settings and "
+                  "version); nothing to do")  # fmt: skip
+            return EXIT_OK
         if folder:
             check_writable(folder, job.overwrite)  # before paying for Spark's start
         spark = (session or _spark_session)(profile, master, debug=debug) if needs_spark else None
+        run_record.hash_inputs(spark)
         result = job.execute(spark)
         for line in job.summary(result):
             print(line)
@@ -98,15 +123,33 @@ def run(
             traceback.print_exc()
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_INPUT
-    except KeyboardInterrupt:
-        print("error: interrupted; nothing was written", file=sys.stderr)
-        return EXIT_INTERRUPTED
+    except KeyboardInterrupt as exc:
+        terminated = isinstance(exc, Terminated)
+        what = "terminated (SIGTERM)" if terminated else "interrupted"
+        print(f"error: {what}; nothing was written, any previous output is untouched",
+              file=sys.stderr)  # fmt: skip
+        _stop(spark)
+        return EXIT_TERMINATED if terminated else EXIT_INTERRUPTED
     except Exception as exc:  # a bug of ours: still one line, the trace on request
         if debug:
             traceback.print_exc()
         print(internal_error_line(exc), file=sys.stderr)
         return EXIT_INTERNAL
+    finally:
+        if main:
+            signal.signal(signal.SIGTERM, previous)
     return EXIT_OK
+
+
+def _stop(spark: Any) -> None:
+    """Stop Spark after a signal; the JVM may be going down already (under spark-submit
+    the signal reaches it first), which is no reason to print a trace."""
+    if spark is None:
+        return
+    try:
+        spark.stop()
+    except Exception:  # a JVM already gone is the expected case
+        pass
 
 
 def _spark_session(profile: str, master: str | None, debug: bool = False) -> Any:

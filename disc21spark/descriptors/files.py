@@ -24,7 +24,7 @@ from pyspark.sql import types as T
 
 from disc21spark.core import fs
 from disc21spark.core.errors import InputError, display_path, first_line
-from disc21spark.core.files import data_files
+from disc21spark.core.files import data_files, is_directory
 
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".webp", ".bmp", ".gif", ".tif", ".tiff")
 ID_NAMES = ("id", "image_id", "image_name", "name", "query_id", "reference_id")
@@ -58,7 +58,9 @@ def _readable(f: DescriptorFile) -> str:
 
 
 def _remote(path: str) -> bool:
-    return fs.scheme(path) not in (None, "file")
+    """A URI (file: included) is read through Hadoop on the driver and shipped to the
+    executors; a plain path is opened where it is, by every node (a shared disk)."""
+    return fs.is_uri(path)
 
 
 def bare_id(name: str) -> str:
@@ -87,7 +89,8 @@ def _format(path: str) -> str:
     for suffix, fmt in FORMATS.items():
         if lower.endswith(suffix):
             return fmt
-    if _remote(path) or os.path.isdir(path):  # a folder: a Parquet dataset
+    if (_remote(path) and fs.scheme(path) != "file") or os.path.isdir(display_path(path)):
+        # a folder: a Parquet dataset
         return "parquet"
     raise InputError(path, "unknown descriptor format (expected .h5/.hdf5, .npy or Parquet)")
 
@@ -102,7 +105,11 @@ def expand(patterns: list[str], side: str, spark: SparkSession | None = None) ->
     files: list[str] = []
     for pattern in patterns:
         if _remote(pattern) and spark is not None:
-            files.extend(data_files(spark, pattern))
+            whole = not glob.has_magic(pattern) and fs.exists(pattern, spark)
+            if whole and is_directory(spark, pattern):
+                files.append(pattern)  # a Parquet dataset
+            else:
+                files.extend(data_files(spark, pattern))
             continue
         local = display_path(pattern)
         found = sorted(glob.glob(local)) if glob.has_magic(local) else [local]

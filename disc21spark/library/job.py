@@ -1,4 +1,4 @@
-"""make_library on Spark: the executors render and write the images, the driver the manifest.
+"""make_library on Spark: the executors render the images, the driver writes them and the manifest.
 
 Each image is a function of (seed, index, size) alone, so the folder is byte-identical
 whatever the partitioning.
@@ -68,19 +68,17 @@ def run(spark: SparkSession, job: LibraryJob) -> dict:
     with staged_output(job.output, job.overwrite) as stage:
         for folder in {os.path.dirname(i.name) for i in items}:
             (stage / folder).mkdir(parents=True, exist_ok=True)
-        target = str(stage)
 
         def render(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
             for batch in batches:
-                out = {"name": [], "bytes": [], "sha256": []}
+                out = {"name": [], "bytes": [], "sha256": [], "data": []}
                 for row in batch.to_pylist():
                     item = spec.LibraryItem(row["name"], row["kind"], row["index"], row["source"])
                     data = spec.render(item, job.seed, job.width, job.height)
-                    with open(os.path.join(target, item.name), "wb") as f:
-                        f.write(data)
                     out["name"].append(item.name)
                     out["bytes"].append(len(data))
                     out["sha256"].append(codec.sha256(data))
+                    out["data"].append(data)
                 yield pa.RecordBatch.from_pydict(out)
 
         with phases.phase("render") as note:
@@ -89,9 +87,16 @@ def run(spark: SparkSession, job: LibraryJob) -> dict:
                 "name string, kind string, index long, source string",
             )
             parts = max(1, -(-len(items) // ITEMS_PER_TASK))
-            written = frame.repartition(parts).mapInArrow(
-                render, "name string, bytes long, sha256 string"
-            ).toPandas()
+            rendered = frame.repartition(parts).mapInArrow(
+                render, "name string, bytes long, sha256 string, data binary"
+            )
+            # the images come back to the driver, which owns the output folder (an
+            # executor's disk is not the driver's), one partition at a time
+            rows = []
+            for r in rendered.toLocalIterator(prefetchPartitions=True):
+                (stage / r.name).write_bytes(r.data)
+                rows.append((r.name, r.bytes, r.sha256))
+            written = pd.DataFrame(rows, columns=["name", "bytes", "sha256"])
             note.update(rows=len(written))
         manifest = (
             pd.DataFrame([(i.name, i.kind, i.index, i.source) for i in items],

@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from disc21spark.core import record
 from disc21spark.core.output import staged_output
 from disc21spark.core.phases import Phases
 from disc21spark.matching.model import MatchingMetrics
@@ -41,11 +42,13 @@ def metrics_document(metrics: MatchingMetrics, run: dict) -> dict:
 
 
 def run_document(spark: SparkSession | None, phases: Phases, **inputs) -> dict:
-    """The ``run`` part of a result file: the inputs and settings given, then the engine
+    """The ``run`` part of a result file: the inputs and settings given, the run record
+    (core/record.py: command, times, versions, inputs with SHA-256...), then the engine
     that ran the job (Spark's master and version; none in process) and the seconds of
     each phase."""
     return {
         **inputs,
+        **record.current().document(spark),
         "engine": "local" if spark is None else "spark",
         "spark_master": None if spark is None else spark.sparkContext.master,
         "spark_version": None if spark is None else spark.version,

@@ -16,7 +16,7 @@ from pathlib import Path, PurePosixPath
 import pandas as pd
 from pyspark.sql import SparkSession
 
-from disc21spark.core import config
+from disc21spark.core import config, record
 from disc21spark.core.errors import InputError
 from disc21spark.core.output import staged_output
 from disc21spark.core.phases import Phases
@@ -96,6 +96,8 @@ def run(spark: SparkSession, job: ExtractJob) -> dict:
         if FORMATS[out.suffix.lower()] == "npy":
             Path(ids_file(str(tmp))).replace(ids_file(str(out)))
         tmp.replace(out)
+        # a single file has no folder for run.json: its record lies beside it
+        record.write_to(out.with_name(f"{out.stem}_run.json"), spark)
         skipped = out.with_name(f"{out.stem}_skipped.csv")
         pd.DataFrame(d.skipped, columns=["path", "reason"]).to_csv(skipped, index=False)
         document.update(images=len(d.ids), skipped=len(d.skipped))

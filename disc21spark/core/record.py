@@ -1,0 +1,244 @@
+"""The run record: what a run was given and what ran it.
+
+Every output folder holds ``run.json``, and ``metrics.json`` / ``leaderboard.json`` /
+``rank_eval.json`` carry the same block under ``run``: the command line, start and end
+(ISO 8601 with the time zone), the Spark application and master, the versions of the
+package and of what computes (Python, PySpark, numpy, pyarrow, FAISS), the git commit
+when run from a checkout, the job's effective settings, every input with its size and
+SHA-256 (streamed), and the seconds of each phase. A scheduler audits a run from it, and
+a rerun compares it to decide that an output is up to date.
+
+The runner begins one record per command; library calls outside the runner (tests,
+notebooks) get one begun at their first phase.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import json
+import os
+import subprocess
+import sys
+from concurrent.futures import Future, ThreadPoolExecutor
+from importlib import metadata
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+RUN_FILE = "run.json"
+# job fields that name inputs (files, folders, globs); their content is hashed
+INPUT_FIELDS = (
+    "ground_truth", "predictions", "query_descriptors", "reference_descriptors",
+    "score_norm", "train_descriptors", "images", "bench", "previous",
+)  # fmt: skip
+# fields that say where and how to write, not what the result is
+NOT_SETTINGS = ("output", "overwrite", "quiet", "debug")
+PACKAGES = {"pyspark": "pyspark", "numpy": "numpy", "pyarrow": "pyarrow", "faiss": "faiss-cpu"}
+
+
+def now() -> str:
+    return dt.datetime.now().astimezone().isoformat(timespec="milliseconds")
+
+
+class Record:
+    """One run's record, filled as the run goes."""
+
+    def __init__(self, command: list[str] | None = None, job: Any = None) -> None:
+        self.command = list(sys.argv if command is None else command)
+        self.started = now()
+        self.job = job
+        self.phase_seconds: dict[str, float] = {}
+        self._inputs: Future | None = None
+
+    def hash_inputs(self, spark: Any = None) -> None:
+        """Start hashing the job's inputs in a thread (hashlib and the JVM digest run
+        outside Python's lock, beside the work)."""
+        if self._inputs is None and self.job is not None:
+            paths = input_paths(self.job)
+            pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="disc21spark-inputs")
+            self._inputs = pool.submit(describe_inputs, paths, spark)
+            pool.shutdown(wait=False)
+
+    def inputs(self, spark: Any = None) -> list[dict]:
+        self.hash_inputs(spark)
+        return self._inputs.result() if self._inputs is not None else []
+
+    def settings(self) -> dict:
+        if self.job is None or not dataclasses.is_dataclass(self.job):
+            return {}
+        out = {}
+        for f in dataclasses.fields(self.job):
+            if f.name in NOT_SETTINGS or f.name in INPUT_FIELDS:
+                continue
+            out[f.name] = json_value(getattr(self.job, f.name))
+        return out
+
+    def document(self, spark: Any = None) -> dict:
+        """The record as written: run.json, and the ``run`` block of the result files."""
+        sc = spark.sparkContext if spark is not None else None
+        return {
+            "command": " ".join(self.command),
+            "started": self.started,
+            "ended": now(),
+            "spark_application_id": sc.applicationId if sc is not None else None,
+            "spark_master": sc.master if sc is not None else None,
+            "versions": versions(),
+            "git_commit": git_commit(),
+            "settings": self.settings(),
+            "inputs": self.inputs(spark),
+            "phase_seconds": dict(self.phase_seconds),
+        }
+
+
+_CURRENT: list[Record] = []
+
+
+def begin(job: Any = None, command: list[str] | None = None) -> Record:
+    """The record of a new run (the runner calls it once per command)."""
+    _CURRENT[:] = [Record(command, job)]
+    return _CURRENT[0]
+
+
+def current() -> Record:
+    if not _CURRENT:
+        begin()
+    return _CURRENT[0]
+
+
+def input_paths(job: Any) -> list[str]:
+    paths: list[str] = []
+    for name in INPUT_FIELDS:
+        value = getattr(job, name, None)
+        if isinstance(value, str | os.PathLike):
+            paths.append(str(value))
+        elif isinstance(value, list | tuple):
+            paths += [str(v) for v in value]
+    return paths
+
+
+def describe_inputs(paths: list[str], spark: Any = None) -> list[dict]:
+    """Each input: its path, bytes and SHA-256; a folder or glob by its files (count,
+    bytes, and the SHA-256 of their names and digests in order)."""
+    from disc21spark.core import fs
+
+    described = []
+    for path in paths:
+        files = _files_of(path, spark)
+        if files is None:
+            described.append({"path": path, "bytes": None, "sha256": None, "missing": True})
+            continue
+        sums = [(f, _size(f, spark), fs.sha256(f, spark)) for f in files]
+        if len(sums) == 1 and sums[0][0] == path:
+            described.append({"path": path, "bytes": sums[0][1], "sha256": sums[0][2]})
+            continue
+        import hashlib
+
+        digest = hashlib.sha256()
+        for f, _, sha in sums:
+            digest.update(f"{PurePosixPath(f).name}\0{sha}\n".encode())
+        described.append({"path": path, "files": len(sums), "bytes": sum(s for _, s, _ in sums),
+                          "sha256": digest.hexdigest()})  # fmt: skip
+    return described
+
+
+def _files_of(path: str, spark: Any) -> list[str] | None:
+    from disc21spark.core import fs
+
+    if fs.is_uri(path):
+        if spark is None:
+            return None
+        from disc21spark.core.files import data_files
+
+        try:
+            return data_files(spark, path)
+        except Exception:  # an input the job itself reports on
+            return None
+    import glob
+
+    if os.path.isfile(path):
+        return [path]
+    if os.path.isdir(path):
+        return sorted(str(p) for p in Path(path).rglob("*") if p.is_file())
+    found = sorted(f for f in glob.glob(path, recursive=True) if os.path.isfile(f))
+    return found or None
+
+
+def _size(path: str, spark: Any) -> int | None:
+    from disc21spark.core import fs
+
+    if not fs.is_uri(path):
+        return os.path.getsize(path)
+    where = fs.HadoopPath(spark, path)
+    return int(where.fs.getFileStatus(where.path).getLen())
+
+
+def json_value(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {k: json_value(v) for k, v in dataclasses.asdict(value).items()}
+    if isinstance(value, list | tuple):
+        return [json_value(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): json_value(v) for k, v in value.items()}
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    return str(value)
+
+
+def versions() -> dict:
+    from disc21spark import __version__
+
+    found = {"disc21spark": __version__, "python": sys.version.split()[0]}
+    for name, dist in PACKAGES.items():
+        try:
+            found[name] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            found[name] = None
+    return found
+
+
+def git_commit() -> str | None:
+    """The checkout's commit when the package runs from one (not from a wheel)."""
+    root = Path(__file__).resolve().parents[2]
+    if not (root / ".git").exists():
+        return None
+    try:
+        out = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True,
+                             text=True, timeout=10)  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None
+
+
+def write(folder: Path, spark: Any = None) -> dict:
+    """run.json in an output folder (the staging folder, before it is published)."""
+    return write_to(folder / RUN_FILE, spark)
+
+
+def write_to(path: Path, spark: Any = None) -> dict:
+    document = current().document(spark)
+    path.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+    return document
+
+
+def up_to_date(output: str, job: Any, spark: Any = None) -> bool:
+    """Whether ``output`` holds a complete run of the same inputs (by content), settings
+    and package version: a retried task has nothing to do."""
+    from disc21spark.core import fs
+
+    try:
+        if not fs.exists(f"{output.rstrip('/')}/{fs.SUCCESS}", spark):
+            return False
+        old = json.loads(fs.read_text(f"{output.rstrip('/')}/{RUN_FILE}", spark))
+    except Exception:  # no record, or not one of ours: not up to date
+        return False
+    record = current()
+    same_version = old.get("versions", {}).get("disc21spark") == versions()["disc21spark"]
+    return (
+        same_version
+        and old.get("settings") == record.settings()
+        and _comparable(old.get("inputs")) == _comparable(record.inputs(spark))
+    )
+
+
+def _comparable(inputs: Any) -> list:
+    return [(i.get("path"), i.get("sha256"), i.get("bytes")) for i in inputs or []]

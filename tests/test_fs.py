@@ -1,0 +1,89 @@
+"""Paths of any Hadoop file system: outputs committed through Hadoop for a URI, streamed
+SHA-256, one-line errors for a scheme with no connector."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+
+import pytest
+
+from disc21spark.core import fs
+from disc21spark.core.errors import InputError, OutputError
+from disc21spark.core.output import check_writable, staged_output
+
+
+@pytest.mark.parametrize(
+    "path,kind",
+    [("out/", None), ("/data/x.csv", None), ("C:/data", None), ("file:///tmp/x", "file"),
+     ("file:/tmp/x", "file"), ("s3a://bucket/x", "s3a"), ("hdfs://nn:8020/x", "hdfs")],
+)  # fmt: skip
+def test_schemes(path, kind):
+    assert fs.scheme(path) == kind
+
+
+def test_a_uri_output_is_committed_through_hadoop(spark, tmp_path):
+    target = tmp_path / "out"
+    uri = target.as_uri()
+    with staged_output(uri, overwrite=False) as stage:
+        (stage / "metrics.json").write_text("{}")
+        (stage / "sub").mkdir()
+        (stage / "sub" / "a.csv").write_text("x\n")
+    assert sorted(p.name for p in target.iterdir()) == ["_SUCCESS", "metrics.json", "sub"]
+    assert (target / "sub" / "a.csv").read_text() == "x\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]  # no staging debris
+    # the user's folder is not replaced unasked, and a failed run leaves it as it was
+    with pytest.raises(OutputError, match="not empty .*--overwrite"):
+        check_writable(uri, overwrite=False)
+    with pytest.raises(RuntimeError, match="boom"), staged_output(uri, overwrite=True) as stage:
+        (stage / "metrics.json").write_text('{"new": 1}')
+        raise RuntimeError("boom")
+    assert (target / "metrics.json").read_text() == "{}"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+    with staged_output(uri, overwrite=True) as stage:
+        (stage / "metrics.json").write_text('{"new": 1}')
+    assert sorted(p.name for p in target.iterdir()) == ["_SUCCESS", "metrics.json"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+
+
+def test_uri_output_checks(spark, tmp_path):
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(OutputError, match="exists and is not a folder"):
+        check_writable((tmp_path / "file").as_uri(), overwrite=True)
+    with pytest.raises(OutputError, match="parent folder does not exist"):
+        check_writable((tmp_path / "no" / "out").as_uri(), overwrite=False)
+    with pytest.raises(OutputError) as info:
+        check_writable("s3a://bucket/out", overwrite=False)
+    assert str(info.value) == (
+        "s3a://bucket/out: no FileSystem for scheme 's3a': add the hadoop-aws package "
+        "(--packages org.apache.hadoop:hadoop-aws:<Hadoop version>)"
+    )
+    with pytest.raises(OutputError, match="no FileSystem for scheme 'nosuchfs'"):
+        check_writable("nosuchfs://x/out", overwrite=False)
+
+
+def test_a_plain_output_holds_success_too(tmp_path):
+    with staged_output(tmp_path / "out", overwrite=False) as stage:
+        (stage / "a").write_text("1")
+    assert sorted(os.listdir(tmp_path / "out")) == ["_SUCCESS", "a"]
+
+
+def test_sha256_is_streamed_and_equal_on_every_path(spark, tmp_path):
+    data = os.urandom(3 << 20) + b"tail"
+    path = tmp_path / "big.bin"
+    path.write_bytes(data)
+    want = hashlib.sha256(data).hexdigest()
+    assert fs.sha256(str(path)) == want  # hashlib, no JVM
+    assert fs.sha256(path.as_uri(), spark) == want  # Hadoop's stream, digested in the JVM
+    with pytest.raises(InputError, match="cannot be read"):
+        fs.sha256(str(tmp_path / "missing"))
+    with pytest.raises(InputError, match="missing.*cannot be read"):
+        fs.sha256((tmp_path / "missing").as_uri(), spark)
+
+
+def test_local_copy_and_text_of_a_uri(spark, tmp_path):
+    (tmp_path / "a.txt").write_text("hello\n")
+    assert fs.read_text((tmp_path / "a.txt").as_uri(), spark) == "hello\n"
+    with fs.local_copy((tmp_path / "a.txt").as_uri(), spark) as here:
+        assert here != str(tmp_path / "a.txt") and open(here).read() == "hello\n"
+    assert not os.path.exists(here)
