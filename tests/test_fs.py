@@ -10,7 +10,7 @@ import pytest
 
 from disc21spark.core import fs
 from disc21spark.core.errors import InputError, OutputError
-from disc21spark.core.output import check_writable, staged_output
+from disc21spark.core.output import check_writable, recover, staged_output
 
 
 @pytest.mark.parametrize(
@@ -29,7 +29,7 @@ def test_a_uri_output_is_committed_through_hadoop(spark, tmp_path):
         (stage / "metrics.json").write_text("{}")
         (stage / "sub").mkdir()
         (stage / "sub" / "a.csv").write_text("x\n")
-    assert sorted(p.name for p in target.iterdir()) == ["_SUCCESS", "metrics.json", "sub"]
+    assert sorted(p.name for p in target.iterdir()) == ["_SUCCESS", "metrics.json", "run.json", "sub"]
     assert (target / "sub" / "a.csv").read_text() == "x\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]  # no staging debris
     # the user's folder is not replaced unasked, and a failed run leaves it as it was
@@ -42,7 +42,7 @@ def test_a_uri_output_is_committed_through_hadoop(spark, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
     with staged_output(uri, overwrite=True) as stage:
         (stage / "metrics.json").write_text('{"new": 1}')
-    assert sorted(p.name for p in target.iterdir()) == ["_SUCCESS", "metrics.json"]
+    assert sorted(p.name for p in target.iterdir()) == ["_SUCCESS", "metrics.json", "run.json"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
 
 
@@ -65,7 +65,7 @@ def test_uri_output_checks(spark, tmp_path):
 def test_a_plain_output_holds_success_too(tmp_path):
     with staged_output(tmp_path / "out", overwrite=False) as stage:
         (stage / "a").write_text("1")
-    assert sorted(os.listdir(tmp_path / "out")) == ["_SUCCESS", "a"]
+    assert sorted(os.listdir(tmp_path / "out")) == ["_SUCCESS", "a", "run.json"]
 
 
 def test_sha256_is_streamed_and_equal_on_every_path(spark, tmp_path):
@@ -87,3 +87,27 @@ def test_local_copy_and_text_of_a_uri(spark, tmp_path):
     with fs.local_copy((tmp_path / "a.txt").as_uri(), spark) as here:
         assert here != str(tmp_path / "a.txt") and open(here).read() == "hello\n"
     assert not os.path.exists(here)
+
+
+def test_the_next_run_cleans_a_killed_runs_debris(tmp_path):
+    """SIGKILL between setting the old output aside and renaming the new one in: the
+    next run puts the old one back first, and removes the dead writer's staging."""
+    dead = 2**22 + 12345  # above any pid this machine hands out
+    out = tmp_path / "out"
+    aside = tmp_path / f".out.old-{dead}-x1"
+    (aside / "out").mkdir(parents=True)
+    (aside / "out" / "metrics.json").write_text("previous")
+    (tmp_path / f".out.staging-{dead}-x2").mkdir()
+    (tmp_path / f".out.staging-{dead}-x2" / "half.csv").write_text("partial")
+    live = tmp_path / f".out.staging-{os.getpid()}-x3"  # a run still going: left alone
+    live.mkdir()
+    recover(out)
+    assert (out / "metrics.json").read_text() == "previous"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [live.name, "out"]
+    with pytest.raises(OutputError, match="not empty"), staged_output(out, overwrite=False):
+        pass
+    live.rmdir()
+    with staged_output(out, overwrite=True) as stage:
+        (stage / "metrics.json").write_text("new")
+    assert (out / "metrics.json").read_text() == "new"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]

@@ -8,6 +8,7 @@ import gzip
 import json
 import os
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -20,7 +21,7 @@ from disc21spark.matching.model import GroundTruth, Submission
 from disc21spark.matching.spec import evaluate
 from disc21spark.pool import job as pool
 from disc21spark.pool import per_file
-from tests.conftest import error_lines, run_evaluate
+from tests.conftest import ROOT, cli_env, error_lines, run_evaluate
 
 GT = pd.DataFrame(
     {
@@ -259,3 +260,23 @@ def test_odd_parquet_types_send_the_pool_to_the_one_sort_plan(spark, tmp_path, g
     assert per_file.plan_for("auto", result.submissions, "auto", 1 << 20) == "one-sort"
     assert by_name["plain"].metrics.n_true_positives == 2
     assert by_name["ints"].status == "ok" and by_name["ints"].metrics.n_predictions == 1
+
+
+def test_a_task_failing_once_is_retried_and_changes_nothing(tmp_path, gt_file):
+    """A task of the per-file plan fails on its first attempt (a test-only fault): Spark
+    retries it (local[2,3]: three attempts) and the leaderboard equals an undisturbed run's."""
+    write_pool(tmp_path / "pool", 21, 5)
+    marker = tmp_path / "failed.txt"
+    common = ["--ground-truth", gt_file, "--predictions", str(tmp_path / "pool"), "--quiet",
+              "--master", "local[2,3]", "--pool-plan", "per-file"]  # fmt: skip
+    calm = run_evaluate([sys.executable], *common, "--output", str(tmp_path / "calm"))
+    assert calm.returncode == 0, calm.stderr[-2000:]
+    env = dict(os.environ, **{per_file.FAIL_FIRST_ATTEMPT: f"2:{marker}"})
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "jobs" / "evaluate.py"), *common,
+         "--output", str(tmp_path / "faulty")],
+        capture_output=True, text=True, env={**cli_env(), **env}, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert marker.read_text() == "2\n"  # the fault happened, once
+    assert leaderboard_rows(tmp_path / "faulty") == leaderboard_rows(tmp_path / "calm")

@@ -63,8 +63,12 @@ def settings(**kw) -> Settings:
 
 
 def folder_bytes(folder: Path) -> dict[str, bytes]:
+    """The results of a folder: the run record (times, ids) and the marker say when and
+    how, not what."""
     return {
-        str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()
+        str(p.relative_to(folder)): p.read_bytes()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and p.name not in ("run.json", "_SUCCESS")
     }
 
 

@@ -79,4 +79,7 @@ def main(
     args = parse(argv, prog, description)
     setup_logging(args.quiet)
     build = COMMANDS[args.command].build
-    return run(lambda: build(args), profile=args.profile, master=args.master, debug=args.debug)
+    # the command line as given (in process, argv is not sys.argv)
+    command = [prog or sys.argv[0], *(sys.argv[1:] if argv is None else argv)]
+    return run(lambda: build(args), profile=args.profile, master=args.master, debug=args.debug,
+               command=command)  # fmt: skip

@@ -48,9 +48,12 @@ def staged_output(path: str | os.PathLike, overwrite: bool) -> Iterator[Path]:
             yield stage
             record.write(stage, fs.active_session())
         return
-    out = _check_local(Path(path), overwrite)
+    out = Path(path)
+    if out.parent.is_dir():
+        recover(out)
+    out = _check_local(out, overwrite)
     try:
-        stage = Path(tempfile.mkdtemp(prefix=f".{out.name}.staging-", dir=out.parent))
+        stage = Path(tempfile.mkdtemp(prefix=f"{_prefix(out, 'staging')}", dir=out.parent))
     except OSError as exc:
         raise OutputError(f"{out.parent}: cannot write there ({exc.strerror or exc})") from None
     try:
@@ -60,7 +63,7 @@ def staged_output(path: str | os.PathLike, overwrite: bool) -> Iterator[Path]:
         _check_local(out, overwrite)  # someone may have written there meanwhile
         if out.is_dir():
             if any(out.iterdir()):
-                old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
+                old = Path(tempfile.mkdtemp(prefix=_prefix(out, "old"), dir=out.parent))
                 os.replace(out, old / out.name)
                 os.replace(stage, out)
                 shutil.rmtree(old, ignore_errors=True)
@@ -70,3 +73,36 @@ def staged_output(path: str | os.PathLike, overwrite: bool) -> Iterator[Path]:
     finally:
         if stage.exists():
             shutil.rmtree(stage, ignore_errors=True)
+
+
+def _prefix(out: Path, kind: str) -> str:
+    """Staging and set-aside folders carry the writer's process id, so that the next run
+    can tell debris (its writer is gone) from a run still going."""
+    return f".{out.name}.{kind}-{os.getpid()}-"
+
+
+def recover(out: Path) -> None:
+    """Clean what a killed run (SIGKILL, a lost machine) left beside ``out``: its staging
+    folders are removed; a previous output it had set aside but not yet replaced (killed
+    between the two renames) is put back."""
+    for kind in ("old", "staging"):
+        for debris in out.parent.glob(f".{out.name}.{kind}-*-*"):
+            pid = debris.name[len(f".{out.name}.{kind}-") :].split("-", 1)[0]
+            if not pid.isdigit() or _alive(int(pid)):
+                continue
+            kept = debris / out.name
+            if kind == "old" and kept.is_dir() and not out.exists():
+                os.replace(kept, out)
+            shutil.rmtree(debris, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process: alive
+        return True
+    return True

@@ -18,6 +18,7 @@ class Phases:
 
     def __init__(self) -> None:
         self.seconds: dict[str, float] = {}
+        self.record = record.for_phases()
 
     @contextmanager
     def phase(self, name: str) -> Iterator[dict]:
@@ -33,7 +34,7 @@ class Phases:
                 sc.setJobDescription(None)
         elapsed = time.perf_counter() - start
         self.seconds[name] = round(elapsed, 3)
-        record.current().phase_seconds[name] = round(elapsed, 3)
+        self.record.phase_seconds[name] = round(elapsed, 3)
         rows = note.get("rows")
         counted = f"{rows:,} rows" if rows is not None else "done"
         extra = note.get("detail")

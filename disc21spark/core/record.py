@@ -32,7 +32,7 @@ INPUT_FIELDS = (
     "score_norm", "train_descriptors", "images", "bench", "previous",
 )  # fmt: skip
 # fields that say where and how to write, not what the result is
-NOT_SETTINGS = ("output", "overwrite", "quiet", "debug")
+NOT_SETTINGS = ("output", "overwrite", "quiet", "debug", "command")
 PACKAGES = {"pyspark": "pyspark", "numpy": "numpy", "pyarrow": "pyarrow", "faiss": "faiss-cpu"}
 
 
@@ -43,10 +43,14 @@ def now() -> str:
 class Record:
     """One run's record, filled as the run goes."""
 
-    def __init__(self, command: list[str] | None = None, job: Any = None) -> None:
+    def __init__(
+        self, command: list[str] | None = None, job: Any = None, runner: bool = False
+    ) -> None:
         self.command = list(sys.argv if command is None else command)
         self.started = now()
         self.job = job
+        self.runner = runner  # begun by the runner for a command (else a library call)
+        self.spark: Any = None  # the runner's session (None: the in-process engine)
         self.phase_seconds: dict[str, float] = {}
         self._inputs: Future | None = None
 
@@ -64,17 +68,21 @@ class Record:
         return self._inputs.result() if self._inputs is not None else []
 
     def settings(self) -> dict:
-        if self.job is None or not dataclasses.is_dataclass(self.job):
-            return {}
-        out = {}
-        for f in dataclasses.fields(self.job):
-            if f.name in NOT_SETTINGS or f.name in INPUT_FIELDS:
-                continue
-            out[f.name] = json_value(getattr(self.job, f.name))
-        return out
+        fields = job_fields(self.job)
+        return {
+            name: json_value(value)
+            for name, value in fields.items()
+            if name not in NOT_SETTINGS and name not in INPUT_FIELDS
+        }
 
     def document(self, spark: Any = None) -> dict:
         """The record as written: run.json, and the ``run`` block of the result files."""
+        if self.runner:
+            spark = self.spark
+        elif spark is None:
+            from disc21spark.core.fs import active_session
+
+            spark = active_session()
         sc = spark.sparkContext if spark is not None else None
         return {
             "command": " ".join(self.command),
@@ -94,21 +102,45 @@ _CURRENT: list[Record] = []
 
 
 def begin(job: Any = None, command: list[str] | None = None) -> Record:
-    """The record of a new run (the runner calls it once per command)."""
-    _CURRENT[:] = [Record(command, job)]
+    """The record of a command's run: the runner calls it once per command."""
+    _CURRENT[:] = [Record(command, job, runner=True)]
+    return _CURRENT[0]
+
+
+def end() -> None:
+    _CURRENT.clear()
+
+
+def for_phases() -> Record:
+    """The record a new set of phases reports to: the runner's, or a fresh one for a
+    library call (tests, notebooks), so that no run inherits another's phases."""
+    if not (_CURRENT and _CURRENT[0].runner):
+        _CURRENT[:] = [Record()]
     return _CURRENT[0]
 
 
 def current() -> Record:
     if not _CURRENT:
-        begin()
+        _CURRENT.append(Record())
     return _CURRENT[0]
+
+
+def job_fields(job: Any) -> dict[str, Any]:
+    """A job's options: the dataclass's fields, or the parsed command line of a command
+    that picks its job at run time (evaluate)."""
+    if job is None:
+        return {}
+    if dataclasses.is_dataclass(job) and not isinstance(job, type):
+        return {f.name: getattr(job, f.name) for f in dataclasses.fields(job)}
+    args = getattr(job, "args", None)
+    return dict(vars(args)) if args is not None else {}
 
 
 def input_paths(job: Any) -> list[str]:
     paths: list[str] = []
+    fields = job_fields(job)
     for name in INPUT_FIELDS:
-        value = getattr(job, name, None)
+        value = fields.get(name)
         if isinstance(value, str | os.PathLike):
             paths.append(str(value))
         elif isinstance(value, list | tuple):

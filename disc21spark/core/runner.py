@@ -89,6 +89,7 @@ def run(
     master: str | None = None,
     debug: bool = False,
     session: SessionFactory | None = None,
+    command: list[str] | None = None,
 ) -> int:
     """Build the job, check it, start Spark, run it, print its summary: the exit code."""
     spark = None
@@ -98,7 +99,7 @@ def run(
     try:
         job = build()
         job.check()
-        run_record = record.begin(job)
+        run_record = record.begin(job, command)
         # the in-process engine of evaluate needs neither Java nor a session
         needs_spark = getattr(job, "needs_spark", True)
         problem = java_is_usable() if needs_spark else None
@@ -114,6 +115,7 @@ def run(
         if folder:
             check_writable(folder, job.overwrite)  # before paying for Spark's start
         spark = (session or _spark_session)(profile, master, debug=debug) if needs_spark else None
+        run_record.spark = spark
         run_record.hash_inputs(spark)
         result = job.execute(spark)
         for line in job.summary(result):
@@ -136,6 +138,7 @@ def run(
         print(internal_error_line(exc), file=sys.stderr)
         return EXIT_INTERNAL
     finally:
+        record.end()
         if main:
             signal.signal(signal.SIGTERM, previous)
     return EXIT_OK

@@ -152,6 +152,12 @@ NOISY_LOGGERS = (
 def _silence_task_failures(spark: SparkSession) -> None:
     # PySpark logs the Java trace of a failed query itself; the job reports it in one line
     logging.getLogger("DataFrameQueryContextLogger").setLevel(logging.CRITICAL + 1)
+    # py4j logs the trace of a call a signal interrupted through the root logger (which
+    # logging then configures to print); the runner says it in one line
+    logging.getLogger("py4j").setLevel(logging.CRITICAL + 1)
+    root = logging.getLogger()
+    if not root.handlers:
+        root.addHandler(logging.NullHandler())
     jvm = spark.sparkContext._jvm
     off = jvm.org.apache.logging.log4j.Level.OFF
     for name in NOISY_LOGGERS:
