@@ -2,8 +2,10 @@
 
 The rank of query q's original o is the number of references r with score(q, r) ≥
 score(q, o): 1 when the original comes first, ties counted against the method (a reference
-scoring exactly as well as the original is ranked before it). Scores are those of the
-descriptor track: -|q-r|² (l2) or q·r (ip), summed in float64 and rounded once to float32.
+scoring exactly as well as the original is ranked before it: the pessimistic rank, as
+DISC21 scores ties). The references scoring strictly better are counted too, which gives
+the mid-rank of the tied group, (better + 1 + pessimistic) / 2, for ``--ties mid``. Scores
+are those of ``ranks.distances``: summed in float64 and rounded once to float32.
 
 A library may be cut into R disjoint subsets (each query ranked within the subset holding
 its original) and grown in nested sizes (the originals first, then the other references in
@@ -16,7 +18,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from disc21spark.descriptors.spec import pair_scores
+from disc21spark.ranks.distances import pair_scores
+
+TIES = ("pessimistic", "mid")
 
 
 @dataclass(frozen=True)
@@ -43,20 +47,36 @@ def layout(n_refs: int, originals: np.ndarray, subsets: int, sizes: tuple[int, .
 
 @dataclass(frozen=True)
 class Ranks:
-    rank: np.ndarray  # (nq,) int; 0 for a distractor (it has no original)
-    rank_in_subset: np.ndarray  # (nq,) int; 0 for a distractor
-    rank_by_size: np.ndarray  # (nq, len(sizes)) int; 0 for a distractor
+    """Pessimistic ranks (references scoring ≥ the original) and the count of references
+    scoring strictly better (``better``), in the whole library, the original's subset and
+    each size; 0 for a distractor (it has no original)."""
+
+    rank: np.ndarray  # (nq,) int
+    rank_in_subset: np.ndarray  # (nq,) int
+    rank_by_size: np.ndarray  # (nq, len(sizes)) int
+    better: np.ndarray  # (nq,) int
+    better_in_subset: np.ndarray  # (nq,) int
+    better_by_size: np.ndarray  # (nq, len(sizes)) int
+
+    @staticmethod
+    def zeros(nq: int, n_sizes: int) -> Ranks:
+        return Ranks(*(np.zeros(shape, dtype=np.int64) for shape in [nq, nq, (nq, n_sizes)] * 2))
+
+
+def _counts(found: np.ndarray, orig: int, lay: Layout) -> tuple[int, int, np.ndarray]:
+    in_subset = int(np.count_nonzero(lay.subset[found] == lay.subset[orig]))
+    pos = np.sort(lay.position[found])
+    by_size = np.searchsorted(pos, np.asarray(lay.sizes, dtype=np.int64), side="left")
+    return len(found), in_subset, by_size
 
 
 def count_at_least(
-    beating: np.ndarray, orig: int, lay: Layout
-) -> tuple[int, int, np.ndarray]:
-    """From the references scoring ≥ the original (`beating`, indexes), the three ranks."""
-    rank = len(beating)
-    in_subset = int(np.count_nonzero(lay.subset[beating] == lay.subset[orig]))
-    pos = np.sort(lay.position[beating])
-    by_size = np.searchsorted(pos, np.asarray(lay.sizes, dtype=np.int64), side="left")
-    return rank, in_subset, by_size
+    out: Ranks, q: int, beating: np.ndarray, better: np.ndarray, orig: int, lay: Layout
+) -> None:
+    """Fill row q of ``out`` from the references scoring ≥ the original (``beating``,
+    indexes) and > it (``better``)."""
+    out.rank[q], out.rank_in_subset[q], out.rank_by_size[q] = _counts(beating, orig, lay)
+    out.better[q], out.better_in_subset[q], out.better_by_size[q] = _counts(better, orig, lay)
 
 
 def exact_ranks(
@@ -64,15 +84,25 @@ def exact_ranks(
 ) -> Ranks:
     """The specification: every pair scored one at a time, then counted."""
     nq, nb = len(xq), len(xb)
-    rank = np.zeros(nq, dtype=np.int64)
-    in_subset = np.zeros(nq, dtype=np.int64)
-    by_size = np.zeros((nq, len(lay.sizes)), dtype=np.int64)
+    out = Ranks.zeros(nq, len(lay.sizes))
     refs = np.arange(nb)
     for q in np.flatnonzero(original >= 0):
         scores = pair_scores(xq, xb, np.full(nb, q), refs, metric)
-        beating = np.flatnonzero(scores >= scores[original[q]])
-        rank[q], in_subset[q], by_size[q] = count_at_least(beating, int(original[q]), lay)
-    return Ranks(rank, in_subset, by_size)
+        target = scores[original[q]]
+        beating, better = np.flatnonzero(scores >= target), np.flatnonzero(scores > target)
+        count_at_least(out, q, beating, better, int(original[q]), lay)
+    return out
+
+
+def tied_rank(pessimistic: np.ndarray, better: np.ndarray, ties: str) -> np.ndarray:
+    """The rank under a ties rule: ``pessimistic`` as is (int), or ``mid``, the mean of the
+    tied group's places: better + (tied + 1) / 2 with tied = pessimistic − better."""
+    pessimistic = np.asarray(pessimistic)
+    if ties == "pessimistic":
+        return pessimistic
+    if ties == "mid":
+        return (np.asarray(pessimistic, dtype=np.float64) + np.asarray(better) + 1) / 2
+    raise ValueError(f"unknown ties rule {ties!r} (known: {', '.join(TIES)})")
 
 
 def summary(ranks: np.ndarray) -> dict:
