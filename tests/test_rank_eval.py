@@ -15,7 +15,6 @@ import pytest
 from PIL import Image
 
 from disc21spark.core.errors import InputError
-from disc21spark.descriptors import spec as search
 from disc21spark.library import spec as library
 from disc21spark.matching import spec as metrics
 from disc21spark.matching.model import GroundTruth
@@ -25,6 +24,7 @@ from disc21spark.queries.job import QueryJob
 from disc21spark.queries.job import run as make_bench
 from disc21spark.queries.spec import Settings
 from disc21spark.queries.transforms import parse_tests
+from disc21spark.ranks import distances
 from disc21spark.ranks import methods as features
 from disc21spark.ranks.extract_job import ExtractJob
 from disc21spark.ranks.extract_job import run as extract_run
@@ -92,7 +92,7 @@ def test_ranks_equal_the_specification(bench, report, name):
 @pytest.mark.parametrize("name", ["colorhist", "tiny"])
 def test_micro_ap_equals_the_specification_per_test(bench, report, name):
     b, m, xq, xb = vectors(bench, name)
-    scores = search.brute_force_pairs(xq, xb, m.metric)
+    scores = distances.brute_force_pairs(xq, xb, m.metric)
     refs = np.asarray(b.references.reference_id)
     summary = pd.read_parquet(report / "summary.parquet").set_index(["method", "test"])
     for test in parse_tests(TESTS):
@@ -123,9 +123,9 @@ def test_howes_known_behaviours(report):
 
 def test_report_files(report):
     for name in ("ranks", "summary", "stability", "stability_summary", "sizes", "size_ranks",
-                 "slopes", "queries_needed"):  # fmt: skip
+                 "slopes", "queries_needed", "queries_needed_summary", "comparisons"):  # fmt: skip
         assert (report / f"{name}.parquet").is_file() and (report / f"{name}.csv").is_file()
-    for png in ("rank_distributions", "rank_bars", "rank_vs_size", "stability"):
+    for png in ("rank_distributions", "rank_summary", "rank_vs_size", "stability", "queries_needed"):
         assert Image.open(report / f"{png}.png").width > 300
     md = (report / "report.md").read_text()
     assert "## Who wins" in md and "**jumble:4x4**" in md and "colorhist" in md

@@ -5,9 +5,15 @@ A library is the photographs that scikit-image ships inside its installed packag
 images as needed. The dead-leaves model (Matheron; Lee, Mumford & Huang 2001)
 drops opaque disks with a scale-invariant radius law, each new one falling *under*
 the ones already there; its images share the occlusion structure and the ~1/f^2
-power spectrum of natural images, so descriptors and JPEG behave on them roughly
-as on photographs, while any number of distinct images can be regenerated from
-(seed, index) alone, byte for byte, without storing them.
+power spectrum of natural images, while any number of distinct images can be
+regenerated from (seed, index) alone, byte for byte, without storing them.
+
+By default (``textured_leaves``) each leaf shows a window of one of the photographs
+that installed packages ship, so every image draws its colours and textures from one
+common pool, as the pictures of a photo collection share their colour statistics; with
+one random palette per image (``dead_leaves``, ``--leaves flat``) a colour histogram
+tells almost every image apart whatever the alteration, which describes the generator
+rather than the method.
 
 Everything here is pure and single-process: a distributed job maps ``render`` over
 ``library_plan`` and writes each item's bytes under its ``name``.
@@ -364,15 +370,12 @@ PATCH_SOURCES: tuple[tuple[str, str], ...] = (
     ("matplotlib", "mpl-data/sample_data/grace_hopper.jpg"),
 )
 PATCH_MAX_SIDE = 512  # sources are shrunk to this long side: one scale for all textures
-# A scene draws its leaves from a few photographs, as a real picture shows a few surfaces
-SCENE_SOURCES = (1, 4)  # inclusive range of photographs per image
-# Per-image camera differences, the same distribution for every image: exposure (log2
-# stops) and white balance (log gain per channel) drawn from centred normals.
-EXPOSURE_SIGMA = 0.35
-BALANCE_SIGMA = 0.08
-CONTRAST = 1.0  # median contrast gain (1: the photographs' own)
-CONTRAST_SIGMA = 0.0  # its log-normal spread
-REGION_MIX = 0.8  # share of leaves showing their region's photograph; the rest any of the scene
+# A scene draws its leaves from a few photographs, as a real picture shows a few surfaces.
+# Measured with 1,000 images, crop:50 / lowcon:80, colour histogram by L1 (median rank):
+# 1-4 photographs, leaves anywhere: 1 / 4; a per-image exposure and white balance on top:
+# 1 / 1 (each image its own colour cast: too easy, as the old palettes); 3-6 photographs
+# in regions: 3 / 3; 4-8 in regions: 2 / 5, the closest to Howe's proportions.
+SCENE_SOURCES = (4, 8)  # inclusive range of photographs per image
 
 
 @dataclass(frozen=True)
@@ -431,17 +434,16 @@ def patch_sources() -> Patches:
 def _texture_paint(rng: np.random.Generator, patches: Patches, width: int, height: int) -> _Paint:
     """Each leaf shows a window of one of the scene's photographs (source, x and y shift)."""
     n_sources = len(patches.names)
-    k = int(rng.integers(SCENE_SOURCES[0], min(SCENE_SOURCES[1], n_sources) + 1))
+    low, high = min(SCENE_SOURCES[0], n_sources), min(SCENE_SOURCES[1], n_sources)
+    k = int(rng.integers(low, high + 1))
     scene = rng.choice(n_sources, size=k, replace=False)
-    weights = rng.dirichlet(np.ones(k))
     # each photograph of the scene owns a region (nearest anchor), as sky, wall and ground
     # occupy parts of a picture: a crop then loses some surfaces and keeps others
     anchors = rng.random((k, 2)) * np.array([width, height])
 
     def paint(rng: np.random.Generator, r: np.ndarray, cx: np.ndarray, cy: np.ndarray) -> np.ndarray:
         near = np.argmin((cx[:, None] - anchors[:, 0]) ** 2 + (cy[:, None] - anchors[:, 1]) ** 2, axis=1)
-        anywhere = rng.choice(k, size=r.size, p=weights)
-        src = scene[np.where(rng.random(r.size) < REGION_MIX, near, anywhere)]
+        src = scene[near]
         w, h = patches.width[src], patches.height[src]
         # the window holds the whole disk when the photograph is large enough (else it wraps)
         side = 2 * np.ceil(r).astype(np.int64) + 1
@@ -461,8 +463,8 @@ def textured_leaves(seed: int, index: int, width: int, height: int) -> np.ndarra
     photographs (the scene), so colours, textures and their mixtures come from real
     camera images rather than from a palette invented per image, and every image draws
     from the same pool: a colour histogram has to tell apart images that share colour
-    statistics, as in a photo collection. A per-image exposure and white balance, drawn
-    from one distribution for all images, stand for cameras and lighting.
+    statistics, as in a photo collection. Each photograph of the scene owns a region of
+    the frame, so a crop changes the mixture as cropping a real scene does.
     """
     _check_natural("seed", seed)
     _check_natural("index", index)
@@ -477,15 +479,7 @@ def textured_leaves(seed: int, index: int, width: int, height: int) -> np.ndarra
     w, h = patches.width[src], patches.height[src]
     flat = patches.base[src] + ((ys + dy) % h) * w + (xs + dx) % w
     image = patches.pixels[flat]
-    sixteenths = _blur121(image).astype(np.int32)
-    # exposure and white balance as one integer gain per channel, in 1/1024
-    gain = np.exp2(rng.normal(0.0, EXPOSURE_SIGMA)) * np.exp(rng.normal(0.0, BALANCE_SIGMA, 3))
-    gain = np.rint(gain * 1024).astype(np.int32)
-    sixteenths = (sixteenths * gain + 512) >> 10
-    # contrast about the image's mean level (a camera's tone curve, the light of the day)
-    contrast = int(np.rint(1024 * CONTRAST * np.exp(rng.normal(0.0, CONTRAST_SIGMA))))
-    mean = int(sixteenths.sum(dtype=np.int64) // sixteenths.size)
-    sixteenths = mean + (((sixteenths - mean) * contrast + 512) >> 10)
+    sixteenths = _blur121(image).astype(np.int16)
     noise = np.frombuffer(rng.bytes(sixteenths.size), dtype=np.uint8).reshape(sixteenths.shape)
     sixteenths += np.take(_NOISE16, noise)
     return np.clip((sixteenths + 8) >> 4, 0, 255).astype(np.uint8)
@@ -508,8 +502,12 @@ def library_plan(
     return items
 
 
-def render(item: LibraryItem, seed: int, width: int, height: int) -> bytes:
-    """The bytes of item's file: the photograph as shipped, or a dead-leaves JPEG."""
+LEAVES = {"textured": textured_leaves, "flat": dead_leaves}  # --leaves: how leaves are filled
+
+
+def render(item: LibraryItem, seed: int, width: int, height: int, leaves: str = "textured") -> bytes:
+    """The bytes of item's file: the photograph as shipped, or a dead-leaves JPEG whose
+    leaves are windows of photographs (textured) or one colour of a per-image palette (flat)."""
     if item.kind == "photo":
         if not item.source:
             raise ValueError(f"photo item {item.name} has no source path")
@@ -518,7 +516,9 @@ def render(item: LibraryItem, seed: int, width: int, height: int) -> bytes:
     if item.kind == "deadleaves":
         out = io.BytesIO()
         # no optimize/progressive: both change the bytes without changing the pixels
-        Image.fromarray(dead_leaves(seed, item.index, width, height)).save(
+        if leaves not in LEAVES:
+            raise ValueError(f"leaves must be one of {', '.join(LEAVES)}, got {leaves!r}")
+        Image.fromarray(LEAVES[leaves](seed, item.index, width, height)).save(
             out, format="JPEG", quality=JPEG_QUALITY
         )
         return out.getvalue()

@@ -105,52 +105,147 @@ def tied_rank(pessimistic: np.ndarray, better: np.ndarray, ties: str) -> np.ndar
     raise ValueError(f"unknown ties rule {ties!r} (known: {', '.join(TIES)})")
 
 
-def summary(ranks: np.ndarray) -> dict:
-    """Howe's figures for one method and test: mean and median rank, recall at 1 and 10."""
+def chance_mean_rank(n_refs: int) -> float:
+    """The mean rank of a method that orders the library at random: (N + 1) / 2."""
+    return (n_refs + 1) / 2
+
+
+# A method is "at chance" when its mean rank is not below chance by more than this many
+# standard errors of a random order's mean (ranks uniform on 1..N: variance (N² − 1)/12).
+CHANCE_Z = 1.96
+
+
+def summary(ranks: np.ndarray, n_refs: int | None = None) -> dict:
+    """Howe's figures for one method and test: mean and median rank, recall at 1 and 10;
+    with the library size N, chance (N + 1)/2, the ranks as shares of the library and
+    whether the mean is at chance (within CHANCE_Z standard errors of it, or worse)."""
     r = np.asarray(ranks, dtype=np.float64)
-    if len(r) == 0:
-        return {"queries": 0, "mean_rank": None, "median_rank": None,
-                "recall_at_1": None, "recall_at_10": None}  # fmt: skip
-    return {
-        "queries": int(len(r)),
-        "mean_rank": float(r.mean()),
-        "median_rank": float(np.median(r)),
-        "recall_at_1": float(np.mean(r <= 1)),
-        "recall_at_10": float(np.mean(r <= 10)),
-    }
+    out: dict = {"queries": int(len(r)), "mean_rank": None, "median_rank": None,
+                 "recall_at_1": None, "recall_at_10": None}  # fmt: skip
+    if len(r):
+        out.update(mean_rank=float(r.mean()), median_rank=float(np.median(r)),
+                   recall_at_1=float(np.mean(r <= 1)), recall_at_10=float(np.mean(r <= 10)))  # fmt: skip
+    if n_refs is None:
+        return out
+    chance = chance_mean_rank(n_refs)
+    out["library_size"] = int(n_refs)
+    out["chance_mean_rank"] = chance
+    out["mean_rank_share"] = None if not len(r) else out["mean_rank"] / n_refs
+    out["median_rank_share"] = None if not len(r) else out["median_rank"] / n_refs
+    if len(r):
+        error = np.sqrt((n_refs**2 - 1) / 12 / len(r))
+        out["at_chance"] = bool(out["mean_rank"] >= chance - CHANCE_Z * error)
+    else:
+        out["at_chance"] = None
+    return out
 
 
 def fit_line(x: np.ndarray, y: np.ndarray) -> dict:
-    """Least-squares y = slope·x + intercept and its R² (Howe found rank linear in size)."""
+    """Least-squares y = slope·x + intercept and its R² (Howe found rank linear in size);
+    R² is None when y does not vary: a flat line explains nothing."""
     x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
     if len(x) < 2 or np.ptp(x) == 0:
         return {"slope": None, "intercept": None, "r2": None}
     slope, intercept = np.polyfit(x, y, 1)
     fitted = slope * x + intercept
     total = float(((y - y.mean()) ** 2).sum())
-    r2 = 1.0 - float(((y - fitted) ** 2).sum()) / total if total > 0 else 1.0
+    r2 = 1.0 - float(((y - fitted) ** 2).sum()) / total if total > 0 else None
     return {"slope": float(slope), "intercept": float(intercept), "r2": r2}
 
 
+STATISTICS = ("mean", "median")
+TOLERANCE = 0.10  # queries needed: the 95 % interval within ±10 % of the final value
+
+
+def _statistic(name: str, samples: np.ndarray) -> np.ndarray:
+    return samples.mean(axis=-1) if name == "mean" else np.median(samples, axis=-1)
+
+
+def query_counts(n: int) -> list[int]:
+    """The numbers of queries the curve is computed at: about 40 steps, evenly spaced on
+    a log scale from 10 (or n) to n."""
+    if n <= 10:
+        return list(range(1, n + 1))
+    return sorted({int(round(c)) for c in np.geomspace(10, n, 40)} | {n})
+
+
 def queries_needed(
-    ranks: np.ndarray, seed: int, steps: tuple[int, ...] = (), resamples: int = 1000
+    ranks: np.ndarray, seed: int, resamples: int = 1000, counts: tuple[int, ...] = ()
 ) -> list[dict]:
-    """How the median-rank estimate and its 95 % bootstrap interval settle as queries are
-    added in a seeded random order."""
+    """How the mean and the median rank settle as queries are added in a seeded order: per
+    statistic and number of queries n, the estimate on the first n queries and its 95 %
+    bootstrap interval (``resamples`` draws with replacement)."""
     r = np.asarray(ranks, dtype=np.float64)
     n = len(r)
     if n == 0:
         return []
     rng = np.random.default_rng(np.random.SeedSequence(entropy=seed, spawn_key=(4,)))
     order = r[rng.permutation(n)]
-    counts = steps or tuple(sorted({c for c in (10, 20, 50, 100, 200, 500, 1000, 2000, 5000) if c < n} | {n}))
     rows = []
-    for c in counts:
+    for c in counts or query_counts(n):
         if c > n:
             continue
         sample = order[:c]
-        boot = np.median(sample[rng.integers(0, c, size=(resamples, c))], axis=1)
-        low, high = np.percentile(boot, [2.5, 97.5])
-        rows.append({"queries": int(c), "median_rank": float(np.median(sample)),
-                     "ci_low": float(low), "ci_high": float(high)})  # fmt: skip
+        boot = sample[rng.integers(0, c, size=(resamples, c))]
+        for name in STATISTICS:
+            low, high = np.percentile(_statistic(name, boot), [2.5, 97.5])
+            rows.append({"statistic": name, "queries": int(c),
+                         "value": float(_statistic(name, sample)),
+                         "ci_low": float(low), "ci_high": float(high)})  # fmt: skip
     return rows
+
+
+def queries_needed_summary(curve: list[dict], n_refs: int, tolerance: float = TOLERANCE) -> list[dict]:
+    """Per statistic, the fewest queries from which on every 95 % interval of the curve lies
+    within ±tolerance of the final value (the estimate on all queries): Howe's "how many
+    queries must be run", as a count and a share of the library. None when even the
+    last interval is wider (more queries are needed than were run)."""
+    out = []
+    for name in STATISTICS:
+        rows = sorted((r for r in curve if r["statistic"] == name), key=lambda r: r["queries"])
+        if not rows:
+            continue
+        final = rows[-1]["value"]
+        inside = [final * (1 - tolerance) <= r["ci_low"] and r["ci_high"] <= final * (1 + tolerance)
+                  for r in rows]  # fmt: skip
+        needed = None
+        for i in range(len(rows) - 1, -1, -1):
+            if not inside[i]:
+                break
+            needed = rows[i]["queries"]
+        out.append({"statistic": name, "final": final, "queries_run": rows[-1]["queries"],
+                    "queries_needed": needed,
+                    "share_of_library": None if needed is None else needed / n_refs})  # fmt: skip
+    return out
+
+
+ALPHA = 0.05  # a "wins" sentence needs every paired test below this (Holm-adjusted)
+
+
+def paired_test(a: np.ndarray, b: np.ndarray) -> dict:
+    """Wilcoxon signed-rank test of per-query ranks a and b of the same queries (two-sided;
+    pairs with equal ranks dropped, Wilcoxon's rule): n pairs, pairs that differ, the
+    statistic and the p-value (1.0 when no pair differs: no evidence of a difference)."""
+    from scipy.stats import wilcoxon
+
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    if a.shape != b.shape:
+        raise ValueError("paired ranks must be of the same queries")
+    differ = int(np.count_nonzero(a != b))
+    if differ == 0:
+        return {"pairs": int(len(a)), "differ": 0, "statistic": None, "p_value": 1.0}
+    result = wilcoxon(a, b, zero_method="wilcox", alternative="two-sided")
+    return {"pairs": int(len(a)), "differ": differ, "statistic": float(result.statistic),
+            "p_value": float(result.pvalue)}  # fmt: skip
+
+
+def holm(p_values: list[float]) -> list[float]:
+    """Holm's step-down adjustment: one method beating several others is several tests."""
+    m = len(p_values)
+    order = np.argsort(p_values, kind="stable")
+    adjusted = np.empty(m)
+    running = 0.0
+    for i, k in enumerate(order):
+        running = max(running, min(1.0, (m - i) * p_values[k]))
+        adjusted[k] = running
+    return adjusted.tolist()
