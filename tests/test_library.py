@@ -22,6 +22,7 @@ from disc21spark.library.spec import (
     render,
     sample_radii,
     shipped_photos,
+    textured_leaves,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -183,16 +184,17 @@ def test_render_copies_a_photo_byte_for_byte():
     assert render(item, 0, W, H) == Path(item.source).read_bytes()
 
 
-def test_render_encodes_dead_leaves_as_a_deterministic_jpeg():
+@pytest.mark.parametrize("leaves,draw", [("flat", dead_leaves), ("textured", textured_leaves)])
+def test_render_encodes_dead_leaves_as_a_deterministic_jpeg(leaves, draw):
     item = library_plan(2, 7, W, H, photos=False)[1]
-    data = render(item, 7, W, H)
-    assert data == render(item, 7, W, H)
+    data = render(item, 7, W, H, leaves)
+    assert data == render(item, 7, W, H, leaves)
     with Image.open(io.BytesIO(data)) as decoded:
         assert decoded.format == "JPEG"
         assert decoded.size == (W, H)
         pixels = np.asarray(decoded.convert("RGB"), dtype=np.int16)
     # quality 90 stays close to the array it encodes
-    assert np.abs(pixels - dead_leaves(7, 1, W, H)).mean() < 6
+    assert np.abs(pixels - draw(7, 1, W, H)).mean() < 6
 
 
 @pytest.mark.parametrize(

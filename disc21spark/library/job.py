@@ -71,8 +71,10 @@ class LibraryJob(BaseJob):
 
 
 def _about(leaves: str) -> str:
-    fill = ("each leaf a window of one of {spec.SCENE_SOURCES[0]}-{spec.SCENE_SOURCES[1]} shipped photographs per image, each photograph "
-            "owning a region of the frame" if leaves == "textured" else "one random palette per image")  # fmt: skip
+    low, high = spec.SCENE_SOURCES
+    fill = (f"each leaf a window of one of {low}-{high} shipped photographs per image, each "
+            "photograph owning a region of the frame" if leaves == "textured"
+            else "one random palette per image")  # fmt: skip
     return (f"scikit-image's shipped photographs, then dead-leaves images (Lee, Mumford & Huang "
             f"2001; {fill}), JPEG quality {spec.JPEG_QUALITY}")  # fmt: skip
 
