@@ -105,8 +105,7 @@ def test_exact_distances_blocked_equal_the_pair_by_pair_specification(
     lay = layout(nb, original, min(subsets, nb), sizes, seed)
     expected = exact_ranks(xq, xb, original, metric, lay)
     ids = np.array([f"R{i:06d}" for i in range(nb)])
-    s = search.flat_searcher(xb, "l2", search.reference_order(ids), search.largest_norm(xb))
-    s.metric = metric
+    s = rank_plan.searcher(xb, metric, search.reference_order(ids))
     pairs, got = rank_plan.search_block(s, xq, original, lay, k)
     for field in ("rank", "rank_in_subset", "rank_by_size", "better", "better_in_subset", "better_by_size"):
         assert np.array_equal(getattr(got, field), getattr(expected, field)), field

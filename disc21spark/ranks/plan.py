@@ -81,6 +81,19 @@ def exact_block_ranks(
     return out
 
 
+def searcher(
+    xb: np.ndarray, metric: str, reference_order: np.ndarray, max_norm: float | None = None
+) -> descriptor_spec.Searcher:
+    """The descriptor track's flat searcher over ``xb`` for any distance: FAISS searches l2
+    and ip; for l1 and d1 it only carries the vectors and the id order (search_block
+    scores every pair itself)."""
+    faiss_metric = metric if metric in distances.FAISS_METRICS else "l2"
+    norm = descriptor_spec.largest_norm(xb) if max_norm is None else max_norm
+    s = descriptor_spec.flat_searcher(xb, faiss_metric, reference_order, norm)
+    s.metric = metric
+    return s
+
+
 def search_block(
     s: descriptor_spec.Searcher, x: np.ndarray, original: np.ndarray, lay: Layout, knn: int
 ) -> tuple[descriptor_spec.Pairs, Ranks]:
@@ -130,11 +143,7 @@ def rank_pass(
 
     def search_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         ref = shipped.value
-        # for l1 and d1 the searcher only carries the vectors and the id order
-        s = descriptor_spec.flat_searcher(
-            ref["xb"], metric if metric in distances.FAISS_METRICS else "l2", ref["rank"], ref["max_norm"]
-        )
-        s.metric = metric
+        s = searcher(ref["xb"], metric, ref["rank"], ref["max_norm"])
         block = max(1, SCORES_PER_BLOCK // max(1, len(ref["xb"])))
         for batch in batches:
             subs = batch.column("submission").to_numpy()

@@ -336,7 +336,9 @@ def _legend(fig: Figure, axes, n: int) -> None:
             if lab not in labels:
                 handles.append(h)
                 labels.append(lab)
-    fig.legend(handles, labels, loc="outside lower center", ncol=min(len(labels), 5), fontsize=8)
+    # as many columns as the figure is wide enough for: a legend wider than it is cut off
+    ncol = max(1, min(len(labels), 5, int(fig.get_figwidth() // 1.7)))
+    fig.legend(handles, labels, loc="outside lower center", ncol=ncol, fontsize=8)
 
 
 
