@@ -122,6 +122,9 @@ def test_the_markdown_states_the_library_the_ties_and_chance(made, tmp_path):
     assert about["leaves"] == "textured"
     assert "6,000 images" in about["text"] and "5,974 textured dead-leaves images 512×384" in about["text"]
     assert "18 shipped photographs" in about["text"]
+    # a relative glob from another working folder: found from the references' paths
+    found = report.library_about(["elsewhere/lib"], [str(lib / "deadleaves" / "a.jpg"), str(lib / "photos" / "b.png")])
+    assert found["source"] == str(lib)
     other = report.library_about([str(tmp_path / "photos")])
     assert "not written by make_library" in other["text"]
     bench = SimpleNamespace(folder=tmp_path / "bench", references=pd.DataFrame({"reference_id": range(10)}))

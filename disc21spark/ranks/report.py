@@ -40,10 +40,6 @@ def tables(
     matched = per_query[per_query.reference_id != ""].copy()
     methods = list(dict.fromkeys(ranked.method))
     tests = list(dict.fromkeys(queries.test))
-    if "rank_pessimistic" not in matched:
-        matched["rank_pessimistic"] = matched["rank"]
-    if "better" not in matched:
-        matched["better"] = matched["rank_pessimistic"] - 1
     matched["tied"] = matched["rank_pessimistic"] - matched["better"]
     ranks_table = matched[["method", "test", "query_id", "reference_id", "rank", "rank_pessimistic",
                            "tied", "subset", "rank_in_subset"]]  # fmt: skip
@@ -217,7 +213,7 @@ def winners(summary: pd.DataFrame, compared: pd.DataFrame) -> list[str]:
     return lines
 
 
-def _sweep_key(test: str) -> tuple[tuple, str, float] | None:
+def _sweep_key(test: str) -> list[tuple[tuple, str, float]]:
     """(what the test holds apart from one step's number, that step's kind, the number) for
     each step with a numeric parameter: tests sharing the first are one difficulty sweep."""
     found = []
@@ -245,7 +241,7 @@ def difficulty(summary: pd.DataFrame) -> pd.DataFrame:
     for (rest, _i, kind), members in groups.items():
         if len({v for _, _, v in members}) < 3:
             continue
-        family = kind + ":K" + "".join(f"+{r}" for r in rest) if kind != "jumble" else "jumble:RxR" + "".join(f"+{r}" for r in rest)
+        family = ("jumble:RxR" if kind == "jumble" else f"{kind}:K") + "".join(f"+{r}" for r in rest)
         for t, _, value in members:
             for r in summary[summary.test == t].itertuples():
                 rows.append({"family": family, "kind": kind, "parameter": value, "test": t,
@@ -525,10 +521,20 @@ def _stability_points(st, across, methods, tests, style) -> str:
 # -- the library -------------------------------------------------------------------------------
 
 
-def library_about(patterns: list[str]) -> dict:
+def library_about(patterns: list[str], paths: list[str] = ()) -> dict:
     """What the references are: make_library's library.json when the bench's images came
-    from one (generator and settings), else the folders or globs as given."""
-    for pattern in patterns:
+    from one (generator and settings), else the folders or globs as given. The folder is
+    looked for from the globs make_queries was given and from the references' own paths
+    (the globs may be relative to another working folder)."""
+    import os
+
+    candidates = list(patterns)
+    if len(paths):
+        try:
+            candidates.append(os.path.commonpath([os.path.dirname(p) for p in paths]))
+        except ValueError:  # paths on different drives or mixed absolute and relative
+            pass
+    for pattern in candidates:
         base = Path(re.split(r"[*?\[]", pattern, maxsplit=1)[0] or ".")
         for folder in (base, *list(base.parents)[:2]):
             doc = folder / "library.json"
@@ -569,7 +575,7 @@ def write(stage: Path, queries, ranked, micro, method_info, lay, job, bench) -> 
     for name, table in t.items():
         _save(stage, name, table)
     pictures = plots(stage, t, n_refs)
-    library = library_about(list(bench.settings.get("library", [])))
+    library = library_about(list(bench.settings.get("library", [])), list(bench.references.path))
     s = t["summary"]
     lines = winners(s, t["comparisons"])
     (stage / "report.md").write_text(_markdown(t, pictures, queries, method_info, lay, job, bench, library, lines))
