@@ -30,9 +30,9 @@ demo: venv
 	    --reference-descriptors demo/descriptors/references.h5 --output demo/out_descriptors --overwrite
 	$(SUBMIT) jobs/make_library.py --output demo/library --size 300 --seed 1 --overwrite
 	$(SUBMIT) jobs/make_queries.py --images demo/library --output demo/bench --overwrite \
-	    --tests crop:50,jumble:4x4,lowcon:80,crop:50+lowcon:80 --queries-per-test 100 --distractors 0.2 --seed 7
+	    --tests crop:90..10:20,jumble:4x4,lowcon:80,crop:50+lowcon:80 --queries-per-test 100 --distractors 0.2 --seed 7
 	$(SUBMIT) jobs/rank_eval.py --bench demo/bench --descriptors colorhist,correlogram,tiny,pdq \
-	    --output demo/report --subsets 2 --sizes 100,200,280 --overwrite
+	    --output demo/report --subsets 3 --sizes 100,200,280 --overwrite
 
 lint: venv
 	$(BIN)/ruff check .

@@ -59,9 +59,8 @@ def rank(bench_dir: str, names: list[str]) -> dict:
     for m, vecs in zip(methods, described):
         x = np.stack(vecs).astype(np.float32)
         xb, xq = x[:nb], x[nb:]
-        s = search.flat_searcher(xb, m.metric, search.reference_order(refs), search.largest_norm(xb))
-        r = rank_plan.block_ranks(s, xq, original, lay)
-        pairs = search.knn(s, xq, 10)
+        s = rank_plan.searcher(xb, m.metric, search.reference_order(refs))
+        pairs, r = rank_plan.search_block(s, xq, original, lay, 10)
         for test in dict.fromkeys(b.queries.test):
             rows = np.flatnonzero(b.queries.test.to_numpy() == test)
             keep = np.isin(pairs.query, rows)

@@ -91,7 +91,7 @@ def here(fn: str) -> str:
 
 def test_builtins_resolve_with_declared_shape_and_metric() -> None:
     img = natural_image()
-    expected = {"colorhist": (64, "l2"), "correlogram": (256, "l2"), "tiny": (256, "ip")}
+    expected = {"colorhist": (64, "l1"), "correlogram": (256, "d1"), "tiny": (256, "ip")}
     expected["pdq"] = (256, "l2")
     assert BUILTIN == tuple(expected)
     for name in BUILTIN:
@@ -314,7 +314,7 @@ def test_user_callable_attributes() -> None:
         ("returns_strings", "not real numbers"),
         ("raises", "failed on a 64x64 probe image: RuntimeError: model weights not found"),
         ("no_such_function", "has no 'no_such_function'"),
-        ("bad_metric", "metric 'cosine' is not 'l2' or 'ip'"),
+        ("bad_metric", "metric 'cosine' is not one of l2, ip, l1, d1"),
     ],
 )
 def test_bad_user_callables(fn: str, problem: str) -> None:

@@ -22,6 +22,7 @@ from disc21spark.library.spec import (
     render,
     sample_radii,
     shipped_photos,
+    textured_leaves,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -148,6 +149,58 @@ def test_power_spectrum_falls_like_natural_images():
     assert -3.5 < np.mean(slopes) < -1.5, slopes
 
 
+# --- textured dead leaves --------------------------------------------------------------
+
+
+def test_textured_leaves_is_deterministic_pinned_and_not_the_flat_model():
+    first = textured_leaves(3, 5, W, H)
+    assert first.shape == (H, W, 3) and first.dtype == np.uint8
+    textured_leaves(3, 6, W, H)
+    assert textured_leaves(3, 5, W, H).tobytes() == first.tobytes()
+    assert digest(textured_leaves(3, 6, W, H)) != digest(first)
+    assert np.mean(first != dead_leaves(3, 5, W, H)) > 0.5
+    # as for dead_leaves: a change to the model or its sources changes every library
+    assert digest(textured_leaves(0, 0, 64, 48)) == PINNED_TEXTURED
+
+
+PINNED_TEXTURED = "af0fac3fc21bede2fdf420873e72429b6143afc478ea9891a0aa96d18f8cb58f"
+
+
+def test_patch_sources_are_shipped_photographs():
+    patches = library.patch_sources()
+    assert len(patches.names) >= 10 and "skimage/data/astronaut.png" in patches.names
+    assert "matplotlib/mpl-data/sample_data/grace_hopper.jpg" in patches.names
+    assert (np.maximum(patches.width, patches.height) <= library.PATCH_MAX_SIDE).all()
+    assert patches.pixels.shape == (int((patches.width * patches.height).sum()), 3)
+
+
+def fake_sources(monkeypatch, colours):
+    """A patch pool of flat photographs, one colour each."""
+    arrays = [np.full((40, 60, 3), c, np.uint8) for c in colours]
+    fake = library.Patches(
+        np.concatenate([a.reshape(-1, 3) for a in arrays]), np.arange(len(arrays)) * 2400,
+        np.full(len(arrays), 60), np.full(len(arrays), 40), tuple(f"fake/{i}" for i in range(len(arrays))),
+    )  # fmt: skip
+    monkeypatch.setattr(library, "_PATCHES", [fake])
+
+
+def test_every_leaf_shows_a_window_of_a_source(monkeypatch):
+    fake_sources(monkeypatch, [(10, 200, 30)])
+    image = textured_leaves(1, 2, W, H).astype(int)
+    # one flat source: every pixel is its colour, up to the light sensor noise
+    assert np.abs(image - [10, 200, 30]).max() <= 8
+
+
+def test_the_scene_photographs_own_regions_of_the_frame(monkeypatch):
+    fake_sources(monkeypatch, [(255, 0, 0), (0, 0, 255)])
+    monkeypatch.setattr(library, "SCENE_SOURCES", (2, 2))
+    image = textured_leaves(4, 0, 120, 80).astype(int)
+    red = image[..., 0] > image[..., 2]
+    assert 0.05 < red.mean() < 0.95
+    # regions, not confetti: most pixels have the same source as their right neighbour
+    assert np.mean(red[:, 1:] == red[:, :-1]) > 0.9
+
+
 # --- plan and bytes --------------------------------------------------------------------
 
 
@@ -183,16 +236,17 @@ def test_render_copies_a_photo_byte_for_byte():
     assert render(item, 0, W, H) == Path(item.source).read_bytes()
 
 
-def test_render_encodes_dead_leaves_as_a_deterministic_jpeg():
+@pytest.mark.parametrize("leaves,draw", [("flat", dead_leaves), ("textured", textured_leaves)])
+def test_render_encodes_dead_leaves_as_a_deterministic_jpeg(leaves, draw):
     item = library_plan(2, 7, W, H, photos=False)[1]
-    data = render(item, 7, W, H)
-    assert data == render(item, 7, W, H)
+    data = render(item, 7, W, H, leaves)
+    assert data == render(item, 7, W, H, leaves)
     with Image.open(io.BytesIO(data)) as decoded:
         assert decoded.format == "JPEG"
         assert decoded.size == (W, H)
         pixels = np.asarray(decoded.convert("RGB"), dtype=np.int16)
     # quality 90 stays close to the array it encodes
-    assert np.abs(pixels - dead_leaves(7, 1, W, H)).mean() < 6
+    assert np.abs(pixels - draw(7, 1, W, H)).mean() < 6
 
 
 @pytest.mark.parametrize(

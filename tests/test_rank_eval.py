@@ -15,7 +15,6 @@ import pytest
 from PIL import Image
 
 from disc21spark.core.errors import InputError
-from disc21spark.descriptors import spec as search
 from disc21spark.library import spec as library
 from disc21spark.matching import spec as metrics
 from disc21spark.matching.model import GroundTruth
@@ -25,11 +24,12 @@ from disc21spark.queries.job import QueryJob
 from disc21spark.queries.job import run as make_bench
 from disc21spark.queries.spec import Settings
 from disc21spark.queries.transforms import parse_tests
+from disc21spark.ranks import distances
 from disc21spark.ranks import methods as features
 from disc21spark.ranks.extract_job import ExtractJob
 from disc21spark.ranks.extract_job import run as extract_run
-from disc21spark.ranks.job import RankJob, run
-from disc21spark.ranks.spec import exact_ranks, layout
+from disc21spark.ranks.job import RankJob, parse_distances, run
+from disc21spark.ranks.spec import exact_ranks, layout, tied_rank
 from tests.conftest import ROOT, cli_env, error_lines
 
 TESTS = "identity,jumble:4x4,lowcon:30,crop:50"
@@ -92,7 +92,7 @@ def test_ranks_equal_the_specification(bench, report, name):
 @pytest.mark.parametrize("name", ["colorhist", "tiny"])
 def test_micro_ap_equals_the_specification_per_test(bench, report, name):
     b, m, xq, xb = vectors(bench, name)
-    scores = search.brute_force_pairs(xq, xb, m.metric)
+    scores = distances.brute_force_pairs(xq, xb, m.metric)
     refs = np.asarray(b.references.reference_id)
     summary = pd.read_parquet(report / "summary.parquet").set_index(["method", "test"])
     for test in parse_tests(TESTS):
@@ -123,9 +123,9 @@ def test_howes_known_behaviours(report):
 
 def test_report_files(report):
     for name in ("ranks", "summary", "stability", "stability_summary", "sizes", "size_ranks",
-                 "slopes", "queries_needed"):  # fmt: skip
+                 "slopes", "queries_needed", "queries_needed_summary", "comparisons"):  # fmt: skip
         assert (report / f"{name}.parquet").is_file() and (report / f"{name}.csv").is_file()
-    for png in ("rank_distributions", "rank_bars", "rank_vs_size", "stability"):
+    for png in ("rank_distributions", "rank_summary", "rank_vs_size", "stability", "queries_needed"):
         assert Image.open(report / f"{png}.png").width > 300
     md = (report / "report.md").read_text()
     assert "## Who wins" in md and "**jumble:4x4**" in md and "colorhist" in md
@@ -223,3 +223,34 @@ def test_cli_unknown_method_is_one_line(bench, tmp_path):
         "error: unknown descriptor method 'sift' (built-in: colorhist, correlogram, tiny, pdq; "
         "or module:function)"
     ]
+
+
+def test_mid_ties_and_a_chosen_distance_equal_the_specification(spark, bench, tmp_path):
+    out = tmp_path / "mid"
+    run(spark, RankJob(str(bench), ["colorhist", "pdq"], str(out), knn=5, subsets=2, sizes=(12, 33),
+                       seed=1, resamples=50, ties="mid", distances={"colorhist": "l2"}))  # fmt: skip
+    got = pd.read_parquet(out / "ranks.parquet")
+    doc = json.loads((out / "rank_eval.json").read_text())
+    assert doc["ties"] == "mid" and {m["method"]: m["metric"] for m in doc["methods"]} == {"colorhist": "l2", "pdq": "l2"}
+    some_tie = False
+    for name in ("colorhist", "pdq"):
+        b, m, xq, xb = vectors(bench, name)
+        refs = list(b.references.reference_id)
+        original = np.array([refs.index(r) if r else -1 for r in b.queries.reference_id.fillna("")])
+        expected = exact_ranks(xq, xb, original, "l2", layout(len(refs), original, 2, (12, 33), seed=1))
+        matched = original >= 0
+        mine = got[got.method == name].set_index("query_id").loc[b.queries.query_id[matched]]
+        assert mine["rank"].tolist() == tied_rank(expected.rank, expected.better, "mid")[matched].tolist()
+        assert mine["rank_pessimistic"].tolist() == expected.rank[matched].tolist()
+        some_tie |= bool((mine["tied"] > 1).any())
+    assert some_tie, "PDQ's Hamming distances tie: the mid-rank case is exercised"
+    assert "ties: mid-rank" in (out / "report.md").read_text()
+
+
+def test_distance_option_is_checked():
+    assert parse_distances("colorhist=l2, correlogram=l1", ["colorhist", "correlogram"]) == {
+        "colorhist": "l2", "correlogram": "l1"}  # fmt: skip
+    for text, message in [("colorhist", "METHOD=DISTANCE"), ("tiny=l1", "not one of the methods"),
+                          ("colorhist=cosine", "not a distance")]:  # fmt: skip
+        with pytest.raises(InputError, match=message):
+            parse_distances(text, ["colorhist"])

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from disc21spark.queries.transforms import KINDS, BadTestSpec, TooSmall, parse_tests
+from disc21spark.queries.transforms import KINDS, BadTestSpec, TooSmall, expand_sweeps, parse_tests
 
 
 def gradient(h: int, w: int) -> np.ndarray:
@@ -179,11 +179,35 @@ def test_too_small_images_are_named():
         ("crop:50,crop:50", "given twice"),
         ("crop:50,,lowcon:80", "empty test"),
         ("identity:3", "no parameter"),
+        ("crop:90..10", "a sweep needs a step"),
+        ("crop:90..10:0", "step of a sweep must be a positive number"),
+        ("crop:a..10:10", "NAME:FIRST..LAST:STEP"),
+        ("crop:90..0:10", "between 0.01 and 100"),
+        ("crop:100..1:0.5", "more than 100 tests in one sweep"),
+        ("jumble:2x3..8x8:2", "square grids"),
+        ("jumble:2x2..3x3:0.5", "whole numbers of tiles"),
+        ("crop:90..10:10+lowcon:90..10:10", "one sweep per test"),
+        ("crop:90..10:10,crop:50", "given twice"),
     ],
 )
 def test_bad_tests_get_one_clear_line(spec, message):
     with pytest.raises(BadTestSpec, match=message.replace("(", r"\(").replace(")", r"\)")):
         parse_tests(spec)
+
+
+def test_sweeps_expand_to_one_test_per_value():
+    names = lambda text: [t.name for t in parse_tests(text)]  # noqa: E731
+    assert names("crop:90..10:10") == [f"crop:{k}" for k in range(90, 0, -10)]
+    assert names("lowcon:20..80:30") == ["lowcon:20", "lowcon:50", "lowcon:80"]
+    # the last value is kept only when the steps land on it
+    assert names("crop:50..75:10") == ["crop:50", "crop:60", "crop:70"]
+    assert names("crop:50..51:0.25") == ["crop:50", "crop:50.25", "crop:50.5", "crop:50.75", "crop:51"]
+    assert names("jumble:2x2..8x8:2") == ["jumble:2x2", "jumble:4x4", "jumble:6x6", "jumble:8x8"]
+    assert names("jumble:2x2..4x4") == ["jumble:2x2", "jumble:3x3", "jumble:4x4"]
+    # a sweep in one step of a chain, beside plain tests
+    assert names("identity,crop:30..10:10+lowcon:80") == [
+        "identity", "crop:30+lowcon:80", "crop:20+lowcon:80", "crop:10+lowcon:80"]  # fmt: skip
+    assert expand_sweeps("crop:50,lowcon:80") == ["crop:50", "lowcon:80"]
 
 
 def test_every_kind_is_documented():

@@ -11,8 +11,9 @@ NAME = "make-library"
 SUMMARY = "write an offline image library (photographs, then dead-leaves images)"
 DESCRIPTION = """\
 Write an offline image library of any size: the photographs scikit-image ships, then
-seeded dead-leaves images with natural-image statistics (no download, byte-identical for a
-seed).
+seeded dead-leaves images whose leaves are windows of the photographs installed packages
+ship (one common pool of colours and textures, like a photo collection; no download,
+byte-identical for a seed).
 
 disc21spark make-library --output library/ --size 6000 --seed 1
 spark-submit jobs/make_library.py ...    (the same from a checkout)
@@ -26,6 +27,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_option(p, conf, "--seed", type=int)
     add_option(p, conf, "--width", type=int, help="dead-leaves width (default %(default)s)")
     add_option(p, conf, "--height", type=int, help="dead-leaves height (default %(default)s)")
+    add_option(p, conf, "--leaves", choices=("textured", "flat"),
+               help="fill each leaf with a window of a shipped photograph (textured) or one "
+                    "colour of a per-image palette (flat) (default %(default)s)")  # fmt: skip
     p.add_argument("--no-photos", action="store_true", help="dead-leaves images only")
     p.add_argument("--overwrite", action="store_true", help="replace a non-empty --output folder")
     add_run_arguments(p, NAME)

@@ -22,7 +22,8 @@ def epilog() -> str:
     from disc21spark.queries.transforms import KINDS
 
     tests = "\n".join(f"  {k.usage:<12} {k.about}" for k in KINDS.values())
-    return f"tests (compose with +, separate with commas):\n{tests}"
+    sweep = "  NAME:A..B:S  a sweep: one test per value, e.g. crop:90..10:10, jumble:2x2..8x8:2"
+    return f"tests (compose with +, separate with commas):\n{tests}\n{sweep}"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

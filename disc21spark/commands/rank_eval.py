@@ -20,7 +20,9 @@ spark-submit jobs/rank_eval.py ...    (the same from a checkout)
 
 --descriptors takes built-in methods (colorhist, correlogram, tiny, pdq), user functions
 (module:function) and precomputed vectors as name=folder (a folder written by
-extract_descriptors --bench).
+extract_descriptors --bench). Each method is compared by its own distance (colorhist: L1,
+i.e. histogram intersection; correlogram: Huang's d1; tiny: inner product; pdq: L2);
+--distance colorhist=l2 chooses another.
 """
 
 
@@ -39,6 +41,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_option(p, conf, "--seed", type=int, help="subsets, size order and bootstrap")
     add_option(p, conf, "--resamples", type=int, help="bootstrap resamples")
     add_option(p, conf, "--partitions", type=int, help="query partitions")
+    add_option(p, conf, "--ties", choices=("pessimistic", "mid"),
+               help="a reference tied with the original counts against the method (pessimistic, "
+                    "as DISC21) or shares the tie group's mean place (mid) (default %(default)s)")  # fmt: skip
+    p.add_argument(
+        "--distance", default="",
+        help="comparison per method, overriding its own, such as colorhist=l2,correlogram=l1 "
+             "(l2, ip, l1 = histogram intersection's order, d1 = Huang's)",
+    )  # fmt: skip
     add_run_arguments(p, NAME)
 
 

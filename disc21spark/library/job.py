@@ -37,6 +37,7 @@ class LibraryJob(BaseJob):
     seed: int = config.value("make-library", "seed", int)
     width: int = config.value("make-library", "width", int)
     height: int = config.value("make-library", "height", int)
+    leaves: str = config.value("make-library", "leaves", str)
     photos: bool = True
     overwrite: bool = False
 
@@ -50,6 +51,13 @@ class LibraryJob(BaseJob):
             spec.library_plan(self.size, self.seed, self.width, self.height, self.photos)
         except ValueError as exc:  # its message names the option and the value
             raise InputError("", str(exc)) from None
+        if self.leaves not in spec.LEAVES:
+            raise InputError("--leaves", f"'{self.leaves}' is not one of {', '.join(spec.LEAVES)}")
+        if self.leaves == "textured":
+            try:
+                spec.patch_sources()
+            except RuntimeError as exc:
+                raise InputError("--leaves textured", str(exc)) from None
 
     def execute(self, spark: SparkSession) -> dict:
         return run(spark, self)
@@ -57,9 +65,25 @@ class LibraryJob(BaseJob):
     def summary(self, document: dict) -> list[str]:
         return [
             f"{self.size:,} images ({document['photos']} photographs, "
-            f"{document['deadleaves']:,} dead leaves {self.width}×{self.height}) → "
+            f"{document['deadleaves']:,} {self.leaves} dead leaves {self.width}×{self.height}) → "
             f"{Path(self.output)}/"
         ]
+
+
+def _about(leaves: str) -> str:
+    low, high = spec.SCENE_SOURCES
+    fill = (f"each leaf a window of one of {low}-{high} shipped photographs per image, each "
+            "photograph owning a region of the frame" if leaves == "textured"
+            else "one random palette per image")  # fmt: skip
+    return (f"scikit-image's shipped photographs, then dead-leaves images (Lee, Mumford & Huang "
+            f"2001; {fill}), JPEG quality {spec.JPEG_QUALITY}")  # fmt: skip
+
+
+def _versions() -> dict:
+    import numpy
+    import PIL
+
+    return {"pillow": PIL.__version__, "numpy": numpy.__version__}
 
 
 def run(spark: SparkSession, job: LibraryJob) -> dict:
@@ -74,7 +98,7 @@ def run(spark: SparkSession, job: LibraryJob) -> dict:
                 out = {"name": [], "bytes": [], "sha256": [], "data": []}
                 for row in batch.to_pylist():
                     item = spec.LibraryItem(row["name"], row["kind"], row["index"], row["source"])
-                    data = spec.render(item, job.seed, job.width, job.height)
+                    data = spec.render(item, job.seed, job.width, job.height, job.leaves)
                     out["name"].append(item.name)
                     out["bytes"].append(len(data))
                     out["sha256"].append(codec.sha256(data))
@@ -112,9 +136,13 @@ def run(spark: SparkSession, job: LibraryJob) -> dict:
             "height": job.height,
             "photos": int((manifest.kind == "photo").sum()),
             "deadleaves": int((manifest.kind == "deadleaves").sum()),
-            "about": "scikit-image's shipped photographs, then dead-leaves images "
-            "(Lee, Mumford & Huang 2001), JPEG quality 90",
+            "leaves": job.leaves,
+            "about": _about(job.leaves),
         }
+        if job.leaves == "textured":
+            document["patch_sources"] = list(spec.patch_sources().names)
+            document["scene_sources"] = list(spec.SCENE_SOURCES)
+        document["versions"] = _versions()
         (stage / "library.json").write_text(json.dumps(document, indent=2) + "\n")
     document["seconds"] = phases.seconds
     return document

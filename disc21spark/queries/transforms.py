@@ -329,10 +329,71 @@ def parse_step(text: str) -> Step:
     return Step(kind, value, f"{name}:{param}" if param else name)
 
 
-def parse_tests(text: str) -> list[Test]:
-    """``crop:50,jumble:4x4,crop:50+lowcon:80`` → three tests; names must be distinct."""
-    tests: list[Test] = []
+MAX_SWEEP = 100  # tests one sweep may expand to: a typo in the step should not make 10^6
+
+
+def _sweep_values(step: str, first: str, last: str, by: str) -> list[str]:
+    """The parameters of ``name:A..B:S``: A, A±S, ... up to B (included when reached)."""
+    try:
+        a, b, s = float(first), float(last), float(by)
+    except ValueError:
+        raise BadTestSpec(f"'{step}': a sweep is NAME:FIRST..LAST:STEP with numbers") from None
+    if not all(map(math.isfinite, (a, b, s))) or s <= 0:
+        raise BadTestSpec(f"'{step}': the step of a sweep must be a positive number")
+    n = math.floor(abs(b - a) / s + 1e-9) + 1
+    if n > MAX_SWEEP:
+        raise BadTestSpec(f"'{step}': {n} values, more than {MAX_SWEEP} tests in one sweep")
+    sign = 1 if b >= a else -1
+    # each value from A by multiplication, not by repeated addition: 0.1 steps stay exact
+    return [f"{round(a + sign * i * s, 9):g}" for i in range(n)]
+
+
+def _expand_step(step: str) -> list[str]:
+    """One step with a sweep (``crop:90..10:10``, ``jumble:2x2..8x8:2``) → one step per value."""
+    name, _, param = step.strip().partition(":")
+    span, _, by = param.partition("..")[2].partition(":")
+    first = param.partition("..")[0]
+    if name.strip().lower() == "jumble":
+        # a jumble sweep runs over square grids: RxR, (R+S)x(R+S), ...
+        ends = []
+        for grid in (first, span):
+            rows, sep, cols = grid.lower().partition("x")
+            if not sep or rows != cols:
+                raise BadTestSpec(f"'{step}': a jumble sweep runs over square grids, such as 2x2..8x8:2")
+            ends.append(rows)
+        values = _sweep_values(step, ends[0], ends[1], by or "1")
+        if any(float(v) != int(float(v)) for v in values):
+            raise BadTestSpec(f"'{step}': a jumble sweep needs whole numbers of tiles")
+        return [f"{name}:{v}x{v}" for v in values]
+    if not by:
+        raise BadTestSpec(f"'{step}': a sweep needs a step, such as {name}:90..10:10")
+    return [f"{name}:{v}" for v in _sweep_values(step, first, span, by)]
+
+
+def expand_sweeps(text: str) -> list[str]:
+    """The comma list of tests with every sweep expanded: ``crop:90..70:10,jumble:4x4`` →
+    crop:90, crop:80, crop:70, jumble:4x4. A sweep may stand in one step of a chain
+    (``crop:90..10:10+lowcon:80``); one sweep per test."""
+    out: list[str] = []
     for spec in text.split(","):
+        steps = spec.split("+")
+        swept = [i for i, part in enumerate(steps) if ".." in part]
+        if len(swept) > 1:
+            raise BadTestSpec(f"'{spec.strip()}': one sweep per test (several steps have '..')")
+        if not swept:
+            out.append(spec)
+            continue
+        i = swept[0]
+        for value in _expand_step(steps[i]):
+            out.append("+".join(steps[:i] + [value] + steps[i + 1 :]))
+    return out
+
+
+def parse_tests(text: str) -> list[Test]:
+    """``crop:50,jumble:4x4,crop:50+lowcon:80`` → three tests; names must be distinct.
+    Sweeps (``crop:90..10:10``) expand to one test per value."""
+    tests: list[Test] = []
+    for spec in expand_sweeps(text):
         if not spec.strip():
             raise BadTestSpec(f"'{text}': empty test in the list (tests are separated by commas)")
         steps = tuple(parse_step(part) for part in spec.split("+"))

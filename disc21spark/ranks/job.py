@@ -27,11 +27,12 @@ from disc21spark.matching.model import GroundTruth, MatchingMetrics
 from disc21spark.matching.score import Scoring, score
 from disc21spark.matching.spec import DEFAULT_CURVE_POINTS
 from disc21spark.queries import bench_folder
+from disc21spark.ranks import distances
 from disc21spark.ranks import methods as rank_methods
 from disc21spark.ranks import plan as rank_plan
 from disc21spark.ranks import report as rank_report
 from disc21spark.ranks.describe import Described, describe_bench, write_set
-from disc21spark.ranks.spec import Layout, layout
+from disc21spark.ranks.spec import TIES, Layout, layout, tied_rank
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,8 @@ class RankJob(BaseJob):
     seed: int = config.value("rank-eval", "seed", int)
     resamples: int = config.value("rank-eval", "resamples", int)
     partitions: int | None = config.value("rank-eval", "partitions", int)
+    ties: str = config.value("rank-eval", "ties", str)
+    distances: dict = field(default_factory=dict)  # method name → distance, over its own
     overwrite: bool = False
     keep_descriptors: bool = True
 
@@ -58,7 +61,8 @@ class RankJob(BaseJob):
         names = [parse_method(m)[0] for m in methods]
         if len(set(names)) != len(names):
             raise InputError("--descriptors", f"a method is named twice ({', '.join(names)})")
-        return cls(**job_fields(cls, args, methods=methods, sizes=tuple(args.sizes)))
+        chosen = parse_distances(getattr(args, "distance", None) or "", names)
+        return cls(**job_fields(cls, args, methods=methods, sizes=tuple(args.sizes), distances=chosen))
 
     def check(self) -> None:
         """Unknown methods and a bad bench fail before Spark starts."""
@@ -92,6 +96,22 @@ class MethodVectors:
     xq: np.ndarray
     origin: str  # "computed" or the folder read
     extra: dict = field(default_factory=dict)
+
+
+def parse_distances(text: str, names: list[str]) -> dict[str, str]:
+    """``colorhist=l2,correlogram=l1`` → {method: distance}; each a method being ranked."""
+    out: dict[str, str] = {}
+    for item in (t.strip() for t in text.split(",") if t.strip()):
+        name, sep, metric = item.partition("=")
+        name, metric = name.strip(), metric.strip()
+        if not sep or not name or not metric:
+            raise InputError("--distance", f"'{item}': expected METHOD=DISTANCE, such as colorhist=l2")
+        if name not in names:
+            raise InputError("--distance", f"'{name}' is not one of the methods ranked ({', '.join(names)})")
+        if metric not in distances.METRICS:
+            raise InputError("--distance", f"'{metric}' is not a distance ({', '.join(distances.METRICS)})")
+        out[name] = metric
+    return out
 
 
 def parse_method(text: str) -> tuple[str, str | None]:
@@ -199,6 +219,8 @@ def run(spark: SparkSession, job: RankJob) -> dict:
             name, folder = parse_method(text)
             with phases.phase(f"{name}") as note:
                 vec = read_vectors(name, folder, bench) if folder else computed[name]
+                vec.metric = job.distances.get(name, vec.metric)
+                _check_distance(vec)
                 if job.keep_descriptors and not folder:
                     _keep_vectors(stage / "descriptors" / name.replace(":", "_"), vec, bench)
                 first = m_index * len(tests)  # its tests are the submissions first, first + 1...
@@ -206,7 +228,7 @@ def run(spark: SparkSession, job: RankJob) -> dict:
                     spark, _rank_table(q, original, tests, first), *_in_bench_order(vec, q, bench),
                     vec.metric, lay, job.knn, partitions,
                 )  # fmt: skip
-                ranked = _subset_ranks(rank_plan.ranks_of(result), q, original, lay)
+                ranked = _subset_ranks(_apply_ties(rank_plan.ranks_of(result), job.ties), q, original, lay)
                 note.update(rows=len(ranked), detail=f"{vec.metric}, {vec.xb.shape[1]} dims, {vec.origin}")
             rank_tables.append(ranked.assign(method=name))
             results.append(result)
@@ -281,6 +303,26 @@ def _subset_ranks(
     return ranked
 
 
+def _check_distance(vec: MethodVectors) -> None:
+    if vec.metric not in distances.METRICS:
+        raise InputError(vec.origin if vec.origin != "computed" else vec.name,
+                         f"distance {vec.metric!r} is not one of {', '.join(distances.METRICS)}")  # fmt: skip
+    if vec.metric == "d1" and ((vec.xb < 0).any() or (vec.xq < 0).any()):
+        # 1 + q + r may then be 0: d1 is defined for histograms and correlograms
+        raise InputError(vec.name, "d1 needs vectors without negative values (histograms, correlograms)")
+
+
+def _apply_ties(ranked: pd.DataFrame, ties: str) -> pd.DataFrame:
+    """The ranks under the ties rule; the pessimistic rank and the strictly better count kept."""
+    out = ranked.assign(rank_pessimistic=ranked["rank"])
+    out["rank"] = tied_rank(ranked["rank"].to_numpy(), ranked["better"].to_numpy(), ties)
+    out["rank_in_subset"] = tied_rank(ranked.rank_in_subset.to_numpy(), ranked.better_in_subset.to_numpy(), ties)
+    out["rank_by_size"] = [
+        list(tied_rank(np.asarray(a), np.asarray(b), ties)) for a, b in zip(ranked.rank_by_size, ranked.better_by_size)
+    ]
+    return out.drop(columns=["better_in_subset", "better_by_size"])
+
+
 def _check_layout(job: RankJob, n_refs: int, original: np.ndarray) -> None:
     n_orig = len(np.unique(original[original >= 0]))
     if not 1 <= job.subsets <= n_refs:
@@ -294,3 +336,5 @@ def _check_layout(job: RankJob, n_refs: int, original: np.ndarray) -> None:
             )
     if job.knn < 1:
         raise InputError("--knn", "must be at least 1")
+    if job.ties not in TIES:
+        raise InputError("--ties", f"'{job.ties}' is not one of {', '.join(TIES)}")

@@ -2,8 +2,10 @@
 to Evaluate Image Retrieval", plus PDQ and any user function.
 
 Every method maps an RGB uint8 image (H, W, 3) to a float32 vector of a fixed length and
-declares how FAISS compares the vectors: "l2" (score = -squared L2 distance) or "ip"
-(inner product). A user method is named "package.module:function".
+declares how its vectors are compared (``ranks.distances``): "l2" (score = -squared L2
+distance), "ip" (inner product), "l1" (-L1: histogram intersection's order) or "d1"
+(Huang's relative distance), each method by the comparison it was published with. A user
+method is named "package.module:function".
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import pdqhash
 from PIL import Image
 
 BUILTIN: tuple[str, ...] = ("colorhist", "correlogram", "tiny", "pdq")
-METRICS = ("l2", "ip")
+METRICS = ("l2", "ip", "l1", "d1")  # ranks.distances.METRICS (not imported: no FAISS here)
 
 # the distance set of Huang et al.'s experiments: local texture up to a 15x15 window
 CORRELOGRAM_DISTANCES: tuple[int, ...] = (1, 3, 5, 7)
@@ -34,7 +36,7 @@ N_COLOURS = 64  # 4 levels per channel
 class Method:
     name: str
     dim: int
-    metric: str  # "l2" | "ip"
+    metric: str  # "l2" | "ip" | "l1" | "d1"
     describe: Callable[[np.ndarray], np.ndarray]
     reference: str
     deterministic: bool = True
@@ -150,18 +152,18 @@ _BUILTINS: dict[str, Method] = {
     "colorhist": Method(
         "colorhist",
         N_COLOURS,
-        "l2",
+        "l1",
         colorhist,
-        "Swain & Ballard 1991, Color Indexing (IJCV): 4x4x4 RGB histogram; Howe 2000's first"
-        " baseline",
+        "Swain & Ballard 1991, Color Indexing (IJCV): 4x4x4 RGB histogram, intersection (L1);"
+        " Howe 2000's first baseline",
     ),
     "correlogram": Method(
         "correlogram",
         N_COLOURS * len(CORRELOGRAM_DISTANCES),
-        "l2",
+        "d1",
         correlogram,
         "Huang, Kumar, Mitra, Zhu & Zabih, CVPR 1997, Image Indexing Using Color Correlograms:"
-        " auto-correlogram, 64 colours, d = 1, 3, 5, 7",
+        " auto-correlogram, 64 colours, d = 1, 3, 5, 7, their d1 distance",
     ),
     "tiny": Method(
         "tiny",
@@ -240,7 +242,9 @@ def _user_method(name: str) -> Method:
     metric = getattr(fn, "metric", "l2")
     if metric not in METRICS:
         # a typo such as "cosine" would otherwise silently rank by L2
-        raise ValueError(f"descriptor method {name!r}: metric {metric!r} is not 'l2' or 'ip'")
+        raise ValueError(
+            f"descriptor method {name!r}: metric {metric!r} is not one of {', '.join(METRICS)}"
+        )
     deterministic = getattr(fn, "deterministic", True)
     if not isinstance(deterministic, bool):
         raise ValueError(

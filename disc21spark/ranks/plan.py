@@ -22,26 +22,26 @@ from pyspark.sql import functions as F
 
 from disc21spark.core.spark import arrow_output
 from disc21spark.descriptors import spec as descriptor_spec
+from disc21spark.ranks import distances
 from disc21spark.ranks.spec import Layout, Ranks, count_at_least
 
 SCORES_PER_BLOCK = 1 << 22  # approximate scores held at once: 16 MB of float32
 _ARROW, OUTPUT = arrow_output(
     [("kind", pa.int32()), ("submission", pa.int32()), ("query_id", pa.string()),
      ("reference_id", pa.string()), ("score", pa.float64()), ("rank", pa.int64()),
-     ("rank_in_subset", pa.int64()), ("rank_by_size", pa.list_(pa.int64()))]
+     ("rank_in_subset", pa.int64()), ("rank_by_size", pa.list_(pa.int64())),
+     ("better", pa.int64()), ("better_in_subset", pa.int64()),
+     ("better_by_size", pa.list_(pa.int64()))]
 )  # fmt: skip
 PAIR, RANK = 0, 1
 
 
 def block_ranks(s: descriptor_spec.Searcher, xq: np.ndarray, original: np.ndarray, lay: Layout) -> Ranks:
-    """Ranks of a block's originals (original < 0: a distractor, rank 0)."""
-    nq = len(xq)
-    rank = np.zeros(nq, dtype=np.int64)
-    in_subset = np.zeros(nq, dtype=np.int64)
-    by_size = np.zeros((nq, len(lay.sizes)), dtype=np.int64)
+    """Ranks of a block's originals (original < 0: a distractor, rank 0), l2 or ip."""
+    out = Ranks.zeros(len(xq), len(lay.sizes))
     matched = np.flatnonzero(original >= 0)
     if len(matched) == 0:
-        return Ranks(rank, in_subset, by_size)
+        return out
     xb = s.vectors
     xm = np.ascontiguousarray(xq[matched], dtype=np.float32)
     target = descriptor_spec.pair_scores(xm, xb, np.arange(len(matched)), original[matched], s.metric)
@@ -54,14 +54,55 @@ def block_ranks(s: descriptor_spec.Searcher, xq: np.ndarray, original: np.ndarra
     else:
         approx = products.astype(np.float64)
     margin = (2 * descriptor_spec.rounding_slack(s, xm))[:, None]
+    # beyond the margin the exact score is surely above the target, hence strictly better
     surely = approx > target[:, None] + margin
     unsure_q, unsure_r = np.nonzero(np.abs(approx - target[:, None]) <= margin)
     exact = descriptor_spec.pair_scores(xm, xb, unsure_q, unsure_r, s.metric).astype(np.float64)
-    also = exact >= target[unsure_q]
+    at_least, above = exact >= target[unsure_q], exact > target[unsure_q]
     for i, q in enumerate(matched):
-        beating = np.concatenate([np.flatnonzero(surely[i]), unsure_r[(unsure_q == i) & also]])
-        rank[q], in_subset[q], by_size[q] = count_at_least(beating, int(original[q]), lay)
-    return Ranks(rank, in_subset, by_size)
+        mine = unsure_q == i
+        sure = np.flatnonzero(surely[i])
+        beating = np.concatenate([sure, unsure_r[mine & at_least]])
+        better = np.concatenate([sure, unsure_r[mine & above]])
+        count_at_least(out, q, beating, better, int(original[q]), lay)
+    return out
+
+
+def exact_block_ranks(
+    scores: np.ndarray, original: np.ndarray, lay: Layout
+) -> Ranks:
+    """Ranks from a block's exact score matrix (distances.block_scores), l1 or d1."""
+    out = Ranks.zeros(len(scores), len(lay.sizes))
+    for q in np.flatnonzero(original >= 0):
+        target = scores[q, original[q]]
+        beating = np.flatnonzero(scores[q] >= target)
+        better = np.flatnonzero(scores[q] > target)
+        count_at_least(out, q, beating, better, int(original[q]), lay)
+    return out
+
+
+def searcher(
+    xb: np.ndarray, metric: str, reference_order: np.ndarray, max_norm: float | None = None
+) -> descriptor_spec.Searcher:
+    """The descriptor track's flat searcher over ``xb`` for any distance: FAISS searches l2
+    and ip; for l1 and d1 it only carries the vectors and the id order (search_block
+    scores every pair itself)."""
+    faiss_metric = metric if metric in distances.FAISS_METRICS else "l2"
+    norm = descriptor_spec.largest_norm(xb) if max_norm is None else max_norm
+    s = descriptor_spec.flat_searcher(xb, faiss_metric, reference_order, norm)
+    s.metric = metric
+    return s
+
+
+def search_block(
+    s: descriptor_spec.Searcher, x: np.ndarray, original: np.ndarray, lay: Layout, knn: int
+) -> tuple[descriptor_spec.Pairs, Ranks]:
+    """A block's kNN pairs and ranks: FAISS proposes and pairs are rescored for l2 and ip;
+    l1 and d1 score every pair of the block exactly (distances.block_scores)."""
+    if s.metric in distances.FAISS_METRICS:
+        return descriptor_spec.knn(s, x, knn), block_ranks(s, x, original, lay)
+    scores = distances.block_scores(x, s.vectors, s.metric)
+    return distances.top_k(scores, s.reference_order, knn), exact_block_ranks(scores, original, lay)
 
 
 def rank_pass(
@@ -102,7 +143,7 @@ def rank_pass(
 
     def search_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         ref = shipped.value
-        s = descriptor_spec.flat_searcher(ref["xb"], metric, ref["rank"], ref["max_norm"])
+        s = searcher(ref["xb"], metric, ref["rank"], ref["max_norm"])
         block = max(1, SCORES_PER_BLOCK // max(1, len(ref["xb"])))
         for batch in batches:
             subs = batch.column("submission").to_numpy()
@@ -112,8 +153,7 @@ def rank_pass(
             for a in range(0, len(qids), block):
                 sl = slice(a, a + block)
                 x = np.frombuffer(b"".join(vecs[sl]), dtype=np.float32).reshape(-1, dim)
-                pairs = descriptor_spec.knn(s, x, knn)
-                r = block_ranks(s, x, orig[sl], ref["layout"])
+                pairs, r = search_block(s, x, orig[sl], ref["layout"], knn)
                 n_pairs, n_q = len(pairs), len(x)
                 yield pa.RecordBatch.from_pydict(
                     {
@@ -125,6 +165,9 @@ def rank_pass(
                         "rank": np.r_[np.zeros(n_pairs, np.int64), r.rank],
                         "rank_in_subset": np.r_[np.zeros(n_pairs, np.int64), r.rank_in_subset],
                         "rank_by_size": [None] * n_pairs + [list(v) for v in r.rank_by_size],
+                        "better": np.r_[np.zeros(n_pairs, np.int64), r.better],
+                        "better_in_subset": np.r_[np.zeros(n_pairs, np.int64), r.better_in_subset],
+                        "better_by_size": [None] * n_pairs + [list(v) for v in r.better_by_size],
                     },
                     schema=_ARROW,
                 )
@@ -139,6 +182,7 @@ def pairs_of(result: DataFrame) -> DataFrame:
 def ranks_of(result: DataFrame) -> pd.DataFrame:
     return (
         result.where(F.col("kind") == RANK)
-        .select("query_id", "rank", "rank_in_subset", "rank_by_size")
+        .select("query_id", "rank", "rank_in_subset", "rank_by_size", "better", "better_in_subset",
+                "better_by_size")
         .toPandas()
     )
