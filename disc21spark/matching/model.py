@@ -54,6 +54,8 @@ class MatchingMetrics:
     n_queries_with_predictions: int
     n_unknown_query_predictions: int
     curve: PRCurve = field(repr=False, compare=False)
+    # signs of a misnamed submission (matching/coverage.py): advice, never a figure
+    warnings: tuple[str, ...] = field(default=(), compare=False)
 
     def to_dict(self) -> dict:
         out = asdict(self)
