@@ -58,8 +58,10 @@ class MatchingMetrics:
     warnings: tuple[str, ...] = field(default=(), compare=False)
 
     def to_dict(self) -> dict:
+        """The figures (the curve and the warnings are written on their own)."""
         out = asdict(self)
         out.pop("curve")
+        out.pop("warnings")
         return out
 
 
