@@ -11,7 +11,7 @@ export SPARK_LOCAL_IP        = 127.0.0.1
 export SPARK_CONF_DIR        = $(CURDIR)/disc21spark/conf
 SUBMIT  = $(BIN)/spark-submit
 
-.PHONY: venv demo test lint chromium bench cluster-start cluster-stop clean
+.PHONY: venv demo test lint chromium airflow-venv test-airflow bench cluster-start cluster-stop clean
 
 venv: $(VENV)/.installed
 
@@ -45,6 +45,24 @@ chromium:
 
 test: venv lint chromium
 	$(BIN)/python -m pytest
+
+# Airflow lives in a virtualenv of its own (its dependencies are not the project's): the
+# versions below install together on Python 3.11 and run the DAGs of dags/
+AIRFLOW_VENV ?= .venv-airflow
+AIRFLOW_PINS  = apache-airflow==3.3.2 apache-airflow-providers-apache-spark==6.3.4
+
+airflow-venv: $(AIRFLOW_VENV)/.installed
+
+$(AIRFLOW_VENV)/.installed:
+	$(PYTHON) -m venv $(AIRFLOW_VENV)
+	$(AIRFLOW_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(AIRFLOW_VENV)/bin/python -m pip install --quiet $(AIRFLOW_PINS)
+	@touch $@
+
+# the DAGs import cleanly and the pool DAG runs end to end (`airflow dags test`, a
+# throwaway metadata database, local Spark): published, reused, rescored
+test-airflow: venv airflow-venv
+	DISC21SPARK_AIRFLOW_VENV=$(CURDIR)/$(AIRFLOW_VENV) $(BIN)/python -m pytest tests/test_airflow_dags.py
 
 bench: venv
 	BENCH_ROWS=500000 $(BIN)/python benchmarks/bench_matching.py
