@@ -9,12 +9,17 @@ to it after the report is written. Manual by default (``DISC21SPARK_BENCH_SCHEDU
 from __future__ import annotations
 
 import os
+import sys
 from datetime import datetime, timezone
+from pathlib import Path
 
 from airflow.sdk import DAG, Param, task
-from disc21spark_submit import Disc21SparkSubmit, spark_params
 
-from disc21spark import scheduled
+# the helper beside this file: not every way of parsing DAGs puts their folder on sys.path
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from disc21spark_submit import Disc21SparkSubmit, spark_params  # noqa: E402
+
+from disc21spark import scheduled  # noqa: E402  (on sys.path thanks to disc21spark_submit)
 
 PLAN = "ti.xcom_pull(task_ids='plan')"
 

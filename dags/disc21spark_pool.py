@@ -20,12 +20,17 @@ Params are described in the README ("Scheduled runs with Airflow").
 from __future__ import annotations
 
 import os
+import sys
 from datetime import datetime, timezone
+from pathlib import Path
 
 from airflow.sdk import DAG, Param, PokeReturnValue, task
-from disc21spark_submit import Disc21SparkSubmit, spark_params
 
-from disc21spark import scheduled
+# the helper beside this file: not every way of parsing DAGs puts their folder on sys.path
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from disc21spark_submit import Disc21SparkSubmit, spark_params  # noqa: E402
+
+from disc21spark import scheduled  # noqa: E402  (on sys.path thanks to disc21spark_submit)
 
 # how often the pool is looked at, and how long a run waits for a change before it is
 # skipped (a deployment's choice, read when the DAG file is parsed)

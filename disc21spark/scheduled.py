@@ -87,6 +87,7 @@ def plan_pool_run(params: Mapping, logical_date: datetime) -> dict:
             raise InputError(f"param {key}", "is required")
     project = Path(params["project"])
     output = Path(params["runs"]) / run_tag(logical_date)
+    output.parent.mkdir(parents=True, exist_ok=True)  # the job writes into an existing folder
     previous = last_run(latest_path(params["runs"], params.get("latest", "")))
     if previous is not None and previous == output.resolve():
         previous = _run_before(previous)
@@ -121,6 +122,7 @@ def plan_bench_run(params: Mapping, logical_date: datetime) -> dict:
         raise InputError("param runs", "is required")
     project = Path(params["project"])
     folder = Path(params["runs"]) / run_tag(logical_date)
+    folder.mkdir(parents=True, exist_ok=True)  # the jobs write into an existing folder
     library, bench, report = folder / "library", folder / "bench", folder / "report"
     jobs = {
         "make_library": [
