@@ -49,6 +49,9 @@ class Browser:
         def wire() -> None:  # in the child: the two pipe ends become fds 3 and 4
             os.dup2(to_child_r, 3)
             os.dup2(from_child_w, 4)
+            # dup2 onto itself (the pipe was already fd 3) keeps close-on-exec
+            os.set_inheritable(3, True)
+            os.set_inheritable(4, True)
 
         self.process = subprocess.Popen(
             [chromium_path() or CHROMIUM, *FLAGS, f"--user-data-dir={self._profile}",
