@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -29,10 +31,19 @@ pytestmark = pytest.mark.skipif(
 DAYS = ["2026-11-01", "2026-11-02", "2026-11-03", "2026-11-04"]
 
 
+@pytest.fixture
+def tmp_path():
+    """A folder of this module's own: pytest's numbered folders are removed by any other
+    pytest run on the machine once three newer ones exist, and these runs take minutes."""
+    folder = Path(tempfile.mkdtemp(prefix="disc21spark-airflow-test-"))
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
 @pytest.fixture(scope="module")
-def airflow(tmp_path_factory):
+def airflow():
     """Runs the airflow command of the Airflow virtualenv on a fresh metadata database."""
-    home = tmp_path_factory.mktemp("airflow_home")
+    home = Path(tempfile.mkdtemp(prefix="disc21spark-airflow-home-"))
     env = {
         **os.environ,
         "AIRFLOW_HOME": str(home),
@@ -56,7 +67,8 @@ def airflow(tmp_path_factory):
         return proc
 
     run("db", "migrate")
-    return run
+    yield run
+    shutil.rmtree(home, ignore_errors=True)
 
 
 def last_json(text: str) -> object:
