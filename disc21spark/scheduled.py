@@ -167,6 +167,11 @@ def submit_settings(params: Mapping) -> dict:
     env = {
         "PATH": f"{venv / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}",
         "SPARK_CONF_DIR": str(project / "disc21spark" / "conf"),
+        # the checkout's package, not whichever one the virtualenv has installed, for the
+        # driver and for local Python workers (Spark passes PYTHONPATH on to them; their
+        # working folder, which a shell run from the checkout would put first, is the
+        # scheduler's here)
+        "PYTHONPATH": str(project),
     }
     conf: dict[str, str] = {}
     if python_env == "virtualenv":

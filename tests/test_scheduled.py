@@ -129,6 +129,7 @@ def test_submit_settings_for_a_virtualenv_and_for_an_archive(tmp_path):
     assert venv["env"]["PATH"].startswith("/srv/disc21spark/.venv/bin" + os.pathsep)
     assert venv["env"]["PYSPARK_DRIVER_PYTHON"] == "/srv/disc21spark/.venv/bin/python"
     assert venv["env"]["SPARK_CONF_DIR"] == "/srv/disc21spark/disc21spark/conf"
+    assert venv["env"]["PYTHONPATH"] == "/srv/disc21spark"
     assert venv["env"]["SPARK_LOCAL_IP"] == "127.0.0.1"
     packed = scheduled.submit_settings(
         params(tmp_path, python_env="archive", archive="/dist/env.tar.gz", driver_python="/usr/bin/python3")
