@@ -78,7 +78,7 @@ def score_predictions(
     # here, not above: the in-process engine never pays for importing PySpark
     from pyspark.sql import functions as F
 
-    from disc21spark.matching import labels, validate
+    from disc21spark.matching import coverage, labels, validate
     from disc21spark.matching.read import read_predictions
     from disc21spark.matching.score import Scoring, UnreadableInput, score
 
@@ -97,7 +97,7 @@ def score_predictions(
         raise InputError(job.predictions, f"cannot be read ({first_line(exc.cause)})") from None
     if 0 in scored.errors:
         raise scored.errors[0]
-    return scored.metrics[0]
+    return coverage.check_spark(spark, pairs, gt, scored.metrics, {0: job.predictions})[0]
 
 
 def run(spark: SparkSession | None, job: MatchingJob) -> MatchingMetrics:

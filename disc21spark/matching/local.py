@@ -26,7 +26,7 @@ import pyarrow.compute as pc
 from disc21spark.core.errors import InputError, display_path, first_line
 from disc21spark.core.files import detect_format
 from disc21spark.core.phases import Phases
-from disc21spark.matching import spec
+from disc21spark.matching import coverage, spec
 from disc21spark.matching.model import GroundTruth, MatchingMetrics
 from disc21spark.matching.rows import (
     PREDICTION_COLUMNS,
@@ -319,6 +319,7 @@ def score_file(
         note["rows"] = len(pairs.score)
     with phases.phase("score") as note:
         metrics = spec.evaluate_encoded(encoded, gt, curve_points)
+        metrics = coverage.check_local(pairs.query, pairs.reference, gt, metrics, path)
         note["rows"] = metrics.n_predictions
         note["detail"] = f"{metrics.n_true_positives:,} true positives"
     return metrics

@@ -54,10 +54,14 @@ class MatchingMetrics:
     n_queries_with_predictions: int
     n_unknown_query_predictions: int
     curve: PRCurve = field(repr=False, compare=False)
+    # signs of a misnamed submission (matching/coverage.py): advice, never a figure
+    warnings: tuple[str, ...] = field(default=(), compare=False)
 
     def to_dict(self) -> dict:
+        """The figures (the curve and the warnings are written on their own)."""
         out = asdict(self)
         out.pop("curve")
+        out.pop("warnings")
         return out
 
 

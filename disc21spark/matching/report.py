@@ -37,6 +37,7 @@ def metrics_document(metrics: MatchingMetrics, run: dict) -> dict:
     """The metrics.json content: every exact figure, then how it was computed."""
     doc = metrics.to_dict()
     doc["pr_curve_points"] = len(metrics.curve)
+    doc["warnings"] = list(metrics.warnings)
     doc["run"] = run
     return doc
 

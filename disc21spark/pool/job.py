@@ -32,7 +32,7 @@ from disc21spark.core.files import data_files, detect_format, is_directory, read
 from disc21spark.core.output import check_writable
 from disc21spark.core.phases import Phases
 from disc21spark.core.runner import BaseJob, job_fields
-from disc21spark.matching import labels, report, validate
+from disc21spark.matching import coverage, labels, report, validate
 from disc21spark.matching.ground_truth import ground_truth_phase
 from disc21spark.matching.model import GroundTruth, Submission
 from disc21spark.matching.read import read_predictions
@@ -76,7 +76,8 @@ class PoolJob(BaseJob):
         lines = [pool_report.format_table(result.submissions), summary_line(result)]
         if self.output:
             lines.append(
-                f"results in {self.output}/ (leaderboard.csv/.json/.md, pr_curves/, pr_curves.png)"
+                f"results in {self.output}/ (leaderboard.csv/.json/.md/.html, pr_curves/, "
+                "pr_curves.png)"
             )
         return lines
 
@@ -316,8 +317,9 @@ def _score_one_sort(
             sources={i: _where(s) for i, s in enumerate(live)},
             read_detail=f"{len(live)} submissions parsed, checked and counted in one pass",
         )
+        pairs = _read_pool(spark, job, live)
         try:
-            scored = score(spark, _read_pool(spark, job, live), range(len(live)), scoring, phases)
+            scored = score(spark, pairs, range(len(live)), scoring, phases)
         except UnreadableInput as exc:
             culprit = _unreadable(spark, exc.cause, live)
             if culprit is None:
@@ -328,7 +330,8 @@ def _score_one_sort(
             continue
         for i, error in scored.errors.items():
             live[i].invalid(error)
-        for i, metrics in scored.metrics.items():
+        names = {i: s.name for i, s in enumerate(live)}
+        for i, metrics in coverage.check_spark(spark, pairs, gt, scored.metrics, names).items():
             live[i].metrics = metrics
         return
 

@@ -1,11 +1,12 @@
-"""A pool's results as files: leaderboard.csv/.json/.md, pr_curves/, pr_curves.png; and
-the previous run's leaderboard read back for incremental runs."""
+"""A pool's results as files: leaderboard.csv/.json/.md/.html, pr_curves/, pr_curves.png;
+and the previous run's leaderboard read back for incremental runs."""
 
 from __future__ import annotations
 
 import csv
 import json
 import logging
+import re
 from pathlib import Path
 
 import numpy as np
@@ -14,12 +15,15 @@ from disc21spark.core import fs
 from disc21spark.core.errors import InputError, display_path
 from disc21spark.matching.model import MatchingMetrics, PRCurve, Submission
 from disc21spark.matching.report import ROWS, json_safe, plot_curves, write_curve_csv
+from disc21spark.pool import page
 
 log = logging.getLogger("disc21spark")
 FIGURES = [key for key, _, _ in ROWS]
 FIGURES.insert(FIGURES.index("threshold_at_p90") + 1, "precision_at_p90")
-COLUMNS = ["rank", "submission", "status", "reason", "reused", "checksum", *FIGURES]
+COLUMNS = ["rank", "submission", "status", "reason", "reused", "checksum", *FIGURES, "warnings"]
 TOP_PLOTTED = 10
+# a spreadsheet runs a cell starting with one of these as a formula (OWASP's list)
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 
 def ordered(subs: list) -> list:
@@ -48,6 +52,7 @@ def records(subs: list) -> list[dict]:
                 "reused": s.reused,
                 "checksum": s.checksum,
                 **{k: json_safe(figures.get(k)) for k in FIGURES},
+                "warnings": list(s.metrics.warnings) if s.metrics is not None else [],
             }
         )
     return out
@@ -62,13 +67,14 @@ def write(folder: Path, subs: list, run: dict) -> None:
         writer = csv.DictWriter(fh, fieldnames=COLUMNS)
         writer.writeheader()
         for row in rows:
-            writer.writerow({k: "" if row[k] is None else _text(row[k]) for k in COLUMNS})
+            writer.writerow({k: _csv_cell(row[k]) for k in COLUMNS})
     (folder / "leaderboard.md").write_text(markdown(rows) + "\n")
     curves = folder / "pr_curves"
     curves.mkdir()
     scored = [s for s in ordered(subs) if s.status == "ok"]
+    page.write_page(folder / "leaderboard.html", rows, scored, run)
     for s in scored:
-        write_curve_csv(curves / f"{s.name}.csv", s.metrics)
+        write_curve_csv(curves / curve_file(s.name), s.metrics)
     plot_curves(
         folder / "pr_curves.png",
         [(s.name, s.metrics) for s in scored[:TOP_PLOTTED]],
@@ -76,8 +82,29 @@ def write(folder: Path, subs: list, run: dict) -> None:
     )
 
 
+def curve_file(name: str) -> str:
+    """pr_curves/<name>.csv; a name from a submission column may hold a path separator
+    (``=cmd|' /C calc'!A0``), which is percent-encoded, with ``%`` itself, so that two
+    names never share a file. Other names keep their file name."""
+    safe = name.replace("%", "%25").replace("/", "%2F").replace("\\", "%5C").replace("\0", "%00")
+    return f"{safe}.csv"
+
+
 def _text(value) -> str:
     return repr(value) if isinstance(value, float) else str(value)
+
+
+def _csv_cell(value: object) -> str:
+    """A leaderboard.csv cell; text from a team (a name, a reason) that a spreadsheet would
+    run as a formula gets a leading quote. Figures are written as they are: a negative
+    threshold is a number, which no spreadsheet runs."""
+    if value is None:
+        return ""
+    if isinstance(value, list):
+        value = "; ".join(map(str, value))
+    if isinstance(value, str):
+        return "'" + value if value.startswith(FORMULA_STARTS) else value
+    return _text(value)
 
 
 def markdown(rows: list[dict]) -> str:
@@ -90,14 +117,20 @@ def markdown(rows: list[dict]) -> str:
             r90 = "—" if r["recall_at_p90"] is None else f"{r['recall_at_p90']:.6f}"
             reused = " (reused)" if r["reused"] else ""
             lines.append(
-                f"| {r['rank']} | {r['submission']} | {r['micro_ap']:.6f} | {r90} | "
+                f"| {r['rank']} | {_md(r['submission'])} | {r['micro_ap']:.6f} | {r90} | "
                 f"{r['recall_at_rank1']:.6f} | {r['recall_at_rank10']:.6f} | "
                 f"{r['n_predictions']:,} | ok{reused} |"
             )
         else:
-            reason = str(r["reason"]).replace("|", "\\|")
-            lines.append(f"| | {r['submission']} | | | | | | invalid: {reason} |")
+            lines.append(f"| | {_md(r['submission'])} | | | | | | invalid: {_md(r['reason'])} |")
     return "\n".join(lines)
+
+
+def _md(text: object) -> str:
+    """A team's text in a Markdown cell: a pipe would end the cell, and a renderer that
+    passes HTML through would run a name such as ``<script>``; backslash escapes keep
+    both as text and stay readable in the terminal table."""
+    return re.sub(r"([\\|<>])", r"\\\1", str(text))
 
 
 def format_table(subs: list, limit: int = 20) -> str:
@@ -141,7 +174,7 @@ def _previous_submissions(folder: Path, doc: dict, settings: dict) -> dict:
     for row in doc.get("submissions", []):
         s = Submission(row["submission"], "", row.get("checksum", ""), row["status"], row["reason"])
         if s.status == "ok":
-            curve = folder / "pr_curves" / f"{s.name}.csv"
+            curve = folder / "pr_curves" / curve_file(s.name)
             if not curve.exists():
                 continue
             s.metrics = _metrics(row, curve)
@@ -154,5 +187,8 @@ def _metrics(row: dict, curve_csv: Path) -> MatchingMetrics:
         data = list(csv.reader(fh))[1:]
     values = np.array([[float(x) for x in r] for r in data]) if data else np.zeros((0, 3))
     curve = PRCurve(values[:, 0], values[:, 1], values[:, 2])
-    fields = {k: row[k] for k in MatchingMetrics.__dataclass_fields__ if k != "curve"}
-    return MatchingMetrics(**fields, curve=curve)
+    fields = {
+        k: row[k] for k in MatchingMetrics.__dataclass_fields__ if k not in ("curve", "warnings")
+    }
+    # a leaderboard written before the coverage warnings has none
+    return MatchingMetrics(**fields, curve=curve, warnings=tuple(row.get("warnings") or ()))

@@ -1,0 +1,110 @@
+"""disc21spark_pool: score a pool of DISC21 submissions on a schedule, incrementally.
+
+wait_for_submissions → plan → evaluate (spark-submit jobs/evaluate.py) → publish
+
+* **wait_for_submissions** pokes the pool folder until its files differ (added, removed,
+  rewritten: size and modification time) from those the last successful run scored; with
+  ``wait_for_change`` off it goes on at once. Nothing new within the wait: the run is
+  skipped, not failed.
+* **plan** names the run folder after the logical date (``<runs>/2026-11-30T000000Z``)
+  and takes the last successful run (``<runs>/latest``) as ``--previous``, so unchanged
+  submissions are reused and only new or changed files are scored.
+* **evaluate** runs ``jobs/evaluate.py`` with the Apache Spark provider's
+  SparkSubmitOperator: master, Spark settings and the Python environment are params.
+* **publish** swaps ``latest`` to the new run only after evaluate succeeded; every run
+  folder is kept.
+
+Params are described in the README ("Scheduled runs with Airflow").
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+
+from airflow.sdk import DAG, Param, PokeReturnValue, task
+
+# the helper beside this file: not every way of parsing DAGs puts their folder on sys.path
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from disc21spark_submit import Disc21SparkSubmit, spark_params  # noqa: E402
+
+from disc21spark import scheduled  # noqa: E402  (on sys.path thanks to disc21spark_submit)
+
+# how often the pool is looked at, and how long a run waits for a change before it is
+# skipped (a deployment's choice, read when the DAG file is parsed)
+POKE_SECONDS = float(os.environ.get("DISC21SPARK_POKE_SECONDS", 300))
+WAIT_SECONDS = float(os.environ.get("DISC21SPARK_WAIT_SECONDS", 23 * 3600))
+SCHEDULE = os.environ.get("DISC21SPARK_POOL_SCHEDULE", "@daily") or None
+PLAN = "ti.xcom_pull(task_ids='plan')"
+
+with DAG(
+    dag_id="disc21spark_pool",
+    description="DISC21 pool → leaderboard, incrementally; latest published after success",
+    schedule=SCHEDULE,
+    start_date=datetime(2026, 1, 1, tzinfo=timezone.utc),
+    catchup=False,
+    max_active_runs=1,  # each run's --previous is the one before: never two at once
+    render_template_as_native_obj=True,  # arguments, settings and environment stay lists/dicts
+    doc_md=__doc__,
+    tags=["disc21spark"],
+    params={
+        "pool": Param("", type="string", description="folder of submission files"),
+        "ground_truth": Param("", type="string", description="ground truth CSV or Parquet"),
+        "runs": Param("", type="string", description="folder of the run folders"),
+        "latest": Param(
+            "", type="string", description="the published symlink (empty: <runs>/latest)"
+        ),
+        "evaluate_args": Param(
+            [],
+            type="array",
+            description='more options of jobs/evaluate.py, e.g. ["--max-results", "0"]',
+        ),
+        "wait_for_change": Param(
+            True, type="boolean", description="wait for new or changed submission files"
+        ),
+        **spark_params(),
+    },  # fmt: skip
+):
+
+    @task.sensor(
+        poke_interval=POKE_SECONDS, timeout=WAIT_SECONDS, mode="reschedule", soft_fail=True
+    )
+    def wait_for_submissions(params: dict | None = None) -> PokeReturnValue:
+        latest = scheduled.latest_path(params["runs"], params["latest"])
+        changed, state = scheduled.has_changed(params["pool"], latest)
+        return PokeReturnValue(is_done=changed or not params["wait_for_change"], xcom_value=state)
+
+    @task
+    def plan(params: dict | None = None, logical_date=None, dag_run=None) -> dict:
+        # a run triggered by hand may have no logical date in Airflow 3: its run_after then
+        return scheduled.plan_pool_run(params, logical_date or dag_run.run_after)
+
+    evaluate = Disc21SparkSubmit(
+        task_id="evaluate",
+        application=f"{{{{ {PLAN}['application'] }}}}",
+        application_args=f"{{{{ {PLAN}['args'] }}}}",
+        conf=f"{{{{ {PLAN}['conf'] }}}}",
+        env_vars=f"{{{{ {PLAN}['env'] }}}}",
+        master=f"{{{{ {PLAN}['master'] }}}}",
+        name="disc21spark-pool",
+    )
+
+    @task
+    def publish(planned: dict, state: dict, params: dict | None = None, dag_run=None) -> str:
+        latest = scheduled.latest_path(params["runs"], params["latest"])
+        record = {
+            "dag_id": dag_run.dag_id,
+            "run_id": dag_run.run_id,
+            "logical_date": dag_run.logical_date or dag_run.run_after,
+            "published_at": datetime.now(timezone.utc),
+            "previous": planned["previous"],
+            "pool_state": state,
+        }
+        scheduled.publish(planned["output"], latest, record)
+        return str(latest)
+
+    state = wait_for_submissions()
+    planned = plan()
+    state >> planned >> evaluate >> publish(planned, state)

@@ -1,0 +1,211 @@
+"""What a scheduler needs around the jobs: run folders, the last good run, publishing.
+
+The Airflow DAGs in ``dags/`` are thin: they call these functions from their tasks and
+hand ``spark-submit`` what ``submit_settings`` computes. Nothing here imports Airflow,
+PySpark or numpy (the scheduler's environment need not have them), and every function is
+tested without a scheduler.
+
+Layout of a scheduled pool (``runs`` is a DAG param):
+
+    runs/2026-11-30T000000Z/   one folder per run, named by the run's logical date (UTC):
+                               evaluate's --output, plus scheduled_run.json
+    runs/latest -> 2026-...    the last successful run: a symlink swapped atomically after
+                               the run succeeded, never before; it is also the next
+                               run's --previous
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from datetime import datetime, timezone
+from pathlib import Path
+
+from disc21spark.core.errors import InputError
+
+RECORD = "scheduled_run.json"
+PYTHON_ENVS = ("virtualenv", "archive")
+
+
+def run_tag(when: datetime) -> str:
+    """A logical date as a folder name: UTC, no colon (Hadoop paths refuse colons)."""
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    return when.astimezone(timezone.utc).strftime("%Y-%m-%dT%H%M%SZ")
+
+
+def pool_state(pool: str) -> dict[str, list[int]]:
+    """Name → [size, mtime in ns] of each submission file of a pool folder: a cheap
+    fingerprint that changes when a file is added, removed, replaced or rewritten (the
+    job itself decides what to rescore, by content checksum)."""
+    folder = Path(pool)
+    if not folder.is_dir():
+        raise InputError(pool, "the pool is not a folder")
+    state = {}
+    for path in sorted(folder.rglob("*")):
+        relative = path.relative_to(folder)
+        # Spark's listing skips hidden files (.x, _x), and so does a run's fingerprint
+        if path.is_file() and not any(p.startswith((".", "_")) for p in relative.parts):
+            info = path.stat()
+            state[relative.as_posix()] = [info.st_size, info.st_mtime_ns]
+    return state
+
+
+def latest_path(runs: str, latest: str = "") -> Path:
+    return Path(latest) if latest else Path(runs) / "latest"
+
+
+def last_run(latest: Path) -> Path | None:
+    """The folder of the last successful run (what ``latest`` points to), if any."""
+    if not latest.exists():
+        return None
+    folder = latest.resolve()
+    return folder if (folder / RECORD).is_file() else None
+
+
+def published_state(latest: Path) -> dict | None:
+    """The pool fingerprint the last successful run scored, if any."""
+    folder = last_run(latest)
+    if folder is None:
+        return None
+    return json.loads((folder / RECORD).read_text()).get("pool_state")
+
+
+def has_changed(pool: str, latest: Path) -> tuple[bool, dict[str, list[int]]]:
+    """(whether the pool differs from what the last good run scored, its state now)."""
+    now = pool_state(pool)
+    return now != published_state(latest), now
+
+
+def plan_pool_run(params: Mapping, logical_date: datetime) -> dict:
+    """What the evaluate task runs: its output folder (by logical date), the last good run
+    as --previous (never the output itself: a rerun of the same date reuses the run
+    before), the application, its arguments and the spark-submit settings."""
+    for key in ("pool", "ground_truth", "runs"):
+        if not params.get(key):
+            raise InputError(f"param {key}", "is required")
+    project = Path(params["project"])
+    output = Path(params["runs"]) / run_tag(logical_date)
+    output.parent.mkdir(parents=True, exist_ok=True)  # the job writes into an existing folder
+    previous = last_run(latest_path(params["runs"], params.get("latest", "")))
+    if previous is not None and previous == output.resolve():
+        previous = _run_before(previous)
+    args = ["--ground-truth", params["ground_truth"], "--predictions", params["pool"],
+            "--output", str(output), "--overwrite"]  # fmt: skip
+    if previous is not None:
+        args += ["--previous", str(previous)]
+    args += [str(a) for a in params.get("evaluate_args") or []]
+    return {
+        "application": str(project / "jobs" / "evaluate.py"),
+        "args": args,
+        "output": str(output),
+        "previous": str(previous) if previous else None,
+        **submit_settings(params),
+    }
+
+
+def _run_before(run: Path) -> Path | None:
+    """The latest other successful run beside ``run`` (by name: names sort by date)."""
+    others = sorted(
+        p
+        for p in run.parent.iterdir()
+        if p != run and not p.is_symlink() and (p / RECORD).is_file()
+    )
+    earlier = [p for p in others if p.name < run.name]
+    return earlier[-1] if earlier else None
+
+
+def plan_bench_run(params: Mapping, logical_date: datetime) -> dict:
+    """The three jobs of a Howe benchmark (library → bench → rank report) in one run folder."""
+    if not params.get("runs"):
+        raise InputError("param runs", "is required")
+    project = Path(params["project"])
+    folder = Path(params["runs"]) / run_tag(logical_date)
+    folder.mkdir(parents=True, exist_ok=True)  # the jobs write into an existing folder
+    library, bench, report = folder / "library", folder / "bench", folder / "report"
+    jobs = {
+        "make_library": [
+            "--output", str(library), "--size", str(params["library_size"]),
+            "--seed", str(params["seed"]), "--overwrite",
+        ],
+        "make_queries": [
+            "--images", str(library), "--output", str(bench), "--tests", params["tests"],
+            "--queries-per-test", str(params["queries_per_test"]),
+            "--distractors", str(params["distractors"]), "--seed", str(params["seed"]),
+            "--overwrite",
+        ],
+        "rank_eval": [
+            "--bench", str(bench), "--descriptors", params["descriptors"],
+            "--output", str(report), "--overwrite",
+            *[str(a) for a in params.get("rank_eval_args") or []],
+        ],
+    }  # fmt: skip
+    return {
+        "output": str(folder),
+        "applications": {name: str(project / "jobs" / f"{name}.py") for name in jobs},
+        "args": jobs,
+        **submit_settings(params),
+    }
+
+
+def submit_settings(params: Mapping) -> dict:
+    """spark-submit's master, --conf settings and environment for the chosen Python:
+
+    * ``virtualenv``: the driver and the executors run that virtualenv's Python (one
+      machine, or a cluster whose nodes share the path); its ``spark-submit`` is used;
+    * ``archive``: the packed environment (``dist/disc21spark-env.tar.gz``) travels with
+      the job (``spark.archives``) and executors unpack it as ``./env``; the driver runs
+      ``driver_python`` (client mode: a local interpreter with the package).
+    """
+    project = Path(params["project"])
+    venv = Path(params.get("virtualenv") or project / ".venv")
+    python_env = params.get("python_env") or "virtualenv"
+    if python_env not in PYTHON_ENVS:
+        raise InputError("param python_env", f"{python_env!r} is not one of {PYTHON_ENVS}")
+    # pip's PySpark finds its home through the python3 on PATH (README, spark-submit lines)
+    env = {
+        "PATH": f"{venv / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}",
+        "SPARK_CONF_DIR": str(project / "disc21spark" / "conf"),
+        # the checkout's package, not whichever one the virtualenv has installed, for the
+        # driver and for local Python workers (Spark passes PYTHONPATH on to them; their
+        # working folder, which a shell run from the checkout would put first, is the
+        # scheduler's here)
+        "PYTHONPATH": str(project),
+    }
+    conf: dict[str, str] = {}
+    if python_env == "virtualenv":
+        python = str(venv / "bin" / "python")
+        env |= {"PYSPARK_PYTHON": python, "PYSPARK_DRIVER_PYTHON": python}
+        conf["spark.pyspark.python"] = python
+    else:
+        archive = params.get("archive") or str(project / "dist" / "disc21spark-env.tar.gz")
+        driver = params.get("driver_python") or str(venv / "bin" / "python")
+        env |= {"PYSPARK_PYTHON": "./env/bin/python", "PYSPARK_DRIVER_PYTHON": driver}
+        conf |= {
+            "spark.archives": f"{archive}#env",
+            "spark.pyspark.python": "./env/bin/python",
+            "spark.pyspark.driver.python": driver,
+        }
+    conf |= {str(k): str(v) for k, v in (params.get("spark_conf") or {}).items()}
+    env |= {str(k): str(v) for k, v in (params.get("env") or {}).items()}
+    return {"master": params.get("master") or "", "conf": conf, "env": env}
+
+
+def publish(output: str, latest: Path, record: dict) -> Path:
+    """Make ``output`` the latest run: its record written, then ``latest`` swapped in one
+    rename (a reader sees the old run or the new one, never a mix or nothing)."""
+    folder = Path(output)
+    if not folder.is_dir():
+        raise InputError(output, "the run wrote no output folder")
+    (folder / RECORD).write_text(json.dumps(record, indent=2, default=str) + "\n")
+    if latest.exists() and not latest.is_symlink():
+        raise InputError(str(latest), "exists and is not a symlink (refusing to replace it)")
+    latest.parent.mkdir(parents=True, exist_ok=True)
+    staging = latest.with_name(f".{latest.name}.{os.getpid()}")
+    staging.unlink(missing_ok=True)
+    # relative when the run sits beside the link: the runs folder can then be moved whole
+    target = folder.name if folder.parent.resolve() == latest.parent.resolve() else folder
+    staging.symlink_to(target)
+    os.replace(staging, latest)
+    return latest

@@ -1,0 +1,158 @@
+"""What the DAGs compute around the jobs (no scheduler, no Spark): run folders by logical
+date, the pool's fingerprint, the previous run, the spark-submit settings, publishing."""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from disc21spark import scheduled
+from disc21spark.core.errors import InputError
+
+DAY = datetime(2026, 11, 30, tzinfo=timezone.utc)
+
+
+def params(tmp_path, **more) -> dict:
+    return {
+        "pool": str(tmp_path / "pool"),
+        "ground_truth": str(tmp_path / "gt.csv"),
+        "runs": str(tmp_path / "runs"),
+        "latest": "",
+        "project": "/srv/disc21spark",
+        "evaluate_args": [],
+        **more,
+    }
+
+
+def test_run_tag_is_the_utc_logical_date_without_colons():
+    assert scheduled.run_tag(DAY) == "2026-11-30T000000Z"
+    paris = timezone(timedelta(hours=1))
+    assert scheduled.run_tag(datetime(2026, 11, 30, 1, 2, 3, tzinfo=paris)) == "2026-11-30T000203Z"
+
+
+def test_pool_state_changes_with_the_files_and_ignores_hidden_ones(tmp_path):
+    pool = tmp_path / "pool"
+    pool.mkdir()
+    (pool / "a.csv").write_text("Q1,R1,0.5\n")
+    (pool / ".a.csv.crc").write_text("x")
+    (pool / "_SUCCESS").write_text("")
+    first = scheduled.pool_state(str(pool))
+    assert list(first) == ["a.csv"] and first["a.csv"][0] == 10
+    (pool / "b.csv").write_text("Q1,R1,0.5\n")
+    assert set(scheduled.pool_state(str(pool))) == {"a.csv", "b.csv"}
+    os.utime(pool / "a.csv", ns=(1, 1))  # rewritten with the same size
+    assert scheduled.pool_state(str(pool))["a.csv"] != first["a.csv"]
+    with pytest.raises(InputError, match="not a folder"):
+        scheduled.pool_state(str(tmp_path / "missing"))
+
+
+def test_first_run_has_no_previous_and_a_dated_folder(tmp_path):
+    plan = scheduled.plan_pool_run(params(tmp_path, evaluate_args=["--max-results", 0]), DAY)
+    out = str(tmp_path / "runs" / "2026-11-30T000000Z")
+    assert plan["output"] == out and plan["previous"] is None
+    assert plan["application"] == "/srv/disc21spark/jobs/evaluate.py"
+    assert plan["args"] == [
+        "--ground-truth", str(tmp_path / "gt.csv"), "--predictions", str(tmp_path / "pool"),
+        "--output", out, "--overwrite", "--max-results", "0",
+    ]  # fmt: skip
+
+
+def test_missing_required_param_is_one_clear_error(tmp_path):
+    with pytest.raises(InputError, match="param pool: is required"):
+        scheduled.plan_pool_run(params(tmp_path, pool=""), DAY)
+
+
+def publish_run(tmp_path, when: datetime, state: dict | None = None) -> str:
+    plan = scheduled.plan_pool_run(params(tmp_path), when)
+    os.makedirs(plan["output"])
+    latest = scheduled.latest_path(str(tmp_path / "runs"))
+    scheduled.publish(plan["output"], latest, {"pool_state": state or {}})
+    return plan["output"]
+
+
+def test_previous_is_the_last_published_run_never_the_output_itself(tmp_path):
+    first = publish_run(tmp_path, DAY)
+    second_day = DAY + timedelta(days=1)
+    assert scheduled.plan_pool_run(params(tmp_path), second_day)["previous"] == first
+    second = publish_run(tmp_path, second_day)
+    latest = tmp_path / "runs" / "latest"
+    assert latest.is_symlink() and os.readlink(latest) == "2026-12-01T000000Z"
+    assert latest.resolve() == tmp_path / "runs" / "2026-12-01T000000Z"
+    # a rerun of the second date: its previous is the first run, not the folder it replaces
+    assert scheduled.plan_pool_run(params(tmp_path), second_day)["previous"] == first
+    assert scheduled.last_run(latest) == tmp_path / "runs" / "2026-12-01T000000Z"
+    assert json.loads((tmp_path / "runs" / second / scheduled.RECORD).read_text()) == {
+        "pool_state": {}
+    }
+
+
+def test_a_run_folder_without_record_is_not_a_previous_run(tmp_path):
+    (tmp_path / "runs" / "2026-11-29T000000Z").mkdir(parents=True)  # a failed run's debris
+    assert scheduled.plan_pool_run(params(tmp_path), DAY)["previous"] is None
+
+
+def test_has_changed_against_the_published_state(tmp_path):
+    pool = tmp_path / "pool"
+    pool.mkdir()
+    (pool / "a.csv").write_text("Q1,R1,0.5\n")
+    latest = scheduled.latest_path(str(tmp_path / "runs"))
+    changed, state = scheduled.has_changed(str(pool), latest)
+    assert changed  # nothing published yet
+    publish_run(tmp_path, DAY, state)
+    assert scheduled.has_changed(str(pool), latest) == (False, state)
+    (pool / "a.csv").write_text("Q1,R1,0.75\n")
+    assert scheduled.has_changed(str(pool), latest)[0]
+
+
+def test_publish_refuses_to_replace_a_real_folder(tmp_path):
+    (tmp_path / "runs" / "latest").mkdir(parents=True)
+    (tmp_path / "runs" / "x").mkdir()
+    with pytest.raises(InputError, match="not a symlink"):
+        scheduled.publish(str(tmp_path / "runs" / "x"), tmp_path / "runs" / "latest", {})
+    with pytest.raises(InputError, match="no output folder"):
+        scheduled.publish(str(tmp_path / "nothing"), tmp_path / "elsewhere", {})
+
+
+def test_submit_settings_for_a_virtualenv_and_for_an_archive(tmp_path):
+    venv = scheduled.submit_settings(
+        params(tmp_path, master="local[2]", spark_conf={"spark.driver.memory": "2g"},
+               env={"SPARK_LOCAL_IP": "127.0.0.1"})
+    )  # fmt: skip
+    assert venv["master"] == "local[2]"
+    assert venv["conf"] == {
+        "spark.pyspark.python": "/srv/disc21spark/.venv/bin/python",
+        "spark.driver.memory": "2g",
+    }
+    assert venv["env"]["PATH"].startswith("/srv/disc21spark/.venv/bin" + os.pathsep)
+    assert venv["env"]["PYSPARK_DRIVER_PYTHON"] == "/srv/disc21spark/.venv/bin/python"
+    assert venv["env"]["SPARK_CONF_DIR"] == "/srv/disc21spark/disc21spark/conf"
+    assert venv["env"]["PYTHONPATH"] == "/srv/disc21spark"
+    assert venv["env"]["SPARK_LOCAL_IP"] == "127.0.0.1"
+    packed = scheduled.submit_settings(
+        params(tmp_path, python_env="archive", archive="/dist/env.tar.gz", driver_python="/usr/bin/python3")
+    )  # fmt: skip
+    assert packed["conf"] == {
+        "spark.archives": "/dist/env.tar.gz#env",
+        "spark.pyspark.python": "./env/bin/python",
+        "spark.pyspark.driver.python": "/usr/bin/python3",
+    }
+    assert packed["env"]["PYSPARK_PYTHON"] == "./env/bin/python"
+    with pytest.raises(InputError, match="python_env"):
+        scheduled.submit_settings(params(tmp_path, python_env="conda"))
+
+
+def test_bench_plan_chains_the_three_jobs_in_one_folder(tmp_path):
+    plan = scheduled.plan_bench_run(
+        params(tmp_path, library_size=30, seed=3, tests="crop:50", queries_per_test=4,
+               distractors=0.25, descriptors="tiny", rank_eval_args=["--subsets", "2"]),
+        DAY,
+    )  # fmt: skip
+    folder = tmp_path / "runs" / "2026-11-30T000000Z"
+    assert plan["output"] == str(folder)
+    assert plan["args"]["make_queries"][:2] == ["--images", str(folder / "library")]
+    assert plan["args"]["rank_eval"][:2] == ["--bench", str(folder / "bench")]
+    assert plan["args"]["rank_eval"][-2:] == ["--subsets", "2"]
+    assert plan["applications"]["rank_eval"] == "/srv/disc21spark/jobs/rank_eval.py"
