@@ -182,6 +182,9 @@ def choose_engine(args: argparse.Namespace) -> str:
     why = _not_local(args, local)
     if args.engine == "local":
         if why:
+            gone = _missing_local_file(args)
+            if gone:  # Spark could not read it either: say so, not "use --engine spark"
+                raise InputError(gone, "no such file or directory")
             raise InputError("--engine local", f"{why}; use --engine spark")
         return "local"
     if why or args.master:
@@ -200,6 +203,17 @@ def _not_local(args: argparse.Namespace, local: Any) -> str | None:
     if reason is None and local.local_path(args.ground_truth) is None:
         reason = f"{args.ground_truth}: the ground truth is not a local file"
     return reason
+
+
+def _missing_local_file(args: argparse.Namespace) -> str | None:
+    """The first input named as a plain local path (no scheme, no glob) that is not there."""
+    import os
+
+    for path in [*(args.predictions or []), args.ground_truth]:
+        plain = "://" not in path and not any(c in path for c in "*?[{")
+        if plain and not os.path.exists(path):
+            return path
+    return None
 
 
 def pick(spark: Any, args: argparse.Namespace) -> Any:
