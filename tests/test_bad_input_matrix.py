@@ -881,24 +881,28 @@ CASES += [
     usage("rank-descriptors-twice", "rank-eval --descriptors tiny,tiny",
           [*RANK, "--descriptors", "tiny,tiny"], "error: --descriptors: a method is named twice (…)"),
     Case("rank-subsets-absurd", OPT, "rank-eval --subsets 10^6 (more than there are references)",
-         [*RANK, "--subsets", str(10**6)], 2, "?", engines=("inproc",)),
+         [*RANK, "--subsets", str(10**6)], 2, "error: --subsets: must be between 1 and the 7 references", engines=("inproc",)),
     Case("rank-sizes-absurd", OPT, "rank-eval --sizes 10^9 (larger than the library)",
-         [*RANK, "--sizes", str(10**9)], 2, "?", engines=("inproc",)),
+         [*RANK, "--sizes", str(10**9)], 2, "error: --sizes: 1,000,000,000 is outside 2..7 (every size holds the 2 originals of the queries; the bench has 7 references)", engines=("inproc",)),
     Case("rank-bench-missing", OUT, "rank-eval --bench that does not exist",
-         ["rank-eval", "--bench", "{d}/nope", "--output", "{d}/out"], 2, "?"),
+         ["rank-eval", "--bench", "{d}/nope", "--output", "{d}/out"], 2, "error: {d}/nope: not a folder (give the --output of make_queries)"),
     Case("rank-bench-empty", OUT, "rank-eval --bench of an empty folder",
-         ["rank-eval", "--bench", "{d}/b", "--output", "{d}/out"], 2, "?", lambda d: (d / "b").mkdir()),
+         ["rank-eval", "--bench", "{d}/b", "--output", "{d}/out"], 2, "error: {d}/b: bench.json is missing: not a folder written by make_queries", lambda d: (d / "b").mkdir()),
     Case("rank-vectors-folder", OPT, "rank-eval --descriptors tiny=folder without descriptors.json",
-         [*RANK[:-1], "tiny={d}/vec"], 2, "?", lambda d: (d / "vec").mkdir()),
+         [*RANK[:-1], "tiny={d}/vec"], 2, "error: {d}/vec: descriptors.json is missing: not a folder written by extract_descriptors --bench", lambda d: (d / "vec").mkdir()),
     Case("extract-bench-missing", OUT, "extract --bench that does not exist",
-         ["extract", "--bench", "{d}/nope", "--method", "tiny", "--output", "{d}/out"], 2, "?"),
+         ["extract", "--bench", "{d}/nope", "--method", "tiny", "--output", "{d}/out"], 2, "error: {d}/nope: not a folder (give the --output of make_queries)"),
 ]
 
 # ------------------------------------------------------------------ output paths
 
 
-def output_cases(name: str, command: list[str], setup=None, out: str = "{d}/out") -> list[Case]:
-    """The four ways an --output can be wrong, for one command."""
+def output_cases(
+    name: str, command: list[str], setup=None, out: str = "{d}/out", sees: dict | None = None
+) -> list[Case]:
+    """The four ways an --output can be wrong, for one command (``sees``: other lines)."""
+    sees = sees or {}
+    leaf = out.rsplit("/", 1)[1]
     at = command.index("--output") + 1
 
     def to(target: str) -> list[str]:
@@ -909,16 +913,17 @@ def output_cases(name: str, command: list[str], setup=None, out: str = "{d}/out"
 
     return [
         Case(f"{name}-output-file", OUT, f"{name}: --output is a file", to(out), 2,
-             f"error: {out}: exists and is not a folder", plus(text(out.removeprefix("{d}/"), "mine")),
-             preexisting=False),
+             sees.get("file", f"error: {out}: exists and is not a folder"),
+             plus(text(out.removeprefix("{d}/"), "mine")), preexisting=False),
         Case(f"{name}-output-not-empty", OUT, f"{name}: --output a non-empty folder, no --overwrite",
-             to(out), 2, f"error: {out}: folder exists and is not empty (pass --overwrite to replace it)",
+             to(out), 2, sees.get("folder", f"error: {out}: folder exists and is not empty (pass "
+                                  "--overwrite to replace it)"),
              plus(text(out.removeprefix("{d}/") + "/mine.txt", "mine")), preexisting=False),
         Case(f"{name}-output-no-parent", OUT, f"{name}: --output in a missing folder",
-             to("{d}/no/out"), 2, "error: {d}/no: parent folder does not exist", setup,
+             to("{d}/no/" + leaf), 2, "error: {d}/no: parent folder does not exist", setup,
              preexisting=False),
         Case(f"{name}-output-read-only", OUT, f"{name}: --output in a read-only folder",
-             to("{ro}/out"), 2, "error: {ro}: cannot write the output folder here (…)", setup,
+             to("{ro}/" + leaf), 2, "error: {ro}: cannot write the output folder here (…)", setup,
              preexisting=False),
     ]
 
@@ -932,12 +937,38 @@ CASES += [
     *output_cases("extract-bench", EXTRACT_BENCH),
     *output_cases("rank-eval", RANK),
 ]
-for c in output_cases("extract", EXTRACT, library_with(None), out="{d}/v.h5"):
-    CASES.append(c)
+EXISTS = "error: {d}/v.h5: exists (pass --overwrite to replace it)"
+CASES += output_cases("extract", EXTRACT, library_with(None), out="{d}/v.h5",
+                      sees={"file": EXISTS, "folder": EXISTS})
 CASES += [
+    Case("extract-output-folder-overwrite", OUT, "extract: --output names a folder, --overwrite given",
+         [*EXTRACT, "--overwrite"], 2, "error: {d}/v.h5: is a folder (the output is one file)",
+         files(library_with(None), text("v.h5/mine.txt", "mine")), preexisting=False),
     Case("extract-output-suffix", OUT, "extract: --output with another ending (v.txt)",
          [*EXTRACT[:-1], "{d}/v.txt"], 2, "error: {d}/v.txt: the output must end in .h5, .parquet or .npy",
          library_with(None), preexisting=False),
+]
+
+
+# ------------------------------------------------------------ the installed command
+CASES += [
+    Case("cli-bad-line", CMD, "disc21spark evaluate (in process): a score that is text",
+         evaluate(), 2, "error: {d}/p.csv: line 1: score 'high' is not a number",
+         with_gt(text("p.csv", "Q1,R1,high\n")), engines=("installed",)),
+    Case("cli-debug", CMD, "the same with --debug: the trace, then the line",
+         [*evaluate(), "--debug"], 2, "error: {d}/p.csv: line 1: score 'high' is not a number",
+         with_gt(text("p.csv", "Q1,R1,high\n")), engines=("installed",)),
+    Case("cli-spark-parquet", CMD, "disc21spark evaluate --engine spark: a .parquet that is not "
+         "Parquet (Spark's failure, no Java trace)", [*evaluate("{d}/p.parquet"), "--engine", "spark"],
+         2, "error: {d}/p.parquet: cannot be read (…)", with_gt(text("p.parquet", CLEAN)),
+         engines=("installed",), preexisting=False),
+    Case("cli-usage", CMD, "jobs/evaluate.py without --ground-truth", ["evaluate", "--output", "{d}/o"],
+         2, "error: the following arguments are required: --ground-truth", engines=("jobs",)),
+    Case("cli-tests", CMD, "jobs/make_queries.py with an unknown test",
+         [*MAKE_QUERIES, "--tests", "blurr:2"], 2, "error: unknown test 'blurr:2' (known: …)",
+         library_with(None), engines=("jobs",)),
+    Case("cli-library-size", CMD, "jobs/make_library.py --size 0", [*LIBRARY, "--size", "0"], 2,
+         "error: size must be a positive integer, got 0", engines=("jobs",)),
 ]
 
 
@@ -1107,6 +1138,8 @@ def check_screen(case: Case, engine: str, screen: Screen, places: dict[str, str]
     if not debug:
         for trace in TRACES:
             assert trace not in screen.text, where
+    else:  # the trace is what --debug is for
+        assert "Traceback (most recent call last)" in screen.text, where
     assert screen.code == code, where
     lines = error_lines(screen)
     if code == 0:

@@ -114,9 +114,9 @@ def scan(spark: SparkSession, frame: DataFrame) -> list[Scanned]:
         rows = frame.mapInArrow(decode_all, SCAN_SCHEMA).collect()
     except Exception as exc:
         raise InputError("--images", f"cannot read the library ({first_line(exc)})") from None
-    seen = {r.path for r in rows}
+    seen = {display_path(r.path) for r in rows}  # file:/x and file:///x alike
     # Spark plans no split for a file of zero bytes: it gives no row, and must not vanish
-    empty = [Scanned(p, 0, problem=EMPTY_FILE) for p in listed if p not in seen]
+    empty = [Scanned(p, 0, problem=EMPTY_FILE) for p in listed if display_path(p) not in seen]
     return [
         Scanned(r.path, r.nbytes, r.width, r.height, r.sha256, r.problem) for r in rows
     ] + empty
