@@ -1257,3 +1257,56 @@ def test_bad_input(case: Case, engine: str, tmp_path, capsys, read_only, request
     uses_spark = engine in ("spark", "inproc")
     session = request.getfixturevalue("spark") if uses_spark else None
     run_case(case, engine, tmp_path, capsys, shared, session)
+
+
+
+# ------------------------------------------------------------------ README table
+README = ROOT / "README.md"
+BEGIN, END = "<!-- bad-input-matrix: begin -->", "<!-- bad-input-matrix: end -->"
+SHOWN = {"{d}/": "", "{ro}": "/read-only", "{bench}": "bench", "…": "…"}
+
+
+def shown(text: str) -> str:
+    for key, value in SHOWN.items():
+        text = text.replace(key, value)
+    return text.replace("|", "\\|")
+
+
+def readme_table() -> str:
+    """The matrix as the README shows it: input, what the user sees, exit code."""
+    lines = [BEGIN, "", "| | input | command | what the user sees | exit |", "|---|---|---|---|---|"]
+    for case in CASES:
+        engines = " and ".join(case.engines).replace("none", "before Spark").replace(
+            "inproc", "Spark").replace("installed", "installed command").replace("jobs", "jobs/*.py")
+        seen = shown(case.sees)
+        if case.code:
+            seen = f"`{seen}`"
+        if case.note:
+            seen += f" — {shown(case.note)}"
+        for engine, (code, sees) in case.per_engine.items():
+            seen += f"; `--engine {engine}`: `{shown(sees)}` (exit {code})"
+        command = f"{case.command[0]} ({engines})"
+        lines.append(f"| {case.group} | {shown(case.input)} | {command} | {seen} | {case.code} |")
+    return "\n".join([*lines, "", END])
+
+
+def test_readme_holds_the_table():
+    text = README.read_text(encoding="utf-8")
+    assert BEGIN in text and END in text, "run python -m tests.test_bad_input_matrix"
+    current = text[text.index(BEGIN) : text.index(END) + len(END)]
+    assert current == readme_table(), "README is stale: python -m tests.test_bad_input_matrix"
+
+
+def test_the_matrix_covers_the_issue():
+    assert len(CASES) >= 80 and len({c.id for c in CASES}) == len(CASES)
+    commands = {c.command[0] for c in CASES}
+    assert commands == {"evaluate", "make-library", "make-queries", "extract", "rank-eval"}
+    assert {"installed", "jobs", "local", "spark", "inproc", "none"} <= {
+        e for c in CASES for e in c.engines
+    }
+
+
+if __name__ == "__main__":  # rewrite the README's table from CASES
+    text = README.read_text(encoding="utf-8")
+    start, end = text.index(BEGIN), text.index(END) + len(END)
+    README.write_text(text[:start] + readme_table() + text[end:], encoding="utf-8")
