@@ -196,7 +196,7 @@ RANGES = [  # command, options, the usage error
     ("evaluate", ["--broadcast-limit", "2X"],
      "argument --broadcast-limit: '2X' is not a size such as 2G or 512M"),
     ("evaluate", ["--broadcast-limit", "0"],
-     "argument --broadcast-limit: the broadcast limit must be positive"),
+     "argument --broadcast-limit: '0': a size must be positive"),
     ("evaluate", ["--score-norm-neighbors", "3..1"],
      "argument --score-norm-neighbors: '3..1': need 1 ≤ a ≤ b"),
     ("evaluate", ["--score-norm-neighbors", "a"],

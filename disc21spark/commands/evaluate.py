@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import math
 from typing import Any
 
 from disc21spark.commands.common import add_option, add_run_arguments, defaults
@@ -129,10 +130,12 @@ def check(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
         p.error("the descriptor track needs --query-descriptors and --reference-descriptors")
     if descriptor and args.knn is None and args.max_results < 1:
         p.error("the descriptor track needs --max-results ≥ 1 (or --knn K)")
-    if (args.knn is not None and args.knn < 1) or args.max_dim < 1 or (args.nprobe or 1) < 1:
+    if (args.knn is not None and args.knn < 1) or args.max_dim < 1 or _below_one(args.nprobe):
         p.error("--knn, --max-dim and --nprobe must be ≥ 1")
-    if (args.query_partitions or 1) < 1:
+    if _below_one(args.query_partitions):
         p.error("--query-partitions must be ≥ 1")
+    if not math.isfinite(args.score_norm_weight):  # NaN would make every score NaN
+        p.error("--score-norm-weight must be a finite number")
     args.track = "descriptor" if descriptor else "matching"
     if (
         args.max_results < 0
@@ -140,6 +143,11 @@ def check(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
         or args.curve_points < 2
     ):
         p.error("--max-results must be ≥ 0, --partitions ≥ 1 and --curve-points ≥ 2")
+
+
+def _below_one(value: int | None) -> bool:
+    # None: the job decides; 0 is a value given, and refused
+    return value is not None and value < 1
 
 
 class Evaluation:
@@ -187,6 +195,9 @@ def choose_engine(args: argparse.Namespace) -> str:
     why = _not_local(args, local)
     if args.engine == "local":
         if why:
+            gone = _missing_local_file(args)
+            if gone:  # Spark could not read it either: say so, not "use --engine spark"
+                raise InputError(gone, "no such file or directory")
             raise InputError("--engine local", f"{why}; use --engine spark")
         return "local"
     if why or args.master:
@@ -207,6 +218,17 @@ def _not_local(args: argparse.Namespace, local: Any) -> str | None:
     if reason is None and args.output and is_uri(args.output):
         reason = f"{args.output}: an output written through Hadoop's file systems"
     return reason
+
+
+def _missing_local_file(args: argparse.Namespace) -> str | None:
+    """The first input named as a plain local path (no scheme, no glob) that is not there."""
+    import os
+
+    for path in [*(args.predictions or []), args.ground_truth]:
+        plain = "://" not in path and not any(c in path for c in "*?[{")
+        if plain and not os.path.exists(path):
+            return path
+    return None
 
 
 def pick(spark: Any, args: argparse.Namespace) -> Any:

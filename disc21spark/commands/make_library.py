@@ -35,8 +35,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_run_arguments(p, NAME)
 
 
+# the plan lists every image on the driver (a few hundred bytes each) before Spark starts:
+# ten million images (≈ 300 GB of JPEG) is beyond any use, 10^12 would exhaust the memory
+MAX_SIZE = 10_000_000
+
+
 def check(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
-    """The library's own rules (size, seed, dimensions) are checked by the job."""
+    """The library's own rules (size, seed, dimensions) are checked by the job; only a
+    size too large to plan is refused here."""
+    if args.size > MAX_SIZE:
+        p.error(f"--size must be at most {MAX_SIZE:,}")
 
 
 def build(args: argparse.Namespace) -> Any:

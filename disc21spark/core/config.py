@@ -94,7 +94,8 @@ def parse_size(text: str) -> int:
     except ValueError:
         raise argparse.ArgumentTypeError(f"'{text}' is not a size such as 2G or 512M") from None
     if number < 1:
-        raise argparse.ArgumentTypeError("the broadcast limit must be positive")
+        # shared by --broadcast-limit and --local-max-bytes: argparse names the option
+        raise argparse.ArgumentTypeError(f"'{text}': a size must be positive")
     return int(number)
 
 

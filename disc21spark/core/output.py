@@ -34,6 +34,10 @@ def _check_local(out: Path, overwrite: bool) -> Path:
         raise OutputError(f"{out}: folder exists and is not empty (pass --overwrite to replace it)")
     if not out.parent.exists():
         raise OutputError(f"{out.parent}: parent folder does not exist")
+    try:  # the staging folder goes beside it: fail now, not after the work
+        tempfile.TemporaryDirectory(prefix=f".{out.name}.probe-", dir=out.parent).cleanup()
+    except OSError as exc:
+        raise OutputError(f"{out.parent}: cannot write the output folder here ({exc})") from None
     return out
 
 

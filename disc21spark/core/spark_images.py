@@ -16,6 +16,8 @@ from disc21spark.core.spark import spark_conf, union_all
 # what a library may hold; anything else in a folder is not taken for an image
 EXTENSIONS = ("jpg", "jpeg", "png", "webp", "bmp", "tif", "tiff", "gif")
 IMAGE_FILTER = "*.{" + ",".join(e for x in EXTENSIONS for e in (x, x.upper())) + "}"
+# the reason a file of zero bytes is skipped (the binaryFile source returns no row for it)
+EMPTY_FILE = "empty file (0 bytes)"
 # rows per Arrow batch: each carries a whole image file (tens of MB for a large photo)
 ROWS_PER_BATCH = "16"
 ARROW_BATCH = {"spark.sql.execution.arrow.maxRecordsPerBatch": ROWS_PER_BATCH}
@@ -47,7 +49,9 @@ def image_frame(spark: SparkSession, patterns: list[str]) -> DataFrame:
         try:
             frame = reader.load(target).select("path", "content")
         except AnalysisException as exc:
-            raise InputError(pattern, f"no such file or folder ({first_line(exc)})") from None
+            # Spark's own words would only repeat the path
+            detail = "" if "PATH_NOT_FOUND" in str(exc) else f" ({first_line(exc)})"
+            raise InputError(pattern, f"no such file or folder{detail}") from None
         frames.append(frame)
     union = union_all(frames)
     return union.dropDuplicates(["path"]) if len(frames) > 1 else union

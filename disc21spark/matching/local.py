@@ -16,6 +16,7 @@ with the same rules and words (``rows.line_problem``). Nothing here imports PySp
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,6 +31,7 @@ from disc21spark.matching import coverage, spec
 from disc21spark.matching.model import GroundTruth, MatchingMetrics
 from disc21spark.matching.rows import (
     PREDICTION_COLUMNS,
+    REPLACEMENT,
     WHITESPACE,
     duplicate_reason,
     line_problem,
@@ -156,6 +158,10 @@ def _read_csv(path: str, where: str) -> Pairs:
             bad_rows.append(row)
         return "skip"
 
+    hook = sys.unraisablehook
+    # a line that is not UTF-8 fails inside Arrow's call of ``invalid`` (pyarrow decodes
+    # its text first) and pyarrow prints that trace; the line is named below instead
+    sys.unraisablehook = lambda _: None
     try:
         table = csv.read_csv(
             path,
@@ -172,9 +178,12 @@ def _read_csv(path: str, where: str) -> Pairs:
     except pa.ArrowInvalid as exc:
         if "Empty CSV file" in str(exc):
             return Pairs(strings([]), strings([]), np.zeros(0))
-        raise InputError(where, f"cannot be read ({first_line(exc)})") from None
+        # bytes that are not UTF-8, a line Arrow's handler could not see: the line by name
+        raise _first_bad_line(path, where, f"cannot be read ({first_line(exc)})") from None
     except (OSError, EOFError) as exc:
         raise InputError(where, f"cannot be read ({first_line(exc)})") from None
+    finally:
+        sys.unraisablehook = hook
     query, reference, raw = (
         pc.utf8_trim(table.column(c).combine_chunks(), WHITESPACE) for c in PREDICTION_COLUMNS
     )
@@ -186,7 +195,7 @@ def _read_csv(path: str, where: str) -> Pairs:
         keep = pc.invert(header)
         query, reference, raw = query.filter(keep), reference.filter(keep), raw.filter(keep)
     score = _scores(raw)
-    if bad_rows or score is None or _any_empty(query, reference):
+    if bad_rows or score is None or _any_empty(query, reference) or _any_replaced(query, reference):
         raise _first_bad_line(path, where)
     return Pairs(query, reference, score)
 
@@ -207,7 +216,14 @@ def _any_empty(*columns: pa.Array) -> bool:
     return any(pc.any(pc.invert(pc.cast(pc.utf8_length(c), pa.bool_()))).as_py() for c in columns)
 
 
-def _first_bad_line(path: str, where: str) -> InputError:
+def _any_replaced(*columns: pa.Array) -> bool:
+    # U+FFFD in an id is what Spark's reader makes of bytes that are not UTF-8: refused alike
+    return any(pc.any(pc.match_substring(c, REPLACEMENT)).as_py() for c in columns)
+
+
+def _first_bad_line(
+    path: str, where: str, otherwise: str = "cannot be read (a line Arrow refused)"
+) -> InputError:
     """The first bad line of the file, named with the Spark job's words."""
     with open_text(path) as fh:
         for number, line in enumerate(fh, start=1):
@@ -216,7 +232,7 @@ def _first_bad_line(path: str, where: str) -> InputError:
             problem = line_problem(parse_csv_line(line.rstrip("\n")), _parse_float)
             if problem:
                 return InputError(where, problem, f"line {number}")
-    return InputError(where, "cannot be read (a line Arrow refused)")
+    return InputError(where, otherwise)
 
 
 def open_text(path: str):
@@ -226,7 +242,8 @@ def open_text(path: str):
 
     name = path.lower()
     opener = gzip.open if name.endswith(".gz") else bz2.open if name.endswith(".bz2") else open
-    return opener(path, "rt", encoding="utf-8", errors="replace", newline="")
+    # utf-8-sig: a leading byte-order mark is dropped, as Hadoop's line reader and Arrow do
+    return opener(path, "rt", encoding="utf-8-sig", errors="replace", newline="")
 
 
 def _parse_float(text: str) -> float | None:

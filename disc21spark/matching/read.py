@@ -93,7 +93,9 @@ def _small_text(spark: SparkSession, file: str) -> list[str]:
     """Lines of a small text file: directly when local, else through Spark (any codec)."""
     local = display_path(file)
     if local.startswith("/") and not local.endswith((".gz", ".bz2", ".zst", ".lz4", ".snappy")):
-        with open(local, encoding="utf-8", newline="") as fh:
+        # as textFile reads: no byte-order mark in the first id, U+FFFD for a byte that is
+        # not UTF-8 (refused by name in parse_ground_truth)
+        with open(local, encoding="utf-8-sig", errors="replace", newline="") as fh:
             return fh.read().splitlines()
     # textFile keeps line order (partitions follow offsets) and reads any Hadoop codec
     return spark.sparkContext.textFile(file).collect()

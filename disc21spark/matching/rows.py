@@ -23,6 +23,10 @@ FIELDS = "expected 3 fields: query_id,reference_id,score"
 MORE_FIELDS = f"{FIELDS}, found more"
 MISSING_SCORE = f"missing score ({FIELDS})"
 NON_NUMERIC = "missing or non-numeric score"
+# Spark's text reader replaces a byte that is not UTF-8 by U+FFFD, Arrow's refuses the
+# file: both engines then name the line (the official reader stops with a decode error)
+REPLACEMENT = "\ufffd"
+NOT_UTF8 = "not UTF-8 text (a byte the UTF-8 decoder replaced by U+FFFD)"
 
 
 @dataclass(frozen=True)
@@ -50,6 +54,8 @@ def line_problem(fields: tuple[str, ...], parse: Callable[[str], float | None]) 
     """What is wrong with one CSV line's fields (None: a fine line or the header)."""
     if fields == PREDICTION_COLUMNS:
         return None
+    if any(REPLACEMENT in f for f in fields):
+        return NOT_UTF8
     if len(fields) > 3:
         return MORE_FIELDS
     q, r, raw = (list(fields) + [""] * 3)[:3]
@@ -135,6 +141,8 @@ def parse_ground_truth(rows: list[Row], source: str) -> GroundTruth:
                 source, f"expected 2 fields: query_id,reference_id, found {len(fields)}", row.where
             )
         q, r = fields
+        if REPLACEMENT in q or REPLACEMENT in r:
+            raise InputError(source, NOT_UTF8, row.where)
         if not q:
             raise InputError(source, "empty query_id", row.where)
         if (q, r) in seen:

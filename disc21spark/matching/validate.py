@@ -11,7 +11,9 @@ from disc21spark.matching.rows import (
     MISSING_SCORE,
     MORE_FIELDS,
     NON_NUMERIC,
+    NOT_UTF8,
     PREDICTION_COLUMNS,
+    REPLACEMENT,
     duplicate_reason,
 )
 
@@ -20,8 +22,10 @@ def _problem(is_csv: Column) -> Column:
     """What is wrong with a prediction row (evaluated only for rows that are not fine)."""
     q, r, raw, score = (F.col(c) for c in ("query_id", "reference_id", "score_raw", "score"))
     text = F.coalesce(raw, score.cast("string"))
+    replaced = F.concat_ws("", q, r, raw, F.col("extra")).contains(REPLACEMENT)
     return (
-        F.when(F.col("extra").isNotNull(), F.lit(MORE_FIELDS))
+        F.when(is_csv & replaced, F.lit(NOT_UTF8))
+        .when(F.col("extra").isNotNull(), F.lit(MORE_FIELDS))
         .when(q.isNull() | (q == ""), F.lit("empty query_id"))
         .when(r.isNull() | (r == ""), F.lit("empty reference_id"))
         .when(is_csv & raw.isNull(), F.lit(MISSING_SCORE))
@@ -34,8 +38,11 @@ def _problem(is_csv: Column) -> Column:
 def _is_fine() -> Column:
     # one cheap conjunction per row; the wording of a problem is built for bad rows only
     q, r, score = F.col("query_id"), F.col("reference_id"), F.col("score")
+    # a replaced byte in the score already makes it no number
+    text = ~F.col("from_csv") | ~(q.contains(REPLACEMENT) | r.contains(REPLACEMENT))
     return F.coalesce(
-        (q != "")
+        text
+        & (q != "")
         & (r != "")
         & F.col("extra").isNull()
         & ~F.isnan(score)

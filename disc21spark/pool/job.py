@@ -266,6 +266,14 @@ def _list_submissions(spark: SparkSession, job: PoolJob) -> list[Submission]:
             raise InputError(
                 job.predictions[0], f"rows without a {job.submission_column} (the submission)"
             )
+        for name in sums:
+            if not name or name.startswith(".") or any(c in "/\\" or c < " " for c in name):
+                # a name becomes pr_curves/<name>.csv: it must stay a file inside --output
+                raise InputError(
+                    job.predictions[0],
+                    f"submission name {name!r} cannot name a file "
+                    "(no '/', '\\', leading '.' or control character)",
+                )
         return [Submission(name, f"table:{name}", sums[name]) for name in sorted(sums)]
     files = pool_files(spark, job.predictions)
     sums = file_checksums(spark, list(files.values()))

@@ -158,7 +158,7 @@ def _read_previous(folder: str, here: Path, settings: dict) -> dict:
         return {}
     try:
         return _previous_submissions(here, json.loads(path.read_text()), settings)
-    except (ValueError, KeyError, TypeError, IndexError) as exc:
+    except (ValueError, KeyError, TypeError, IndexError, AttributeError) as exc:
         # a damaged record is the user's file, not our bug: refuse it in one line
         reason = f"not a leaderboard this tool wrote ({type(exc).__name__}: {exc})"
         raise InputError(f"--previous {folder}", reason) from None

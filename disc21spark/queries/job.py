@@ -23,7 +23,13 @@ from disc21spark.core.output import staged_output
 from disc21spark.core.phases import Phases
 from disc21spark.core.runner import BaseJob, job_fields
 from disc21spark.core.spark import arrow_output, spark_conf
-from disc21spark.core.spark_images import ARROW_BATCH, image_frame, in_tasks, source_frame
+from disc21spark.core.spark_images import (
+    ARROW_BATCH,
+    EMPTY_FILE,
+    image_frame,
+    in_tasks,
+    source_frame,
+)
 from disc21spark.queries import bench_folder, codec
 from disc21spark.queries.spec import (
     Made,
@@ -103,14 +109,18 @@ def scan(spark: SparkSession, frame: DataFrame) -> list[Scanned]:
                 [r.__dict__ for r in rows], schema=SCAN_ARROW
             )
 
-    frame = in_tasks(spark, frame, len(frame.inputFiles()), SCAN_PER_TASK)
+    listed = frame.inputFiles()
+    frame = in_tasks(spark, frame, len(listed), SCAN_PER_TASK)
     try:
         rows = frame.mapInArrow(decode_all, SCAN_SCHEMA).collect()
     except Exception as exc:
         raise InputError("--images", f"cannot read the library ({first_line(exc)})") from None
+    seen = {display_path(r.path) for r in rows}  # file:/x and file:///x alike
+    # Spark plans no split for a file of zero bytes: it gives no row, and must not vanish
+    empty = [Scanned(p, 0, problem=EMPTY_FILE) for p in listed if display_path(p) not in seen]
     return [
         Scanned(r.path, r.nbytes, r.width, r.height, r.sha256, r.problem) for r in rows
-    ]
+    ] + empty
 
 
 MADE_ARROW, MADE_SCHEMA = arrow_output(

@@ -396,6 +396,8 @@ def parse_tests(text: str) -> list[Test]:
     for spec in expand_sweeps(text):
         if not spec.strip():
             raise BadTestSpec(f"'{text}': empty test in the list (tests are separated by commas)")
+        if any(not part.strip() for part in spec.split("+")):  # else: "unknown test ''"
+            raise BadTestSpec(f"'{spec.strip()}': a '+' with no test after it")
         steps = tuple(parse_step(part) for part in spec.split("+"))
         test = Test("+".join(s.text for s in steps), steps)
         if any(t.name == test.name for t in tests):

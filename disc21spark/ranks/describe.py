@@ -18,7 +18,13 @@ from pyspark.sql import functions as F
 
 from disc21spark.core.errors import InputError, display_path, first_line
 from disc21spark.core.spark import spark_conf
-from disc21spark.core.spark_images import ARROW_BATCH, image_frame, in_tasks, source_frame
+from disc21spark.core.spark_images import (
+    ARROW_BATCH,
+    EMPTY_FILE,
+    image_frame,
+    in_tasks,
+    source_frame,
+)
 from disc21spark.descriptors.files import write_vectors
 from disc21spark.queries import bench_folder, codec
 from disc21spark.ranks.methods import Method
@@ -51,6 +57,7 @@ def describe_files(
     name without extension). The methods are checked already: the executors get them
     as they are (a user function travels by reference: its module imports there)."""
     work = _images(spark, files, patterns, partitions)
+    listed = work.inputFiles() if files is None else []
     columns = [f"v{i}" for i in range(len(methods))]
     ddl = "id string, problem string" + "".join(f", {c} binary" for c in columns)
     try:
@@ -63,6 +70,8 @@ def describe_files(
         ) from None
     bad = frame[frame.problem.notna()]
     good = frame[frame.problem.isna()].sort_values("id", kind="stable")
+    if len(frame) < len(listed):  # Spark returns no row for a file of zero bytes
+        bad = pd.concat([bad, _empty_files(listed, frame, len(columns))])
     _check_described(good, bad, files, patterns)
     skipped = [tuple(p.split(": ", 1)) for p in bad.problem]
     out = {}
@@ -70,6 +79,23 @@ def describe_files(
         vectors = np.frombuffer(b"".join(good[c]), dtype=np.float32).reshape(len(good), m.dim)
         out[m.name] = Described(list(good.id), vectors, skipped)
     return out
+
+
+def _empty_files(listed: list[str], frame: pd.DataFrame, n_columns: int) -> pd.DataFrame:
+    """Rows for the listed files the scan did not return, said to be empty."""
+    described = set(frame.id[frame.problem.isna()]) | {
+        p.split(": ", 1)[0] for p in frame.problem.dropna()
+    }
+    missing = [p for p in listed if display_path(p) not in described and _id(p) not in described]
+    problems = [f"{display_path(p)}: {EMPTY_FILE}" for p in missing]
+    rows = {"id": [_id(p) for p in missing], "problem": problems}
+    return pd.DataFrame({**rows, **{f"v{i}": None for i in range(n_columns)}})
+
+
+def _id(path: str) -> str:
+    """A file's id as the frame's regular expression makes it: its name without extension."""
+    name = path.rsplit("/", 1)[-1]
+    return name.rsplit(".", 1)[0] if "." in name[1:] else name
 
 
 def _images(

@@ -18,7 +18,7 @@ from pyspark.sql import SparkSession
 
 from disc21spark.core import config, record
 from disc21spark.core.errors import InputError
-from disc21spark.core.output import staged_output
+from disc21spark.core.output import check_writable, staged_output
 from disc21spark.core.phases import Phases
 from disc21spark.core.runner import BaseJob, job_fields
 from disc21spark.descriptors.files import FORMATS, ids_file, write_vectors
@@ -85,6 +85,9 @@ def run(spark: SparkSession, job: ExtractJob) -> dict:
             raise InputError(str(out), "the output must end in .h5, .parquet or .npy")
         if out.exists() and not job.overwrite:
             raise InputError(str(out), "exists (pass --overwrite to replace it)")
+        if out.is_dir():  # --overwrite replaces a file, never a folder
+            raise InputError(str(out), "is a folder (the output is one file)")
+        check_writable(out.with_name(f".{out.name}.probe"), overwrite=False)  # before the work
         with phases.phase("describe") as note:
             d = describe_files(spark, None, job.images, [method], job.partitions)[method.name]
             note.update(rows=len(d.ids), detail=f"{len(d.skipped)} skipped")
