@@ -126,7 +126,10 @@ class Case:
 
 
 MATCHING_FILES = ("metrics.json", "pr_curve.csv", "pr_curve.png")
-POOL_FILES = ("leaderboard.csv", "leaderboard.json", "leaderboard.md", "pr_curves", "pr_curves.png")
+POOL_FILES = ("leaderboard.csv", "leaderboard.html", "leaderboard.json", "leaderboard.md",
+              "pr_curves", "pr_curves.png")  # fmt: skip
+# every output folder also holds the run record and the marker of a complete folder
+RECORD_FILES = ("_SUCCESS", "run.json")
 
 
 def evaluate(preds: str = "{d}/p.csv", *extra: str, gt: str = "{d}/gt.csv") -> list[str]:
@@ -740,7 +743,7 @@ for kind in ("zero-bytes", "truncated", "16-bit", "cmyk", "bomb"):
     CASES.append(Case(
         f"extract-{kind}", IM, what, EXTRACT, 0,
         f"listed in v_skipped.csv: {reason}" if reason else "described like any image",
-        library_with(kind), beside=("v_skipped.csv",), check=vectors_have(kind, reason),
+        library_with(kind), beside=("v_skipped.csv", "v_run.json"), check=vectors_have(kind, reason),
         preexisting=False))  # fmt: skip
 CASES += [
     Case("make-queries-only-bad", IM, "a library of unreadable files only", MAKE_QUERIES, 2, "error: --queries-per-test 2: needs 2 distinct source images; the library has 0 usable (2 files, 2 unreadable, 0 too small for the tests)",
@@ -1024,6 +1027,7 @@ def assert_metrics(out: Path, expected, engine: str | None = None) -> None:
     doc = json.loads((out / "metrics.json").read_text())
     run = doc.pop("run")
     doc.pop("pr_curve_points")
+    doc.pop("warnings")  # advice about the ids (tests/test_coverage.py), not a figure
     assert doc == {k: json_safe(v) for k, v in expected.to_dict().items()}
     if engine in ("local", "spark"):
         assert run["engine"] == engine
@@ -1198,7 +1202,8 @@ def run_case(case: Case, engine: str, tmp: Path, capsys, shared: dict, session) 
         }  # fmt: skip
         assert kept == before, "written outside --output: " + ", ".join(set(kept) ^ set(before))
         if out and case.outputs:
-            assert sorted(p.name for p in Path(out).iterdir()) == sorted(case.outputs)
+            assert sorted(p.name for p in Path(out).iterdir()) == sorted(
+                (*case.outputs, *RECORD_FILES))
         if case.check:
             case.check(d, engine)
 

@@ -21,7 +21,6 @@ from tests.test_bad_input_matrix import (
 )
 
 PACKAGE = ROOT / "disc21spark"
-ESCAPE_PENDING = "pool/report.py escaping lands with the leaderboard page"
 
 
 def code_lines(path: Path) -> list[tuple[int, str]]:
@@ -174,7 +173,6 @@ def test_ids_stay_data_in_the_json(formula_pool):
     assert (formula_pool / "pr_curves" / f"{FORMULA}.csv").is_file()
 
 
-@pytest.mark.xfail(reason=ESCAPE_PENDING, strict=True)
 def test_a_formula_id_is_not_a_formula_in_leaderboard_csv(formula_pool):
     with (formula_pool / "leaderboard.csv").open(newline="") as fh:
         cells = [cell for row in csv.reader(fh) for cell in row]
@@ -184,7 +182,6 @@ def test_a_formula_id_is_not_a_formula_in_leaderboard_csv(formula_pool):
     assert any(FORMULA in c for c in cells)
 
 
-@pytest.mark.xfail(reason=ESCAPE_PENDING, strict=True)
 def test_a_pipe_in_an_id_does_not_break_leaderboard_md(formula_pool):
     rows = [line for line in (formula_pool / "leaderboard.md").read_text().splitlines()
             if line.startswith("|")]  # fmt: skip

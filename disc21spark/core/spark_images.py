@@ -18,6 +18,14 @@ EXTENSIONS = ("jpg", "jpeg", "png", "webp", "bmp", "tif", "tiff", "gif")
 IMAGE_FILTER = "*.{" + ",".join(e for x in EXTENSIONS for e in (x, x.upper())) + "}"
 # the reason a file of zero bytes is skipped (the binaryFile source returns no row for it)
 EMPTY_FILE = "empty file (0 bytes)"
+
+
+def listed_files(frame: DataFrame) -> list[str]:
+    """The files a binaryFile frame reads, named as its ``path`` column names them:
+    ``inputFiles`` gives URIs (a space is %20), the rows decoded paths."""
+    from urllib.parse import unquote
+
+    return [unquote(f) for f in frame.inputFiles()]
 # rows per Arrow batch: each carries a whole image file (tens of MB for a large photo)
 ROWS_PER_BATCH = "16"
 ARROW_BATCH = {"spark.sql.execution.arrow.maxRecordsPerBatch": ROWS_PER_BATCH}

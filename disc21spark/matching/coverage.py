@@ -112,13 +112,15 @@ def check_local(
     reference: pa.Array,
     gt: GroundTruth,
     metrics: MatchingMetrics,
-    where: str,
+    where: str | None,
 ) -> MatchingMetrics:
     """``metrics`` with the warnings of one submission's ids (stripped strings, as the
-    in-process engine reads them); one stderr line when there are some."""
+    in-process engine reads them); one stderr line when there are some and ``where``
+    names the submission (None: the caller says it, e.g. a pool's driver)."""
     ids = _local_ids(query, reference, gt) if needs_id_check(metrics) else None
     found = warnings(metrics, ids)
-    announce(where, found)
+    if where is not None:
+        announce(where, found)
     return replace(metrics, warnings=found)
 
 

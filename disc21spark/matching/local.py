@@ -320,8 +320,10 @@ def score_file(
     max_results: int,
     curve_points: int,
     phases: Phases | None = None,
+    announce: bool = True,
 ) -> MatchingMetrics:
-    """One submission file's metrics, in this process; the Spark job's checks and errors."""
+    """One submission file's metrics, in this process; the Spark job's checks and errors.
+    ``announce``: print the coverage warnings here (a pool's task leaves it to the driver)."""
     phases = phases or Phases()
     with phases.phase("read") as note:
         pairs = read_pairs(path, fmt)
@@ -336,7 +338,8 @@ def score_file(
         note["rows"] = len(pairs.score)
     with phases.phase("score") as note:
         metrics = spec.evaluate_encoded(encoded, gt, curve_points)
-        metrics = coverage.check_local(pairs.query, pairs.reference, gt, metrics, path)
+        where = path if announce else None
+        metrics = coverage.check_local(pairs.query, pairs.reference, gt, metrics, where)
         note["rows"] = metrics.n_predictions
         note["detail"] = f"{metrics.n_true_positives:,} true positives"
     return metrics

@@ -306,6 +306,7 @@ def _score_per_file(
                 s.invalid(outcome.error)
             else:
                 s.metrics = outcome.metrics
+                coverage.announce(s.name, s.metrics.warnings)  # named as the one-sort plan does
         note["rows"] = sum(s.metrics.n_predictions for s in subs if s.metrics)
         note["detail"] = f"{len(subs) - len(left)} submissions, one task per file"
     return left

@@ -116,7 +116,8 @@ def score_one(
     if plain is None:
         return Outcome(needs_spark=True)
     try:
-        return Outcome(metrics=local.score_file(plain, fmt, gt, max_results, curve_points))
+        metrics = local.score_file(plain, fmt, gt, max_results, curve_points, announce=False)
+        return Outcome(metrics=metrics)
     except InputError as error:
         return Outcome(error=str(error))
     except local.NotForThisEngine:

@@ -28,6 +28,7 @@ from disc21spark.core.spark_images import (
     EMPTY_FILE,
     image_frame,
     in_tasks,
+    listed_files,
     source_frame,
 )
 from disc21spark.queries import bench_folder, codec
@@ -109,7 +110,7 @@ def scan(spark: SparkSession, frame: DataFrame) -> list[Scanned]:
                 [r.__dict__ for r in rows], schema=SCAN_ARROW
             )
 
-    listed = frame.inputFiles()
+    listed = listed_files(frame)
     frame = in_tasks(spark, frame, len(listed), SCAN_PER_TASK)
     try:
         rows = frame.mapInArrow(decode_all, SCAN_SCHEMA).collect()

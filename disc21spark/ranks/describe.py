@@ -23,6 +23,7 @@ from disc21spark.core.spark_images import (
     EMPTY_FILE,
     image_frame,
     in_tasks,
+    listed_files,
     source_frame,
 )
 from disc21spark.descriptors.files import write_vectors
@@ -57,7 +58,7 @@ def describe_files(
     name without extension). The methods are checked already: the executors get them
     as they are (a user function travels by reference: its module imports there)."""
     work = _images(spark, files, patterns, partitions)
-    listed = work.inputFiles() if files is None else []
+    listed = listed_files(work) if files is None else []
     columns = [f"v{i}" for i in range(len(methods))]
     ddl = "id string, problem string" + "".join(f", {c} binary" for c in columns)
     try:
