@@ -132,3 +132,20 @@ def test_spark_single_file_and_pool_give_the_same_warnings(spark, tmp_path, caps
     assert {s.name: s.metrics.warnings for s in again.submissions} == {
         name: expected for name, (_, expected) in CASES.items()
     }
+
+
+def test_a_leaderboard_written_before_the_warnings_is_still_reused(tmp_path):
+    from disc21spark.matching.model import Submission
+    from disc21spark.pool import report
+
+    metrics = local.score_file(write_cases(tmp_path / "pool")["unrelated"], "auto", GT, 0, 100)
+    sub = Submission("unrelated", "pool/unrelated.csv", "sha", metrics=metrics)
+    out = tmp_path / "out"
+    out.mkdir()
+    report.write(out, [sub], {"ground_truth_sha256": "x"})
+    doc = json.loads((out / "leaderboard.json").read_text())
+    assert doc["submissions"][0]["warnings"] == [UNKNOWN_2, NO_REFERENCE]
+    del doc["submissions"][0]["warnings"]  # as an older version wrote it
+    (out / "leaderboard.json").write_text(json.dumps(doc))
+    (old,) = report.read_previous(str(out), {"ground_truth_sha256": "x"}).values()
+    assert old.metrics.warnings == () and old.metrics.micro_ap == metrics.micro_ap
