@@ -193,7 +193,11 @@ def _read_pool(spark: SparkSession, job: PoolJob, subs: list[Submission]) -> Dat
     for s in subs:
         by_format.setdefault(detect_format(s.source, job.predictions_format), []).append(s.source)
     for fmt, files in by_format.items():
-        frames.append(validate.typed_predictions(read_predictions(spark, files, fmt)))
+        # each Parquet file with its own schema (a score stored as text in one file must
+        # not decide how the others are read); CSV files are all text alike
+        groups = [[f] for f in files] if fmt == "parquet" else [files]
+        for group in groups:
+            frames.append(validate.typed_predictions(read_predictions(spark, group, fmt)))
     typed = frames[0]
     for other in frames[1:]:
         typed = typed.unionByName(other)
