@@ -168,11 +168,24 @@ def internal_error_line(exc: BaseException) -> str:
     return f"internal error: {type(exc).__name__}: {first} (rerun with --debug for the trace)"
 
 
+class _StderrHandler(logging.StreamHandler):
+    """Writes to whatever ``sys.stderr`` is when a line is logged, not the stream of the
+    first command of the process (a later one may run with its stderr redirected)."""
+
+    @property
+    def stream(self) -> Any:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value: Any) -> None:
+        pass
+
+
 def setup_logging(quiet: bool = False) -> None:
     # a handler of our own: under spark-submit the root logger is already configured
     logger = logging.getLogger("disc21spark")
     if not logger.handlers:
-        handler = logging.StreamHandler(sys.stderr)
+        handler = _StderrHandler()
         handler.setFormatter(logging.Formatter("%(asctime)s disc21spark %(message)s", "%H:%M:%S"))
         logger.addHandler(handler)
     logger.setLevel(logging.WARNING if quiet else logging.INFO)
