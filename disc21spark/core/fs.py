@@ -133,6 +133,15 @@ def sha256(path: str, spark: Any = None) -> str:
         raise failure(path, exc, InputError) from None
 
 
+def files_digest(sums: list[tuple[str, str]]) -> str:
+    """One SHA-256 for several files: of their names and digests, in the order given (a
+    folder's or a glob's files, sorted)."""
+    digest = hashlib.sha256()
+    for name, sha in sums:
+        digest.update(f"{name.rstrip('/').rsplit('/', 1)[-1]}\0{sha}\n".encode())
+    return digest.hexdigest()
+
+
 def copy_to(path: str, folder: Path, spark: Any = None) -> Path:
     """Copy a file of any file system into a local folder (same name); the copy's path."""
     spark = spark or _session(path, InputError)

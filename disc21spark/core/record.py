@@ -22,7 +22,7 @@ import subprocess
 import sys
 from concurrent.futures import Future, ThreadPoolExecutor
 from importlib import metadata
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 RUN_FILE = "run.json"
@@ -163,13 +163,8 @@ def describe_inputs(paths: list[str], spark: Any = None) -> list[dict]:
         if len(sums) == 1 and sums[0][0] == path:
             described.append({"path": path, "bytes": sums[0][1], "sha256": sums[0][2]})
             continue
-        import hashlib
-
-        digest = hashlib.sha256()
-        for f, _, sha in sums:
-            digest.update(f"{PurePosixPath(f).name}\0{sha}\n".encode())
         described.append({"path": path, "files": len(sums), "bytes": sum(s for _, s, _ in sums),
-                          "sha256": digest.hexdigest()})  # fmt: skip
+                          "sha256": fs.files_digest([(f, sha) for f, _, sha in sums])})  # fmt: skip
     return described
 
 

@@ -10,7 +10,6 @@ ground truth and settings) take their results from the last run.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 from argparse import Namespace
 from concurrent.futures import ThreadPoolExecutor
@@ -169,10 +168,7 @@ def _content_digest(spark: SparkSession, path: str) -> str:
     files = data_files(spark, path)
     if len(files) == 1:
         return fs.sha256(files[0], spark)
-    digest = hashlib.sha256()
-    for name, sha in file_checksums(spark, files).items():
-        digest.update(f"{PurePosixPath(name).name}\0{sha}\n".encode())
-    return digest.hexdigest()
+    return fs.files_digest(list(file_checksums(spark, files).items()))
 
 
 def _read_pool(spark: SparkSession, job: PoolJob, subs: list[Submission]) -> DataFrame:
