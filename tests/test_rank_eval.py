@@ -4,6 +4,8 @@ single-machine specification; Howe's known behaviours hold; bad input gets one l
 from __future__ import annotations
 
 import json
+import os
+import re
 import shutil
 import subprocess
 import sys
@@ -164,6 +166,31 @@ def test_bad_inputs(spark, bench, tmp_path):
         run(spark, RankJob(str(bench), [f"colorhist={tmp_path / 'ch'}"], str(tmp_path / "o")))
     with pytest.raises(InputError, match="--sizes"):
         run(spark, RankJob(str(bench), ["colorhist"], str(tmp_path / "o"), sizes=(5,)))
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_bench_image_gone_or_unreadable_is_one_line(spark, bench, tmp_path):
+    """A query file the bench lists is deleted, or loses its read permission: one line
+    naming it (once an internal error, and a "not found" for a file that was there)."""
+    damaged = tmp_path / "bench"
+    shutil.copytree(bench, damaged)
+    query = damaged / "queries" / sorted(p.name for p in (damaged / "queries").iterdir())[2]
+    query.chmod(0)
+    as_root = os.geteuid() == 0
+    # root keeps uid 0 but gives up the capabilities that ignore file permissions
+    drop = ["setpriv", "--bounding-set=-dac_override,-dac_read_search"] if as_root else []
+    proc = subprocess.run(
+        [*drop, sys.executable, str(ROOT / "jobs" / "rank_eval.py"), "--bench", str(damaged),
+         "--descriptors", "tiny", "--output", str(tmp_path / "o"), "--quiet"],
+        capture_output=True, text=True, env=cli_env(), timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert error_lines(proc) == [
+        f"error: {query}: listed in the bench, but cannot be read (Permission denied)"
+    ]
+    query.unlink()
+    with pytest.raises(InputError, match=f"^{re.escape(str(query))}: no such file$"):
+        run(spark, RankJob(str(damaged), ["tiny"], str(tmp_path / "o")))
     assert not (tmp_path / "o").exists()
 
 

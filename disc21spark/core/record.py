@@ -159,13 +159,27 @@ def describe_inputs(paths: list[str], spark: Any = None) -> list[dict]:
         if files is None:
             described.append({"path": path, "bytes": None, "sha256": None, "missing": True})
             continue
-        sums = [(f, _size(f, spark), fs.sha256(f, spark)) for f in files]
+        sums = [(f, _size(f, spark), _sha256(f, spark)) for f in files]
         if len(sums) == 1 and sums[0][0] == path:
             described.append({"path": path, "bytes": sums[0][1], "sha256": sums[0][2]})
             continue
-        described.append({"path": path, "files": len(sums), "bytes": sum(s for _, s, _ in sums),
-                          "sha256": fs.files_digest([(f, sha) for f, _, sha in sums])})  # fmt: skip
+        entry = {"path": path, "files": len(sums), "bytes": sum(s for _, s, _ in sums),
+                 "sha256": fs.files_digest([(f, sha or "unreadable") for f, _, sha in sums])}  # fmt: skip
+        unreadable = sum(sha is None for _, _, sha in sums)
+        described.append({**entry, "unreadable": unreadable} if unreadable else entry)
     return described
+
+
+def _sha256(path: str, spark: Any) -> str | None:
+    """None for a file that cannot be read: the job that skipped it (an image without
+    read permission in a library) reports it; the record only counts it."""
+    from disc21spark.core import fs
+    from disc21spark.core.errors import InputError
+
+    try:
+        return fs.sha256(path, spark)
+    except InputError:
+        return None
 
 
 def _files_of(path: str, spark: Any) -> list[str] | None:

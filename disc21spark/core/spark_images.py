@@ -9,7 +9,7 @@ import re
 from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 
-from disc21spark.core.errors import InputError, first_line
+from disc21spark.core.errors import InputError, display_path, first_line
 from disc21spark.core.files import is_directory
 from disc21spark.core.spark import spark_conf, union_all
 
@@ -18,6 +18,30 @@ EXTENSIONS = ("jpg", "jpeg", "png", "webp", "bmp", "tif", "tiff", "gif")
 IMAGE_FILTER = "*.{" + ",".join(e for x in EXTENSIONS for e in (x, x.upper())) + "}"
 # the reason a file of zero bytes is skipped (the binaryFile source returns no row for it)
 EMPTY_FILE = "empty file (0 bytes)"
+
+
+def _tolerant(reader):
+    """A file that cannot be opened is skipped, not fatal. Java reports a permission
+    denied as FileNotFoundException, which Spark handles as a missing file."""
+    return reader.option("ignoreCorruptFiles", "true").option("ignoreMissingFiles", "true")
+
+
+def unreturned(path: str) -> str:
+    """Why the binaryFile source gave no row for a file it listed: it plans no split for
+    a file of zero bytes, and skips one it cannot open (``_tolerant``, so that
+    one unreadable image is a line of skipped.csv, not the end of the job). Asked again
+    here, on the driver."""
+    plain = display_path(path)
+    if "://" in plain:
+        return "empty or unreadable (no content came back)"
+    try:
+        if os.path.getsize(plain) == 0:
+            return EMPTY_FILE
+        with open(plain, "rb") as fh:
+            fh.read(1)
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror or exc})"
+    return "cannot be read (no content came back)"
 
 
 def listed_files(frame: DataFrame) -> list[str]:
@@ -42,7 +66,7 @@ def image_frame(spark: SparkSession, patterns: list[str]) -> DataFrame:
     """
     frames = []
     for pattern in patterns:
-        reader = spark.read.format("binaryFile")
+        reader = _tolerant(spark.read.format("binaryFile"))
         root, sep, name = pattern.partition("/**")
         target = pattern
         if sep:
@@ -90,7 +114,15 @@ def source_frame(spark: SparkSession, paths: list[str]) -> DataFrame:
     with spark_conf(spark, listing):
         # a path is read as a glob pattern: its metacharacters must stand for themselves
         escaped = [re.sub(r"([\\*?\[\]{}])", r"\\\1", p) for p in paths]
-        return spark.read.format("binaryFile").load(escaped).select("path", "content")
+        reader = _tolerant(spark.read.format("binaryFile"))
+        try:
+            return reader.load(escaped).select("path", "content")
+        except AnalysisException as exc:  # a file named (in a bench's tables) is gone
+            gone = [p for p in paths if "://" not in display_path(p)
+                    and not os.path.exists(display_path(p))]  # fmt: skip
+            if gone:
+                raise InputError(display_path(gone[0]), "no such file") from None
+            raise InputError("images", f"cannot be listed ({first_line(exc)})") from None
 
 
 def local_paths(patterns: list[str]) -> list[str]:

@@ -25,11 +25,11 @@ from disc21spark.core.runner import BaseJob, job_fields
 from disc21spark.core.spark import arrow_output, spark_conf
 from disc21spark.core.spark_images import (
     ARROW_BATCH,
-    EMPTY_FILE,
     image_frame,
     in_tasks,
     listed_files,
     source_frame,
+    unreturned,
 )
 from disc21spark.queries import bench_folder, codec
 from disc21spark.queries.spec import (
@@ -117,8 +117,8 @@ def scan(spark: SparkSession, frame: DataFrame) -> list[Scanned]:
     except Exception as exc:
         raise InputError("--images", f"cannot read the library ({first_line(exc)})") from None
     seen = {display_path(r.path) for r in rows}  # file:/x and file:///x alike
-    # Spark plans no split for a file of zero bytes: it gives no row, and must not vanish
-    empty = [Scanned(p, 0, problem=EMPTY_FILE) for p in listed if display_path(p) not in seen]
+    # a file of zero bytes or one that cannot be opened gives no row: it must not vanish
+    empty = [Scanned(p, 0, problem=unreturned(p)) for p in listed if display_path(p) not in seen]
     return [
         Scanned(r.path, r.nbytes, r.width, r.height, r.sha256, r.problem) for r in rows
     ] + empty

@@ -20,11 +20,11 @@ from disc21spark.core.errors import InputError, display_path, first_line
 from disc21spark.core.spark import spark_conf
 from disc21spark.core.spark_images import (
     ARROW_BATCH,
-    EMPTY_FILE,
     image_frame,
     in_tasks,
     listed_files,
     source_frame,
+    unreturned,
 )
 from disc21spark.descriptors.files import write_vectors
 from disc21spark.queries import bench_folder, codec
@@ -71,7 +71,7 @@ def describe_files(
         ) from None
     bad = frame[frame.problem.notna()]
     good = frame[frame.problem.isna()].sort_values("id", kind="stable")
-    if len(frame) < len(listed):  # Spark returns no row for a file of zero bytes
+    if len(frame) < len(listed):  # no row for a file of zero bytes or one it cannot open
         bad = pd.concat([bad, _empty_files(listed, frame, len(columns))])
     _check_described(good, bad, files, patterns)
     skipped = [tuple(p.split(": ", 1)) for p in bad.problem]
@@ -83,12 +83,12 @@ def describe_files(
 
 
 def _empty_files(listed: list[str], frame: pd.DataFrame, n_columns: int) -> pd.DataFrame:
-    """Rows for the listed files the scan did not return, said to be empty."""
+    """Rows for the listed files the scan did not return, with the reason."""
     described = set(frame.id[frame.problem.isna()]) | {
         p.split(": ", 1)[0] for p in frame.problem.dropna()
     }
     missing = [p for p in listed if display_path(p) not in described and _id(p) not in described]
-    problems = [f"{display_path(p)}: {EMPTY_FILE}" for p in missing]
+    problems = [f"{display_path(p)}: {unreturned(p)}" for p in missing]
     rows = {"id": [_id(p) for p in missing], "problem": problems}
     return pd.DataFrame({**rows, **{f"v{i}": None for i in range(n_columns)}})
 
@@ -165,9 +165,8 @@ def _check_described(
         raise InputError(where, reason)
     missing = sorted(set(files.id) - set(good.id))
     if missing:
-        raise InputError(
-            str(files.path[files.id == missing[0]].iloc[0]), "listed in the bench but not found"
-        )
+        path = str(files.path[files.id == missing[0]].iloc[0])
+        raise InputError(path, f"listed in the bench, but {unreturned(path)}")
 
 
 def describe_bench(
