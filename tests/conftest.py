@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -66,6 +67,19 @@ def run_evaluate(launcher: list[str], *args: str) -> subprocess.CompletedProcess
 
 def spark_submit(*options: str) -> list[str]:
     return [str(Path(sys.executable).parent / "spark-submit"), *options]
+
+
+def held_pid(proc: subprocess.Popen, marker: Path, what: str) -> int:
+    """The process id a fault point (``core/faults.py``) wrote to ``marker`` once ``proc``
+    reached it; the job is stopped and its output shown if it ends or takes 5 minutes."""
+    deadline = time.monotonic() + 300
+    while not marker.exists():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            out, err = proc.communicate()
+            raise AssertionError(f"never reached {what}:\n{(out + err)[-3000:]}")
+        time.sleep(0.1)
+    return int(marker.read_text())
 
 
 def error_lines(proc: subprocess.CompletedProcess) -> list[str]:

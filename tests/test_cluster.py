@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from disc21spark.core import faults
 from disc21spark.testing.synth import read_ground_truth_csv, simulate_submission
-from tests.conftest import cli_env, error_lines, run_evaluate, spark_submit
+from tests.conftest import cli_env, error_lines, held_pid, run_evaluate, spark_submit
+from tests.test_determinism import baseline, comparable, same, scene  # noqa: F401
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.cluster
@@ -46,6 +49,23 @@ def on_cluster(master: str) -> list[str]:
         "--conf",
         f"spark.pyspark.python={sys.executable}",
     )
+
+
+def killing_a_worker(cmd: list[str], marker: Path, partition: int) -> subprocess.CompletedProcess:
+    """Run ``cmd`` (a spark-submit) with the first attempt of task ``partition`` held; kill
+    that task's Python worker with SIGKILL from outside, as the kernel's OOM killer or an
+    operator would, and let the job finish."""
+    hold = f"spark.executorEnv.{faults.HOLD_FIRST_ATTEMPT}={partition}:{marker}"
+    proc = subprocess.Popen(
+        [cmd[0], "--conf", hold, *cmd[1:]],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=cli_env(),
+    )  # fmt: skip
+    worker = held_pid(proc, marker, f"task {partition}")
+    os.kill(worker, signal.SIGKILL)
+    out, err = proc.communicate(timeout=600)
+    with pytest.raises(ProcessLookupError):
+        os.kill(worker, 0)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
 def test_cluster_gives_the_local_result(cluster, tmp_path, dev_gt_path, spark):
@@ -99,7 +119,8 @@ def test_cluster_bad_input_names_the_line(cluster, tmp_path, dev_gt_path):
 
 def test_cluster_descriptor_track_gives_the_local_result(cluster, tmp_path, dev_gt_path, spark):
     """The index is broadcast in shards to the cluster's executors; the query files are
-    read there (the same machine: a shared file system)."""
+    read there (the same machine: a shared file system). A search task's Python worker is
+    killed mid-task (SIGKILL): the retried task gives the same figures."""
     from disc21spark.descriptors.job import DescriptorJob, run
     from disc21spark.testing.synth import write_descriptor_set
 
@@ -109,28 +130,49 @@ def test_cluster_descriptor_track_gives_the_local_result(cluster, tmp_path, dev_
     q, r = write_descriptor_set(gt, tmp_path / "set", 8000, 32, 1.2, seed=4)
     local = run(spark, DescriptorJob(str(gt_path), [str(q)], [str(r)], None, max_results=20_000))
     out = tmp_path / "out"
-    proc = run_evaluate(
-        on_cluster(cluster),
-        "--ground-truth",
-        str(gt_path),
-        "--query-descriptors",
-        str(q),
-        "--reference-descriptors",
-        str(r),
-        "--max-results",
-        "20000",
-        "--broadcast-limit",
-        "400K",
-        "--query-partitions",
-        "3",
-        "--output",
-        str(out),
-    )
+    # and one search task's Python worker is killed mid-task: Spark's retry changes nothing
+    proc = killing_a_worker(
+        [*on_cluster(cluster), str(ROOT / "jobs" / "evaluate.py"), "--ground-truth",
+         str(gt_path), "--query-descriptors", str(q), "--reference-descriptors", str(r),
+         "--max-results", "20000", "--broadcast-limit", "400K", "--query-partitions", "3",
+         "--output", str(out)],
+        tmp_path / "worker.pid", partition=1,
+    )  # fmt: skip
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
     doc = json.loads((out / "metrics.json").read_text())
     assert doc["run"]["spark_master"] == cluster and doc["run"]["reference_shards"] == 3
     for key, value in local.to_dict().items():
         assert doc[key] == value, key
+
+
+@pytest.mark.parametrize("kind,plan", [("single", "auto"), ("pool", "per-file"), ("pool", "one-sort")])
+def test_cluster_writes_the_bytes_of_local_mode(cluster, scene, baseline, tmp_path, kind, plan):  # noqa: F811
+    """One submission and a pool (both plans) on the cluster, executors of their own: the
+    same bytes as the suite's local[2] session and test_determinism's local[1] job, less
+    the run record."""
+    root, subs = scene
+    inputs = {
+        "single": ["--predictions", str(root / "team0.csv"), "--engine", "spark"],
+        "pool": ["--predictions", *sorted(str(root / f"{n}.csv") for n in subs)],
+    }[kind]
+    proc = run_evaluate(on_cluster(cluster), "--ground-truth", str(root / "gt.csv"), *inputs,
+                        "--pool-plan", plan, "--quiet", "--output", str(tmp_path / kind))  # fmt: skip
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    same(comparable(tmp_path / kind), baseline[kind])
+
+
+def test_cluster_pool_survives_a_killed_python_worker(cluster, scene, baseline, tmp_path):  # noqa: F811
+    """The per-file plan's second task: its Python worker is killed (SIGKILL) while it
+    scores; Spark runs the task again and the leaderboard is byte for byte the calm one."""
+    root, subs = scene
+    proc = killing_a_worker(
+        [*on_cluster(cluster), str(ROOT / "jobs" / "evaluate.py"), "--ground-truth",
+         str(root / "gt.csv"), "--predictions", *sorted(str(root / f"{n}.csv") for n in subs),
+         "--pool-plan", "per-file", "--output", str(tmp_path / "pool")],
+        tmp_path / "worker.pid", partition=1,
+    )  # fmt: skip
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    same(comparable(tmp_path / "pool"), baseline["pool"])
 
 
 def test_cluster_make_queries_writes_the_local_bytes(cluster, tmp_path, spark):

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from disc21spark.core import faults
 from disc21spark.core.errors import InputError
 from disc21spark.matching.model import GroundTruth, Submission
 from disc21spark.matching.spec import evaluate
@@ -271,7 +272,7 @@ def test_a_task_failing_once_is_retried_and_changes_nothing(tmp_path, gt_file):
               "--master", "local[2,3]", "--pool-plan", "per-file"]  # fmt: skip
     calm = run_evaluate([sys.executable], *common, "--output", str(tmp_path / "calm"))
     assert calm.returncode == 0, calm.stderr[-2000:]
-    env = dict(os.environ, **{per_file.FAIL_FIRST_ATTEMPT: f"2:{marker}"})
+    env = dict(os.environ, **{faults.FAIL_FIRST_ATTEMPT: f"2:{marker}"})
     proc = subprocess.run(
         [sys.executable, str(ROOT / "jobs" / "evaluate.py"), *common,
          "--output", str(tmp_path / "faulty")],

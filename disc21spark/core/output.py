@@ -6,14 +6,17 @@ the run record ``run.json`` and, once it is complete, ``_SUCCESS``."""
 
 from __future__ import annotations
 
+import ctypes
+import errno
 import os
 import shutil
+import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from disc21spark.core import fs, record
+from disc21spark.core import faults, fs, record
 from disc21spark.core.errors import OutputError
 
 
@@ -65,18 +68,54 @@ def staged_output(path: str | os.PathLike, overwrite: bool) -> Iterator[Path]:
         record.write(stage, fs.active_session())
         (stage / fs.SUCCESS).write_bytes(b"")
         _check_local(out, overwrite)  # someone may have written there meanwhile
+        faults.at("publish")
         if out.is_dir():
             if any(out.iterdir()):
-                old = Path(tempfile.mkdtemp(prefix=_prefix(out, "old"), dir=out.parent))
-                os.replace(out, old / out.name)
-                os.replace(stage, out)
-                shutil.rmtree(old, ignore_errors=True)
+                _replace_folder(stage, out)
                 return
             out.rmdir()
         os.replace(stage, out)
     finally:
         if stage.exists():
             shutil.rmtree(stage, ignore_errors=True)
+
+
+def _replace_folder(stage: Path, out: Path) -> None:
+    """Put ``stage`` in place of the folder ``out``. Linux swaps the two in one step
+    (``renameat2`` with ``RENAME_EXCHANGE``), so a reader, or a SIGKILL, sees the old
+    folder or the new one and never neither; the stage then holds the old one and is
+    removed by the caller. Elsewhere (or on a file system that cannot swap) the old folder
+    is set aside first, and ``recover`` puts it back if the run dies between the renames."""
+    if _exchange(stage, out):
+        return
+    old = Path(tempfile.mkdtemp(prefix=_prefix(out, "old"), dir=out.parent))
+    os.replace(out, old / out.name)
+    os.replace(stage, out)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+_RENAME_EXCHANGE = 2
+_AT_FDCWD = -100
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two paths atomically; False where the system or file system cannot."""
+    if sys.platform != "linux":
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        renameat2 = libc.renameat2
+    except (OSError, AttributeError):  # glibc before 2.28, musl
+        return False
+    renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p]
+    renameat2.argtypes += [ctypes.c_uint]
+    done = renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE)
+    if done == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+        return False
+    raise OSError(err, os.strerror(err), str(b))
 
 
 def _prefix(out: Path, kind: str) -> str:

@@ -8,7 +8,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from disc21spark.core import record
+from disc21spark.core import faults, record
 
 log = logging.getLogger("disc21spark")
 
@@ -22,6 +22,7 @@ class Phases:
 
     @contextmanager
     def phase(self, name: str) -> Iterator[dict]:
+        faults.at(name)
         note: dict = {}
         start = time.perf_counter()
         sc = _active_context()

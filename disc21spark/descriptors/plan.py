@@ -20,6 +20,7 @@ from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from disc21spark.core import faults
 from disc21spark.core.spark import union_all
 from disc21spark.descriptors import spec as descriptor_spec
 from disc21spark.descriptors.query_side import vectors_of
@@ -114,6 +115,7 @@ def _search_partition(batches, index: Shipped, background: Shipped | None, spec:
     import faiss
     from pyspark import TaskContext
 
+    faults.in_task()
     faiss.omp_set_num_threads(max(1, int(TaskContext.get().cpus())))
     ids_parts, pos_parts, vec_parts = [], [], []
     for batch in batches:

@@ -21,14 +21,12 @@ from dataclasses import dataclass
 
 from pyspark.sql import SparkSession
 
+from disc21spark.core import faults
 from disc21spark.core.errors import InputError
 from disc21spark.matching import local
 from disc21spark.matching.model import GroundTruth, MatchingMetrics, Submission
 
 PLANS = ("auto", "per-file", "one-sort")
-# test-only fault: "<partition>:<marker file>" makes that partition's first attempt fail
-# (after touching the marker), to show that Spark's retry gives the same leaderboard
-FAIL_FIRST_ATTEMPT = "DISC21SPARK_TEST_FAIL_FIRST_ATTEMPT"
 
 
 @dataclass(frozen=True)
@@ -83,7 +81,7 @@ def score_files(
 
         def one(task: tuple[int, str]) -> tuple[int, Outcome]:
             index, path = task
-            _injected_fault()
+            faults.in_task()
             return index, score_one(path, truth.value, fmt, max_results, curve_points)
 
         # largest files first would balance better, but a file's size is its row count
@@ -92,20 +90,6 @@ def score_files(
     finally:
         truth.unpersist()
     return [found[i] for i in range(len(subs))]
-
-
-def _injected_fault() -> None:
-    fault = os.environ.get(FAIL_FIRST_ATTEMPT)
-    if not fault:
-        return
-    from pyspark import TaskContext
-
-    partition, _, marker = fault.partition(":")
-    task = TaskContext.get()
-    if task.partitionId() == int(partition) and task.attemptNumber() == 0:
-        with open(marker, "a") as fh:
-            fh.write(f"{task.partitionId()}\n")
-        raise RuntimeError(f"injected fault in partition {partition} (test)")
 
 
 def score_one(

@@ -1,0 +1,112 @@
+"""SIGKILL at every phase (issue 16): a job killed without warning (kill -9, the OOM
+killer, a lost machine) leaves the previous output as it was and nothing that looks like
+a complete output; the next run cleans the debris.
+
+Each job runs as a user runs it (``python jobs/X.py``, its own JVM). A test-only hold
+(``core/faults.py``) stops the driver at the named phase, or at ``publish`` (the output
+is written, not yet in place), and the test kills the driver with SIGKILL there."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import psutil
+import pytest
+from PIL import Image
+
+from disc21spark.core import faults
+from disc21spark.library import spec as library
+from tests.conftest import ROOT, cli_env, held_pid
+from tests.test_bad_input_matrix import snapshot, succeed
+from tests.test_pool import GT, random_submission
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("kill")
+    GT.to_csv(root / "gt.csv", index=False)
+    rng = np.random.default_rng(9)
+    for i in range(3):
+        random_submission(rng, 200).to_csv(root / f"team{i}.csv", index=False)
+    (root / "library").mkdir()
+    for i in range(12):
+        image = library.dead_leaves(3, i, 64, 48)
+        Image.fromarray(image).save(root / "library" / f"img_{i:02d}.png")
+    return root
+
+
+def argv(kind: str, root: Path, out: Path) -> list[str]:
+    gt = ["--ground-truth", str(root / "gt.csv")]
+    return {
+        "evaluate": ["evaluate.py", *gt, "--predictions", str(root / "team0.csv"),
+                     "--engine", "spark"],
+        "pool": ["evaluate.py", *gt, "--predictions", str(root / "team*.csv"),
+                 "--pool-plan", "per-file"],
+        "make_queries": ["make_queries.py", "--images", str(root / "library"),
+                         "--tests", "crop:50,lowcon:40", "--queries-per-test", "4",
+                         "--seed", "2"],
+        "rank_eval": ["rank_eval.py", "--bench", str(root / "bench"),
+                      "--descriptors", "colorhist", "--subsets", "2", "--sizes", "6",
+                      "--resamples", "20"],
+    }[kind] + ["--output", str(out), "--overwrite"]  # fmt: skip
+
+
+def in_process(spark, args: list[str]) -> None:
+    """The same command in the suite's session: the runs before and after the kills (what
+    they test is in this process: the output's publish and the clearing of debris)."""
+    succeed(spark, [args[0].removesuffix(".py").replace("_", "-"), *args[1:]])
+
+
+def job(args: list[str], **env: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, str(ROOT / "jobs" / args[0]), *args[1:]],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**cli_env(), **env}, start_new_session=True,
+    )  # fmt: skip
+
+
+# evaluate's phases in the order they run; "publish" is the step after the last one
+POINTS = {
+    "evaluate": ["ground truth", "read", "label", "sort", "report", "publish"],
+    # the other jobs where they differ: their tasks, and their writing
+    "pool": ["score", "publish"],
+    "make_queries": ["alter", "publish"],
+    "rank_eval": ["colorhist", "publish"],
+}
+
+
+@pytest.mark.parametrize("kind", list(POINTS))
+def test_sigkill_at_every_phase_keeps_the_previous_output(spark, inputs, tmp_path, kind):
+    if kind == "rank_eval" and not (inputs / "bench" / "_SUCCESS").exists():
+        in_process(spark, argv("make_queries", inputs, inputs / "bench"))
+    out = tmp_path / "out"
+    in_process(spark, argv(kind, inputs, out))  # the previous output a user has
+    (out / "note.txt").write_text("the user's own file, inside the output folder\n")
+    before = snapshot(out)
+    for point in POINTS[kind]:
+        marker = tmp_path / f"held-{point}.pid"
+        proc = job(argv(kind, inputs, out), **{faults.HOLD_AT: f"{point}:{marker}"})
+        driver = held_pid(proc, marker, repr(point))
+        assert driver == proc.pid
+        tree = psutil.Process(driver).children(recursive=True)  # the JVM, Python workers
+        os.kill(driver, signal.SIGKILL)
+        proc.communicate(timeout=60)
+        gone, alive = psutil.wait_procs(tree, timeout=60)
+        assert not alive, f"left running after the driver's SIGKILL at {point}: {alive}"
+        assert snapshot(out) == before, f"killed at {point}: the previous output changed"
+        beside = [p.name for p in tmp_path.iterdir() if not p.name.startswith(".")]
+        assert sorted(beside) == sorted(
+            ["out"] + [m.name for m in tmp_path.glob("held-*.pid")]
+        ), f"killed at {point}: something visible was left beside the output"
+        looks_done = [p for p in tmp_path.rglob("_SUCCESS") if p.parent != out]
+        assert all(p.parent.name.startswith(".out.") for p in looks_done), looks_done
+    # the next run puts its output in place and clears what the killed runs left
+    in_process(spark, argv(kind, inputs, out))
+    assert (out / "_SUCCESS").exists() and not (out / "note.txt").exists()
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".out.")] == []
+
