@@ -25,6 +25,7 @@ import json
 import logging
 import os
 import re
+import shutil
 import struct
 import subprocess
 import sys
@@ -114,7 +115,7 @@ class Case:
     preexisting: bool = True  # also run with a pre-existing output folder and --overwrite
     beside: tuple[str, ...] = ()  # files a success may write next to the output (documented)
     per_engine: dict = field(default_factory=dict)  # engine → (code, sees) where they differ
-    root_skip: bool = False  # needs permissions that root ignores
+    root_skip: bool = False  # needs permissions root ignores: as root, run under setpriv
 
     def __post_init__(self) -> None:
         if not self.engines:
@@ -737,14 +738,16 @@ for kind, (what, reason) in IMAGE_REASONS.items():
         f"make-queries-{kind}", IM, what, MAKE_QUERIES, 0,
         f"listed in skipped.csv: {reason}" if reason else "used like any image",
         library_with(kind), outputs=BENCH_FILES, check=bench_has(kind, reason),
-        root_skip=kind == "unreadable"))  # fmt: skip
-for kind in ("zero-bytes", "truncated", "16-bit", "cmyk", "bomb"):
+        root_skip=kind == "unreadable",
+        engines=("jobs",) if kind == "unreadable" else ()))  # fmt: skip
+for kind in ("zero-bytes", "truncated", "16-bit", "cmyk", "bomb", "unreadable"):
     what, reason = IMAGE_REASONS[kind]
     CASES.append(Case(
         f"extract-{kind}", IM, what, EXTRACT, 0,
         f"listed in v_skipped.csv: {reason}" if reason else "described like any image",
         library_with(kind), beside=("v_skipped.csv", "v_run.json"), check=vectors_have(kind, reason),
-        preexisting=False))  # fmt: skip
+        preexisting=False, root_skip=kind == "unreadable",
+        engines=("jobs",) if kind == "unreadable" else ()))  # fmt: skip
 CASES += [
     Case("make-queries-only-bad", IM, "a library of unreadable files only", MAKE_QUERIES, 2, "error: --queries-per-test 2: needs 2 distinct source images; the library has 0 usable (2 files, 2 unreadable, 0 too small for the tests)",
          files(text("lib/a.jpg", "text"), text("lib/b.png", b""))),
@@ -1116,6 +1119,21 @@ def in_process(argv: list[str], capsys, session) -> Screen:
     return Screen(code, captured.out, captured.err)
 
 
+class NoCapture:
+    """Stands for capsys where there is none (a module-scoped fixture): nothing captured."""
+
+    def readouterr(self):
+        return type("Captured", (), {"out": "", "err": ""})()
+
+
+def succeed(session, argv: list[str], capsys=None) -> Screen:
+    """``disc21spark ARGV`` in this process (``session`` as in ``in_process``), which must
+    exit 0."""
+    screen = in_process(argv, capsys or NoCapture(), session)
+    assert screen.code == 0, screen.err[-3000:]
+    return screen
+
+
 def as_user(launcher: list[str], argv: list[str], cwd: Path) -> Screen:
     proc = subprocess.run(
         [*launcher, *argv], capture_output=True, text=True, env=cli_env(), timeout=600, cwd=cwd
@@ -1157,7 +1175,8 @@ def check_screen(case: Case, engine: str, screen: Screen, places: dict[str, str]
 
 
 def run_case(case: Case, engine: str, tmp: Path, capsys, shared: dict, session) -> None:
-    if case.root_skip and os.geteuid() == 0:
+    as_root = case.root_skip and os.geteuid() == 0
+    if as_root and not (engine in LAUNCHERS and shutil.which("setpriv")):
         pytest.skip("root reads and writes whatever the permissions say")
     variants = ["fresh"]
     if case.code != 0 and case.preexisting and output_of(case.command):
@@ -1183,7 +1202,9 @@ def run_case(case: Case, engine: str, tmp: Path, capsys, shared: dict, session) 
         elif engine == "inproc":
             screen = in_process(argv, capsys, session)
         else:  # a launcher: the installed command or a job script, as the user starts them
-            screen = as_user(LAUNCHERS[engine](argv[0]), argv[1:], d)
+            # root keeps uid 0 but gives up the capabilities that ignore file permissions
+            drop = ["setpriv", "--bounding-set=-dac_override,-dac_read_search"] if as_root else []
+            screen = as_user([*drop, *LAUNCHERS[engine](argv[0])], argv[1:], d)
         check_screen(case, engine, screen, places)
         after = snapshot(d)
         for key, value in shared_before.items():

@@ -16,6 +16,7 @@ from tests.test_bad_input_matrix import (
     CASES,
     CLEAN_COLUMNS,
     GT,
+    NoCapture,
     in_process,
     snapshot,
 )
@@ -152,16 +153,12 @@ def formula_pool(spark, tmp_path_factory):
 
     tmp = tmp_path_factory.mktemp("formula")
 
-    class Capture:  # capsys is function-scoped; the pool runs once for the module
-        def readouterr(self):
-            return type("C", (), {"out": "", "err": ""})()
-
     import contextlib
     import sys
 
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        screen = run_pool(spark, tmp, Capture(), ["plain", FORMULA, "a|b"])
+        screen = run_pool(spark, tmp, NoCapture(), ["plain", FORMULA, "a|b"])
     assert screen.code == 0, err.getvalue()
     assert sys.stdout is not None
     return tmp / "out"

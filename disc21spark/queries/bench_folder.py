@@ -67,7 +67,8 @@ def write(
     ).to_csv(folder / "skipped.csv", index=False)
     contact_sheet(folder / "contact_sheet.png", settings, selection, by_id)
     document = {
-        "library": library,
+        # the order the folders were named in changes no image's id, choice or bytes
+        "library": sorted(library),
         "tests": [
             {"name": t.name, "steps": [{"step": s.text, "about": s.kind.about} for s in t.steps]}
             for t in settings.tests

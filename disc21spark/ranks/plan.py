@@ -180,9 +180,12 @@ def pairs_of(result: DataFrame) -> DataFrame:
 
 
 def ranks_of(result: DataFrame) -> pd.DataFrame:
+    """One row per query, in query id order: the order partitions arrive in is not the
+    data's, and every table and resample drawn from these rows follows their order."""
     return (
         result.where(F.col("kind") == RANK)
         .select("query_id", "rank", "rank_in_subset", "rank_by_size", "better", "better_in_subset",
                 "better_by_size")
         .toPandas()
+        .sort_values("query_id", kind="stable", ignore_index=True)
     )
