@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
-from bench_matching import GT, RESULTS, ROOT, measure, spark_env
+from bench_matching import GT, RESULTS, ROOT, measure, report, spark_env
 
 sys.path.insert(0, str(ROOT))
 
@@ -104,10 +104,7 @@ def main() -> None:
             f"{case}: {a['pairs'][0]:,} vs {a['pairs'][1]:,} pairs, {a['only_in_one']} in only one, "
             f"largest score difference on common pairs {a['max_score_difference']:.2e}"
         )
-    table = "\n".join(lines)
-    print("\n" + table)
-    (RESULTS / f"descriptors_{nq}x{nb}x{dim}.md").write_text(table + "\n")
-    (RESULTS / f"descriptors_{nq}x{nb}x{dim}.json").write_text(json.dumps(results, indent=2) + "\n")
+    report(f"descriptors_{nq}x{nb}x{dim}", lines, results)
 
 
 if __name__ == "__main__":

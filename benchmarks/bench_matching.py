@@ -67,6 +67,17 @@ def measure(cmd: list[str], env: dict) -> tuple[float, float, str]:
     return seconds, peak / 2**20, out
 
 
+def report(stem: str, lines: list[str], results: dict | None = None) -> None:
+    """Print the table and keep it as results/<stem>.md, with the raw figures as
+    results/<stem>.json when given."""
+    table = "\n".join(lines)
+    print("\n" + table)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / f"{stem}.md").write_text(table + "\n")
+    if results is not None:
+        (RESULTS / f"{stem}.json").write_text(json.dumps(results, indent=2) + "\n")
+
+
 def micro_ap_of(name: str, out: str, output_dir: Path) -> float:
     if name == "disc21spark":
         return json.loads((output_dir / "metrics.json").read_text())["micro_ap"]
@@ -174,11 +185,7 @@ def main() -> None:
     aps = [r["micro_ap"] for r in results.values()]
     agree = max(aps) - min(aps) <= 1e-12
     lines += ["", f"μAP agrees across scorers to 1e-12: {'yes' if agree else 'NO'}"]
-    table = "\n".join(lines)
-    print("\n" + table)
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / f"matching_{rows}.md").write_text(table + "\n")
-    (RESULTS / f"matching_{rows}.json").write_text(json.dumps(results, indent=2) + "\n")
+    report(f"matching_{rows}", lines, results)
     if not agree:
         raise SystemExit("bench: the scorers disagree")
 

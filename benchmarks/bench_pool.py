@@ -13,17 +13,18 @@ import os
 import statistics
 import subprocess
 import sys
+from pathlib import Path
 
-from bench_matching import BIN, GT, RESULTS, ROOT, measure, spark_env
+from bench_matching import BIN, GT, RESULTS, ROOT, measure, report, spark_env
 
 
-def main() -> None:
-    n_subs = int(os.environ.get("BENCH_POOL", 100))
-    rows = int(os.environ.get("BENCH_POOL_ROWS", 500_000))
-    repeat = int(os.environ.get("BENCH_REPEAT", 1))
+def write_pool(n_subs: int, rows: int) -> Path:
+    """``n_subs`` DISC21-shaped submissions of ``rows`` pairs (seeds 1000, 1001...), written
+    once and kept: a larger pool reuses a smaller one's files."""
     folder = RESULTS / "data" / f"pool_{n_subs}x{rows}"
     env = spark_env()
-    folder.mkdir(parents=True, exist_ok=True)
+    partial = folder / ".partial"
+    partial.mkdir(parents=True, exist_ok=True)
     for i in range(n_subs):
         path = folder / f"team{i:04d}.csv"
         if not path.exists():
@@ -35,7 +36,7 @@ def main() -> None:
                     "--ground-truth",
                     str(GT),
                     "--output",
-                    str(path),
+                    str(partial / path.name),
                     "--predictions",
                     str(rows),
                     "--seed",
@@ -45,6 +46,16 @@ def main() -> None:
                 env=env,
                 capture_output=True,
             )
+            (partial / path.name).rename(path)  # an interrupted write is redone, not read
+    return folder
+
+
+def main() -> None:
+    n_subs = int(os.environ.get("BENCH_POOL", 100))
+    rows = int(os.environ.get("BENCH_POOL_ROWS", 500_000))
+    repeat = int(os.environ.get("BENCH_REPEAT", 1))
+    folder = write_pool(n_subs, rows)
+    env = spark_env()
     total = sum(1 for _ in folder.glob("*.csv")) * rows
     outs = {plan: RESULTS / f"pool_out_{plan}" for plan in ("per-file", "one-sort")}
 
@@ -116,10 +127,7 @@ def main() -> None:
         for name in [n for n in results if n.startswith("disc21spark")]:
             spark_s = statistics.median(results[name]["seconds"])
             lines.append(f"{name}: {off / spark_s:.2f}× as fast as the official scorer per file")
-    table = "\n".join(lines)
-    print("\n" + table)
-    (RESULTS / f"pool_{n_subs}x{rows}.md").write_text(table + "\n")
-    (RESULTS / f"pool_{n_subs}x{rows}.json").write_text(json.dumps(results, indent=2) + "\n")
+    report(f"pool_{n_subs}x{rows}", lines, results)
     if not same or not close:
         raise SystemExit("bench: the pool and the per-file scores disagree")
 

@@ -19,7 +19,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from bench_matching import RESULTS, ROOT, measure, spark_env
+from bench_matching import RESULTS, ROOT, measure, report, spark_env
 
 TESTS = "crop:50,jumble:4x4,lowcon:80,crop:50+lowcon:80"
 
@@ -100,9 +100,7 @@ def main() -> None:
     same = len(set(digests.values())) == 1
     res["identical_folders"] = same
     lines += ["", f"benchmark folders byte-identical: {'yes' if same else 'NO'}"]
-    table = "\n".join(lines)
-    print("\n" + table)
-    (RESULTS / f"queries_{n}.md").write_text(table + "\n")
+    report(f"queries_{n}", lines)
     (RESULTS / f"queries_{n}.json").write_text(json.dumps(res, indent=2) + "\n")
 
 

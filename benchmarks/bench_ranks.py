@@ -18,7 +18,7 @@ import statistics
 import subprocess
 import sys
 
-from bench_matching import RESULTS, ROOT, measure, spark_env
+from bench_matching import RESULTS, ROOT, measure, report, spark_env
 
 METHODS = ("colorhist", "correlogram", "tiny", "pdq")
 TESTS = "crop:50,jumble:4x4,lowcon:80,crop:50+lowcon:80"
@@ -113,9 +113,7 @@ def main() -> None:
         "",
         f"speed-up {s1 / s2:.2f}×; same ranks and μAP for every (method, test): {'yes' if same else 'NO'}",
     ]
-    table = "\n".join(lines)
-    print("\n" + table)
-    (RESULTS / "ranks.md").write_text(table + "\n")
+    report("ranks", lines)
     (RESULTS / "ranks.json").write_text(json.dumps(results, indent=2, default=str) + "\n")
 
 
