@@ -93,17 +93,9 @@ with DAG(
 
     @task
     def publish(planned: dict, state: dict, params: dict | None = None, dag_run=None) -> str:
-        latest = scheduled.latest_path(params["runs"], params["latest"])
-        record = {
-            "dag_id": dag_run.dag_id,
-            "run_id": dag_run.run_id,
-            "logical_date": dag_run.logical_date or dag_run.run_after,
-            "published_at": datetime.now(timezone.utc),
-            "previous": planned["previous"],
-            "pool_state": state,
-        }
-        scheduled.publish(planned["output"], latest, record)
-        return str(latest)
+        return scheduled.publish_dag_run(
+            planned["output"], params, dag_run, previous=planned["previous"], pool_state=state
+        )
 
     state = wait_for_submissions()
     planned = plan()

@@ -21,6 +21,7 @@ import os
 from collections.abc import Mapping
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 from disc21spark.core.errors import InputError
 
@@ -190,6 +191,21 @@ def submit_settings(params: Mapping) -> dict:
     conf |= {str(k): str(v) for k, v in (params.get("spark_conf") or {}).items()}
     env |= {str(k): str(v) for k, v in (params.get("env") or {}).items()}
     return {"master": params.get("master") or "", "conf": conf, "env": env}
+
+
+def publish_dag_run(output: str, params: Mapping, dag_run: Any, **extra: Any) -> str:
+    """What a DAG's publish task does: the run's record (which DAG run, when, and
+    ``extra``) written into ``output``, then ``output`` made the latest run."""
+    latest = latest_path(params["runs"], params["latest"])
+    record = {
+        "dag_id": dag_run.dag_id,
+        "run_id": dag_run.run_id,
+        "logical_date": dag_run.logical_date or dag_run.run_after,
+        "published_at": datetime.now(timezone.utc),
+        **extra,
+    }
+    publish(output, latest, record)
+    return str(latest)
 
 
 def publish(output: str, latest: Path, record: dict) -> Path:
