@@ -15,9 +15,12 @@ SUBMIT  = scripts/spark-submit
 
 venv: $(VENV)/.installed
 
+# a setup.cfg change reinstalls into the virtualenv if it works: `python3 -m venv` over a
+# virtualenv another interpreter made (pyenv's python3, then Debian's) would break it
 $(VENV)/.installed: setup.cfg pyproject.toml
 	@scripts/check_java.sh
-	$(PYTHON) -m venv $(VENV)
+	@$(BIN)/python -m pip --version >/dev/null 2>&1 || { echo "$(PYTHON) -m venv --clear $(VENV)"; \
+	    $(PYTHON) -m venv --clear $(VENV); }
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	@touch $@
