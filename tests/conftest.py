@@ -69,6 +69,14 @@ def spark_submit(*options: str) -> list[str]:
     return [str(Path(sys.executable).parent / "spark-submit"), *options]
 
 
+def without_root_file_access() -> list[str]:
+    """A command prefix under which root obeys file permissions, as any user does: uid 0
+    kept, the capabilities that ignore permissions given up. Empty for other users."""
+    if os.geteuid() != 0:
+        return []
+    return ["setpriv", "--bounding-set=-dac_override,-dac_read_search"]
+
+
 def held_pid(proc: subprocess.Popen, marker: Path, what: str) -> int:
     """The process id a fault point (``core/faults.py``) wrote to ``marker`` once ``proc``
     reached it; the job is stopped and its output shown if it ends or takes 5 minutes."""

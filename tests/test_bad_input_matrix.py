@@ -37,7 +37,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.conftest import ROOT, cli_env
+from tests.conftest import ROOT, cli_env, without_root_file_access
 
 # ------------------------------------------------------------------ shared inputs
 
@@ -1202,8 +1202,7 @@ def run_case(case: Case, engine: str, tmp: Path, capsys, shared: dict, session) 
         elif engine == "inproc":
             screen = in_process(argv, capsys, session)
         else:  # a launcher: the installed command or a job script, as the user starts them
-            # root keeps uid 0 but gives up the capabilities that ignore file permissions
-            drop = ["setpriv", "--bounding-set=-dac_override,-dac_read_search"] if as_root else []
+            drop = without_root_file_access() if case.root_skip else []
             screen = as_user([*drop, *LAUNCHERS[engine](argv[0])], argv[1:], d)
         check_screen(case, engine, screen, places)
         after = snapshot(d)

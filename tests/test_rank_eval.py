@@ -4,7 +4,6 @@ single-machine specification; Howe's known behaviours hold; bad input gets one l
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -32,7 +31,7 @@ from disc21spark.ranks.extract_job import ExtractJob
 from disc21spark.ranks.extract_job import run as extract_run
 from disc21spark.ranks.job import RankJob, parse_distances, run
 from disc21spark.ranks.spec import exact_ranks, layout, tied_rank
-from tests.conftest import ROOT, cli_env, error_lines
+from tests.conftest import ROOT, cli_env, error_lines, without_root_file_access
 
 TESTS = "identity,jumble:4x4,lowcon:30,crop:50"
 METHODS = ["colorhist", "tiny", "pdq", "tests.test_rank_eval:mean_colour"]
@@ -176,11 +175,8 @@ def test_a_bench_image_gone_or_unreadable_is_one_line(spark, bench, tmp_path):
     shutil.copytree(bench, damaged)
     query = damaged / "queries" / sorted(p.name for p in (damaged / "queries").iterdir())[2]
     query.chmod(0)
-    as_root = os.geteuid() == 0
-    # root keeps uid 0 but gives up the capabilities that ignore file permissions
-    drop = ["setpriv", "--bounding-set=-dac_override,-dac_read_search"] if as_root else []
     proc = subprocess.run(
-        [*drop, sys.executable, str(ROOT / "jobs" / "rank_eval.py"), "--bench", str(damaged),
+        [*without_root_file_access(), sys.executable, str(ROOT / "jobs" / "rank_eval.py"), "--bench", str(damaged),
          "--descriptors", "tiny", "--output", str(tmp_path / "o"), "--quiet"],
         capture_output=True, text=True, env=cli_env(), timeout=300,
     )  # fmt: skip
