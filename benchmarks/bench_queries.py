@@ -100,8 +100,7 @@ def main() -> None:
     same = len(set(digests.values())) == 1
     res["identical_folders"] = same
     lines += ["", f"benchmark folders byte-identical: {'yes' if same else 'NO'}"]
-    report(f"queries_{n}", lines)
-    (RESULTS / f"queries_{n}.json").write_text(json.dumps(res, indent=2) + "\n")
+    report(f"queries_{n}", lines, res)
 
 
 if __name__ == "__main__":
