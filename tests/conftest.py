@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_GT = ROOT.parent / "shared" / "data" / "disc21_dev_ground_truth.csv"
 DEV_GT = ROOT / "data" / "disc21_dev_ground_truth.csv"
+
+# not Spark's 7077: a cluster a developer started with `make cluster-start` keeps running
+STANDALONE_PORT = "17077"
 
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -40,6 +44,41 @@ def spark():
 def dev_gt_path() -> Path:
     """The public DISC21 dev ground truth (shared copy when present, else the project's)."""
     return SHARED_GT if SHARED_GT.exists() else DEV_GT
+
+
+def clean_env() -> dict[str, str]:
+    """A fresh shell's environment: no virtualenv on PATH, no Python settings for Spark."""
+    venv_bin = str(Path(sys.executable).parent)
+    path = os.pathsep.join(p for p in os.environ["PATH"].split(os.pathsep) if p != venv_bin)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYSPARK", "SPARK_"))}
+    env.pop("VIRTUAL_ENV", None)
+    return {**env, "PATH": path, "SPARK_LOCAL_IP": "127.0.0.1"}
+
+
+@pytest.fixture(scope="session")
+def standalone(tmp_path_factory) -> Iterator[tuple[str, Path]]:
+    """One standalone cluster for every ``cluster`` test: starting one costs a master and
+    two worker JVMs, and the tests only need its executors to be their own. A master and
+    two one-core workers (1500 MB each) on 127.0.0.1, started from the installed PySpark
+    in a fresh shell's environment, so that its nodes have no project Python (a job names
+    its interpreter or brings make dist's archive). Yields the master's URL and the
+    cluster's state folder (``work/worker<N>/app-*``: what the executors unpacked)."""
+    state = tmp_path_factory.mktemp("standalone")
+    env = {
+        **clean_env(),
+        "SPARK_STANDALONE_DIR": str(state),
+        "SPARK_MASTER_PORT": STANDALONE_PORT,
+        "VENV": str(Path(sys.executable).parents[1]),
+        "WORKERS": "2",
+        "SPARK_WORKER_CORES": "1",
+        "SPARK_WORKER_MEMORY": "1500m",
+    }
+    script = ROOT / "scripts" / "standalone.sh"
+    started = subprocess.run([str(script), "start"], env=env, capture_output=True, text=True,
+                             timeout=180)  # fmt: skip
+    assert started.returncode == 0, started.stdout + started.stderr
+    yield f"spark://127.0.0.1:{STANDALONE_PORT}", state
+    subprocess.run([str(script), "stop"], env=env, timeout=60)
 
 
 def cli_env() -> dict:

@@ -1,4 +1,5 @@
-"""The same command on a real standalone cluster (master and worker on 127.0.0.1)."""
+"""The same command on a real standalone cluster (a master and two workers on 127.0.0.1,
+shared with test_cluster_archive.py: conftest's ``standalone``)."""
 
 from __future__ import annotations
 
@@ -17,27 +18,14 @@ from tests.conftest import cli_env, error_lines, held_pid, run_evaluate, spark_s
 from tests.test_determinism import baseline, comparable, same, scene  # noqa: F401
 
 ROOT = Path(__file__).resolve().parents[1]
-pytestmark = pytest.mark.cluster
+# one xdist worker runs every cluster test: they share one cluster on fixed ports
+pytestmark = [pytest.mark.cluster, pytest.mark.xdist_group("cluster")]
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    state = tmp_path_factory.mktemp("standalone")
-    port = "17077"
-    env = dict(
-        os.environ,
-        SPARK_STANDALONE_DIR=str(state),
-        SPARK_MASTER_PORT=port,
-        VENV=str(Path(sys.executable).parents[1]),
-        SPARK_WORKER_MEMORY="2g",
-    )
-    script = ROOT / "scripts" / "standalone.sh"
-    started = subprocess.run(
-        [str(script), "start"], env=env, capture_output=True, text=True, timeout=180
-    )
-    assert started.returncode == 0, started.stdout + started.stderr
-    yield f"spark://127.0.0.1:{port}"
-    subprocess.run([str(script), "stop"], env=env, timeout=60)
+@pytest.fixture
+def cluster(standalone) -> str:
+    """The suite's standalone cluster (conftest): its master's URL."""
+    return standalone[0]
 
 
 def on_cluster(master: str) -> list[str]:
@@ -145,11 +133,12 @@ def test_cluster_descriptor_track_gives_the_local_result(cluster, tmp_path, dev_
         assert doc[key] == value, key
 
 
-@pytest.mark.parametrize("kind,plan", [("single", "auto"), ("pool", "per-file"), ("pool", "one-sort")])
+# the pool's per-file plan is the next test's run: a killed worker, the calm bytes
+@pytest.mark.parametrize("kind,plan", [("single", "auto"), ("pool", "one-sort")])
 def test_cluster_writes_the_bytes_of_local_mode(cluster, scene, baseline, tmp_path, kind, plan):  # noqa: F811
-    """One submission and a pool (both plans) on the cluster, executors of their own: the
-    same bytes as the suite's local[2] session and test_determinism's local[1] job, less
-    the run record."""
+    """One submission and a pool (both plans, the per-file one in the next test) on the
+    cluster, executors of their own: the same bytes as the suite's local[2] session and
+    test_determinism's local[1] job, less the run record."""
     root, subs = scene
     inputs = {
         "single": ["--predictions", str(root / "team0.csv"), "--engine", "spark"],
@@ -163,7 +152,8 @@ def test_cluster_writes_the_bytes_of_local_mode(cluster, scene, baseline, tmp_pa
 
 def test_cluster_pool_survives_a_killed_python_worker(cluster, scene, baseline, tmp_path):  # noqa: F811
     """The per-file plan's second task: its Python worker is killed (SIGKILL) while it
-    scores; Spark runs the task again and the leaderboard is byte for byte the calm one."""
+    scores; Spark runs the task again and the leaderboard is byte for byte the calm one,
+    local mode's (so this run is also the per-file plan's case of the test above)."""
     root, subs = scene
     proc = killing_a_worker(
         [*on_cluster(cluster), str(ROOT / "jobs" / "evaluate.py"), "--ground-truth",

@@ -2,7 +2,8 @@
 make dist's archive, outputs go through Hadoop's file systems (file:/// URIs).
 
 Two workers and a master on 127.0.0.1 started from the installed PySpark, in an
-environment with no virtualenv on PATH and no PYSPARK_PYTHON; jobs submitted from a folder
+environment with no virtualenv on PATH and no PYSPARK_PYTHON (conftest's ``standalone``,
+shared with test_cluster.py); jobs submitted from a folder
 outside the checkout with ``--archives dist/disc21spark-env.tar.gz#env`` and
 ``spark.pyspark.python=./env/bin/python``, as the README's cluster section says.
 """
@@ -11,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -21,19 +21,11 @@ import numpy as np
 import pytest
 
 from disc21spark.testing.synth import read_ground_truth_csv, simulate_submission
+from tests.conftest import clean_env
 
 ROOT = Path(__file__).resolve().parents[1]
 CACHE = ROOT / "build" / "dist-cache"
-pytestmark = pytest.mark.cluster
-
-
-def clean_env() -> dict[str, str]:
-    """A fresh shell's environment: no virtualenv on PATH, no Python settings for Spark."""
-    venv_bin = str(Path(sys.executable).parent)
-    path = os.pathsep.join(p for p in os.environ["PATH"].split(os.pathsep) if p != venv_bin)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYSPARK", "SPARK_"))}
-    env.pop("VIRTUAL_ENV", None)
-    return {**env, "PATH": path, "SPARK_LOCAL_IP": "127.0.0.1"}
+pytestmark = [pytest.mark.cluster, pytest.mark.xdist_group("cluster")]
 
 
 @pytest.fixture(scope="module")
@@ -60,24 +52,10 @@ def archive() -> Path:
     return cached
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    state = tmp_path_factory.mktemp("standalone")
-    env = {
-        **clean_env(),
-        "SPARK_STANDALONE_DIR": str(state),
-        "SPARK_MASTER_PORT": "17078",
-        "VENV": str(Path(sys.executable).parents[1]),
-        "WORKERS": "2",
-        "SPARK_WORKER_CORES": "1",
-        "SPARK_WORKER_MEMORY": "1500m",
-    }
-    script = ROOT / "scripts" / "standalone.sh"
-    started = subprocess.run([str(script), "start"], env=env, capture_output=True, text=True,
-                             timeout=180)  # fmt: skip
-    assert started.returncode == 0, started.stdout + started.stderr
-    yield "spark://127.0.0.1:17078", state
-    subprocess.run([str(script), "stop"], env=env, timeout=60)
+@pytest.fixture
+def cluster(standalone) -> tuple[str, Path]:
+    """The suite's standalone cluster (conftest): two workers, no project Python on them."""
+    return standalone
 
 
 def submit(cluster, archive: Path, cwd: Path, job: str, *args: str) -> subprocess.CompletedProcess:

@@ -4,11 +4,13 @@ a complete output; the next run cleans the debris.
 
 Each job runs as a user runs it (``python jobs/X.py``, its own JVM). A test-only hold
 (``core/faults.py``) stops the driver at the named phase, or at ``publish`` (the output
-is written, not yet in place), and the test kills the driver with SIGKILL there."""
+is written, not yet in place), and the test kills the driver with SIGKILL there. The
+jobs of one command's phases run side by side, each on its own copy of the output."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -82,31 +84,53 @@ POINTS = {
 
 @pytest.mark.parametrize("kind", list(POINTS))
 def test_sigkill_at_every_phase_keeps_the_previous_output(spark, inputs, tmp_path, kind):
+    """One job per phase, all started at once (a SIGKILL ends a job: one run cannot be
+    killed twice), each into its own copy of the user's previous output: the JVMs start
+    side by side instead of one after the other."""
     if kind == "rank_eval" and not (inputs / "bench" / "_SUCCESS").exists():
         in_process(spark, argv("make_queries", inputs, inputs / "bench"))
-    out = tmp_path / "out"
-    in_process(spark, argv(kind, inputs, out))  # the previous output a user has
-    (out / "note.txt").write_text("the user's own file, inside the output folder\n")
-    before = snapshot(out)
-    for point in POINTS[kind]:
-        marker = tmp_path / f"held-{point}.pid"
-        proc = job(argv(kind, inputs, out), **{faults.HOLD_AT: f"{point}:{marker}"})
-        driver = held_pid(proc, marker, repr(point))
-        assert driver == proc.pid
-        tree = psutil.Process(driver).children(recursive=True)  # the JVM, Python workers
-        os.kill(driver, signal.SIGKILL)
-        proc.communicate(timeout=60)
-        gone, alive = psutil.wait_procs(tree, timeout=60)
-        assert not alive, f"left running after the driver's SIGKILL at {point}: {alive}"
-        assert snapshot(out) == before, f"killed at {point}: the previous output changed"
-        beside = [p.name for p in tmp_path.iterdir() if not p.name.startswith(".")]
-        assert sorted(beside) == sorted(
-            ["out"] + [m.name for m in tmp_path.glob("held-*.pid")]
-        ), f"killed at {point}: something visible was left beside the output"
-        looks_done = [p for p in tmp_path.rglob("_SUCCESS") if p.parent != out]
-        assert all(p.parent.name.startswith(".out.") for p in looks_done), looks_done
-    # the next run puts its output in place and clears what the killed runs left
-    in_process(spark, argv(kind, inputs, out))
-    assert (out / "_SUCCESS").exists() and not (out / "note.txt").exists()
-    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".out.")] == []
+    first = tmp_path / "0" / "out"
+    in_process(spark, argv(kind, inputs, first))  # the previous output a user has
+    (first / "note.txt").write_text("the user's own file, inside the output folder\n")
+    before = snapshot(first)
+    folders = {point: tmp_path / str(i) for i, point in enumerate(POINTS[kind])}
+    for folder in folders.values():
+        if folder != first.parent:
+            shutil.copytree(first, folder / "out")
+    held = {
+        point: job(argv(kind, inputs, folder / "out"),
+                   **{faults.HOLD_AT: f"{point}:{folder / 'held.pid'}"})
+        for point, folder in folders.items()
+    }  # fmt: skip
+    try:
+        for point, proc in held.items():
+            killed_at(point, proc, folders[point], before)
+    finally:
+        for proc in held.values():
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.communicate()
+    # the next run puts its output in place and clears what the killed run left
+    for folder in folders.values():
+        in_process(spark, argv(kind, inputs, folder / "out"))
+        assert (folder / "out" / "_SUCCESS").exists() and not (folder / "out" / "note.txt").exists()
+        assert [p.name for p in folder.iterdir() if p.name.startswith(".out.")] == []
 
+
+def killed_at(point: str, proc: subprocess.Popen, folder: Path, before: dict) -> None:
+    """SIGKILL ``proc`` (a job into ``folder/out``) once it is held at ``point``: its JVM
+    and Python workers go with it, and ``folder`` holds the output as it was ``before``
+    and nothing else a user sees, nor anything that looks like a complete output."""
+    driver = held_pid(proc, folder / "held.pid", repr(point))
+    assert driver == proc.pid
+    tree = psutil.Process(driver).children(recursive=True)  # the JVM, Python workers
+    os.kill(driver, signal.SIGKILL)
+    proc.communicate(timeout=60)
+    gone, alive = psutil.wait_procs(tree, timeout=60)
+    assert not alive, f"left running after the driver's SIGKILL at {point}: {alive}"
+    out = folder / "out"
+    assert snapshot(out) == before, f"killed at {point}: the previous output changed"
+    beside = sorted(p.name for p in folder.iterdir() if not p.name.startswith("."))
+    assert beside == ["held.pid", "out"], f"killed at {point}: something visible was left: {beside}"
+    looks_done = [p for p in folder.rglob("_SUCCESS") if p.parent != out]
+    assert all(p.parent.name.startswith(".out.") for p in looks_done), looks_done
