@@ -90,6 +90,7 @@ def test_sigkill_at_every_phase_keeps_the_previous_output(spark, inputs, tmp_pat
     if kind == "rank_eval" and not (inputs / "bench" / "_SUCCESS").exists():
         in_process(spark, argv("make_queries", inputs, inputs / "bench"))
     first = tmp_path / "0" / "out"
+    first.parent.mkdir()
     in_process(spark, argv(kind, inputs, first))  # the previous output a user has
     (first / "note.txt").write_text("the user's own file, inside the output folder\n")
     before = snapshot(first)
