@@ -71,7 +71,7 @@ $(AIRFLOW_VENV)/.installed:
 # the DAGs import cleanly and the pool DAG runs end to end (`airflow dags test`, a
 # throwaway metadata database, local Spark): published, reused, rescored
 test-airflow: venv airflow-venv
-	DISC21SPARK_AIRFLOW_VENV=$(CURDIR)/$(AIRFLOW_VENV) $(BIN)/python -m pytest tests/test_airflow_dags.py
+	DISC21SPARK_AIRFLOW_VENV=$(CURDIR)/$(AIRFLOW_VENV) $(BIN)/python -m pytest tests/test_airflow_dags.py $(PYTEST_ARGS)
 
 bench: venv
 	BENCH_ROWS=500000 $(BIN)/python benchmarks/bench_matching.py
