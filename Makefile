@@ -47,13 +47,13 @@ chromium:
 	    apt-get install -y -qq chromium >/dev/null; } || echo "make chromium: could not install Debian's chromium; the page test will be skipped"
 
 # two xdist workers on a 2-core machine: half of a serial run waits on JVMs starting and
-# stopping. --dist loadgroup keeps each xdist_group (the cluster tests, which share one
-# standalone cluster) on one worker. TEST_WORKERS=0 runs the suite in one process.
+# stopping. One worker runs the cluster tests, which share one standalone cluster
+# (tests/conftest.py: ONE_WORKER). TEST_WORKERS=0 runs the suite in one process.
 TEST_WORKERS ?= 2
 PYTEST_ARGS  ?=
 
 test: venv lint chromium
-	$(BIN)/python -m pytest $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadgroup) $(PYTEST_ARGS)
+	$(BIN)/python -m pytest $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS)) $(PYTEST_ARGS)
 
 # Airflow lives in a virtualenv of its own (its dependencies are not the project's): the
 # versions below install together on Python 3.11 and run the DAGs of dags/

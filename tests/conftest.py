@@ -22,6 +22,28 @@ os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
 
+# the tests that share the standalone cluster (fixed ports, one make dist archive): under
+# pytest-xdist one worker runs them all, as one unit, while the others take the rest test
+# by test. (xdist's own xdist_group mark groups nothing under pytest 9.2: xdist#1386.)
+ONE_WORKER = ("test_cluster.py", "test_cluster_archive.py")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """``-n N`` (xdist's ``load``): every test its own unit, but ``ONE_WORKER``'s files one
+    unit together; the largest unit goes first (xdist's loadscope reorder), so the cluster
+    tests start at once instead of ending the run."""
+    if config.getoption("dist") not in ("load", "loadgroup"):
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class Scheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return "cluster" if Path(nodeid.split("::", 1)[0]).name in ONE_WORKER else nodeid
+
+    return Scheduling(config, log)
+
+
 @pytest.fixture(scope="session")
 def spark():
     from disc21spark.core.session import spark_session

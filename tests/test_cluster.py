@@ -18,8 +18,8 @@ from tests.conftest import cli_env, error_lines, held_pid, run_evaluate, spark_s
 from tests.test_determinism import baseline, comparable, same, scene  # noqa: F401
 
 ROOT = Path(__file__).resolve().parents[1]
-# one xdist worker runs every cluster test: they share one cluster on fixed ports
-pytestmark = [pytest.mark.cluster, pytest.mark.xdist_group("cluster")]
+# one xdist worker runs every cluster test (conftest.ONE_WORKER): they share one cluster
+pytestmark = pytest.mark.cluster
 
 
 @pytest.fixture

@@ -25,7 +25,8 @@ from tests.conftest import clean_env
 
 ROOT = Path(__file__).resolve().parents[1]
 CACHE = ROOT / "build" / "dist-cache"
-pytestmark = [pytest.mark.cluster, pytest.mark.xdist_group("cluster")]
+# one xdist worker runs every cluster test (conftest.ONE_WORKER): they share one cluster
+pytestmark = pytest.mark.cluster
 
 
 @pytest.fixture(scope="module")
