@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from disc21spark.core import faults, fs, record
+from disc21spark.core import faults, fs, record, signals
 from disc21spark.core.errors import OutputError
 
 
@@ -54,6 +54,8 @@ def staged_output(path: str | os.PathLike, overwrite: bool) -> Iterator[Path]:
         with fs.staged_uri_output(str(path), overwrite) as stage:
             yield stage
             record.write(stage, fs.active_session())
+            signals.check()  # a signal whose raise py4j swallowed still stops the publish
+        signals.published()
         return
     out = Path(path)
     if out.parent.is_dir():
@@ -69,6 +71,8 @@ def staged_output(path: str | os.PathLike, overwrite: bool) -> Iterator[Path]:
         (stage / fs.SUCCESS).write_bytes(b"")
         _check_local(out, overwrite)  # someone may have written there meanwhile
         faults.at("publish")
+        signals.check()  # a signal whose raise py4j swallowed still stops the publish
+        signals.published()  # from here a signal is recorded, not raised: the run is done
         if out.is_dir():
             if any(out.iterdir()):
                 _replace_folder(stage, out)
