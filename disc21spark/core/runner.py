@@ -25,7 +25,7 @@ from argparse import Namespace
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from disc21spark.core import record, signals
+from disc21spark.core import lock, record, signals
 from disc21spark.core.errors import InputError, OutputError
 from disc21spark.core.output import check_writable
 from disc21spark.core.signals import Terminated
@@ -106,6 +106,7 @@ def run(
                   "version); nothing to do")  # fmt: skip
             return EXIT_OK
         if folder:
+            lock.acquire(folder)  # one writer per output: a second run stops here at once
             check_writable(folder, job.overwrite)  # before paying for Spark's start
         spark = (session or _spark_session)(profile, master, debug=debug) if needs_spark else None
         run_record.spark = spark
@@ -131,6 +132,7 @@ def run(
         return EXIT_INTERNAL
     finally:
         record.end()
+        lock.release_all()
         restore()
         signals.reset()
     return EXIT_OK
