@@ -86,9 +86,7 @@ def run(
 ) -> int:
     """Build the job, check it, start Spark, run it, print its summary: the exit code."""
     spark = None
-    # Python's default for SIGTERM is to die on the spot, leaving staging folders behind;
-    # both signals are recorded too, in case py4j swallows the raise
-    restore = signals.install()
+    restore = signals.install()  # SIGTERM's default would leave staging folders behind
     try:
         job = build()
         job.check()
