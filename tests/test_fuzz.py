@@ -27,6 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from tests.test_bad_input_matrix import (
     CLEAN,
@@ -298,3 +299,62 @@ def test_mutations_are_seeded_and_change_the_bytes():
     rng = random.Random(3)
     assert sum(MUTATIONS[name](rng, data) != data for name in MUTATIONS for _ in range(5)) > 20
 
+
+
+# ------------------------------------------------------------------- one enormous line
+
+BOMB_BYTES = 1536 * 2**20  # one line of 1.5 GB, in about 1.5 MB of gzip
+MEMORY_BOUND = 512 * 2**20  # what the refusal may take, Python and Arrow included
+
+
+def gzip_bomb(path: Path) -> None:
+    with open(path, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0,
+                                                  compresslevel=1) as gz:  # fmt: skip
+        gz.write(b"Q1,R1,")
+        chunk = b"9" * 2**24
+        for _ in range(BOMB_BYTES // len(chunk)):
+            gz.write(chunk)
+        gz.write(b"\n")
+
+
+def test_a_gzip_bomb_is_refused_in_one_line_and_bounded_memory(tmp_path):
+    """One 1.5 GB line in 1.5 MB: refused naming the file and line, the whole process
+    staying under MEMORY_BOUND (it peaked at 5.4 GB, with Arrow's internals as message)."""
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT, cli_env
+
+    gzip_bomb(tmp_path / "p.csv.gz")
+    (tmp_path / "gt.csv").write_text(GT)
+    args = evaluate_args(tmp_path, "p.csv.gz", "local")[1:]
+    # a launcher of its own: its children's peak memory is the job's alone
+    measure = ("import resource, subprocess, sys; code = subprocess.call(sys.argv[1:]); "
+               "print('maxrss', resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss); "
+               "sys.exit(code)")  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-c", measure, sys.executable, str(ROOT / "jobs" / "evaluate.py"), *args],
+        capture_output=True, text=True, env=cli_env(), timeout=300,
+    )  # fmt: skip
+    text = proc.stdout + proc.stderr
+    assert proc.returncode == 2, text
+    assert [line for line in text.splitlines() if line.startswith("error:")] == [
+        f"error: {tmp_path / 'p.csv.gz'}: line 1: longer than 1,048,576 characters (not a "
+        "line of predictions)"
+    ]
+    peak = int(re.search(r"^maxrss (\d+)$", proc.stdout, re.M).group(1)) * 1024  # KiB on Linux
+    print(f"\ngzip bomb refused, peak memory {peak / 2**20:.0f} MiB")
+    assert peak < MEMORY_BOUND
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["gt.csv", "p.csv.gz"]
+
+
+@pytest.mark.skipif(SECONDS < 300, reason="make fuzz: a 3 GB file (sparse: no disk used)")
+def test_a_multi_gigabyte_line_is_refused_in_one_line(tmp_path, capsys):
+    path = tmp_path / "p.csv"
+    path.write_bytes(b"Q1,R1,")
+    os.truncate(path, 3 * 2**30)  # one line of NUL bytes
+    (tmp_path / "gt.csv").write_text(GT)
+    screen = in_process(evaluate_args(tmp_path, "p.csv", "local"), capsys, None)
+    assert verdict(tmp_path, screen, "3 GB line") == (
+        2, "error: {d}/p.csv: line 1: longer than 1,048,576 characters (not a line of predictions)"
+    )
