@@ -121,7 +121,7 @@ def unsupported(path: str, fmt: str = "auto") -> str | None:
 
         try:
             schema = pq.read_schema(plain)
-        except (pa.ArrowInvalid, OSError):
+        except (pa.ArrowInvalid, OSError, UnicodeDecodeError):  # a name that is not UTF-8
             return None  # unreadable: this engine says so in one line, as Spark would
         if not _plain_types(schema):
             return f"{path}: ids that are not strings or a score that is not a number"
@@ -267,7 +267,7 @@ def _read_parquet(path: str, where: str) -> Pairs:
 
     try:
         table = pq.read_table(path)
-    except (pa.ArrowInvalid, OSError) as exc:
+    except (pa.ArrowInvalid, OSError, UnicodeDecodeError) as exc:  # found by tests/test_fuzz.py
         raise InputError(where, f"cannot be read ({first_line(exc)})") from None
     missing = [c for c in PREDICTION_COLUMNS if c not in table.column_names]
     if missing:
