@@ -267,11 +267,12 @@ def _read_parquet(path: str, where: str) -> Pairs:
 
     try:
         table = pq.read_table(path)
-    except (pa.ArrowInvalid, OSError, UnicodeDecodeError) as exc:  # found by tests/test_fuzz.py
+        names = table.column_names  # a name that is not UTF-8 fails here (tests/test_fuzz.py)
+    except (pa.ArrowInvalid, OSError, UnicodeDecodeError) as exc:
         raise InputError(where, f"cannot be read ({first_line(exc)})") from None
-    missing = [c for c in PREDICTION_COLUMNS if c not in table.column_names]
+    missing = [c for c in PREDICTION_COLUMNS if c not in names]
     if missing:
-        has = ", ".join(table.column_names)
+        has = ", ".join(names)
         raise InputError(where, f"missing column {missing[0]!r} (has: {has})")
     if not _plain_types(table.schema):
         raise NotForThisEngine(f"{path}: ids that are not strings or a score that is not a number")
