@@ -22,12 +22,15 @@ import random
 import signal
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 
 import psutil
 import pytest
 
+from disc21spark.core import runner
+from disc21spark.core.output import staged_output
 from tests.conftest import ROOT, cli_env
 from tests.test_bad_input_matrix import snapshot
 from tests.test_pool import GT, random_submission
@@ -122,3 +125,51 @@ def test_signals_at_random_moments_are_never_lost(inputs, tmp_path):
             (out / "keep.txt").write_text(f"run {i}\n")
     print(f"signal stress: {RUNS} runs, seed {SEED}: {outcomes}")
     assert outcomes[:2] == ["interrupted", "interrupted"], "the start-up signals were lost"
+
+
+class SelfSignalling(runner.BaseJob):
+    """A job of the in-process kind (no Spark) that sends itself ``signum`` while writing
+    its output (swallowing the raise, as py4j's callbacks do) or after publishing it."""
+
+    needs_spark = False
+    overwrite = True
+
+    def __init__(self, output: Path, signum: int, when: str) -> None:
+        self.output, self.signum, self.when = str(output), signum, when
+
+    def execute(self, spark) -> None:
+        with staged_output(self.output, True) as stage:
+            (stage / "metrics.json").write_text("{}\n")
+            if self.when == "swallowed":
+                try:
+                    os.kill(os.getpid(), self.signum)
+                    time.sleep(0.05)  # the handler runs here, and its raise is lost
+                except BaseException:
+                    pass
+        if self.when == "published":
+            os.kill(os.getpid(), self.signum)
+            time.sleep(0.05)
+
+    def summary(self, result) -> list[str]:
+        return ["done"]
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_swallowed_signal_still_stops_the_publish(tmp_path, capsys, signum):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "keep.txt").write_text("the previous run\n")
+    code = runner.run(lambda: SelfSignalling(out, signum, "swallowed"), profile="local")
+    assert code == CODES[signum]
+    assert [p.name for p in out.iterdir()] == ["keep.txt"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+    assert "nothing was written" in capsys.readouterr().err
+
+
+def test_a_signal_after_the_publish_completes_the_run(tmp_path, capsys):
+    out = tmp_path / "out"
+    before = signal.getsignal(signal.SIGTERM)
+    code = runner.run(lambda: SelfSignalling(out, signal.SIGTERM, "published"), profile="local")
+    assert code == 0 and (out / "metrics.json").exists() and (out / "_SUCCESS").exists()
+    assert "the run is complete" in capsys.readouterr().err
+    assert signal.getsignal(signal.SIGTERM) is before  # the run's handlers are gone
