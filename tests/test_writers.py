@@ -98,3 +98,16 @@ def test_the_lock_is_held_once_per_process_and_released(tmp_path):
     lock.release(out)
     assert not (tmp_path / ".out.lock").exists()
     assert lock.lock_path("s3a://bucket/out") is None  # no exclusive create there
+
+
+def test_an_output_folder_gets_the_users_umask(tmp_path):
+    from disc21spark.core.output import staged_output
+
+    mask = os.umask(0o027)
+    try:
+        with staged_output(tmp_path / "out", overwrite=False) as stage:
+            (stage / "a.txt").write_text("a\n")
+    finally:
+        os.umask(mask)
+    assert (tmp_path / "out").stat().st_mode & 0o777 == 0o750  # not mkdtemp's 0700
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]  # the lock is gone too

@@ -50,8 +50,8 @@ def acquire(output: str | os.PathLike) -> bool:
     while True:
         try:
             fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
-        except OSError as exc:
-            raise OutputError(f"{path.parent}: cannot write there ({exc.strerror})") from None
+        except OSError:  # a folder this run cannot write: check_writable says so
+            return False
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
