@@ -11,7 +11,7 @@ export SPARK_LOCAL_IP        = 127.0.0.1
 export SPARK_CONF_DIR        = $(CURDIR)/disc21spark/conf
 SUBMIT  = scripts/spark-submit
 
-.PHONY: venv demo test lint chromium airflow-venv test-airflow bench dist cluster-start cluster-stop clean
+.PHONY: venv demo test lint chromium airflow-venv test-airflow fuzz bench dist cluster-start cluster-stop clean
 
 venv: $(VENV)/.installed
 
@@ -72,6 +72,10 @@ $(AIRFLOW_VENV)/.installed:
 # throwaway metadata database, local Spark): published, reused, rescored
 test-airflow: venv airflow-venv
 	DISC21SPARK_AIRFLOW_VENV=$(CURDIR)/$(AIRFLOW_VENV) $(BIN)/python -m pytest tests/test_airflow_dags.py $(PYTEST_ARGS)
+
+# the long fuzz of every input format (tests/test_fuzz.py; make test runs a 30 s one)
+fuzz: venv
+	DISC21SPARK_FUZZ_SECONDS=600 DISC21SPARK_FUZZ_SPARK=20 $(BIN)/python -m pytest -s tests/test_fuzz.py
 
 bench: venv
 	BENCH_ROWS=500000 $(BIN)/python benchmarks/bench_matching.py

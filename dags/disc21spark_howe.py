@@ -30,6 +30,8 @@ with DAG(
     start_date=datetime(2026, 1, 1, tzinfo=timezone.utc),
     catchup=False,
     max_active_runs=1,
+    # retried on 143 and other failures, never on bad input (Disc21SparkSubmit)
+    default_args=scheduled.retry_settings(),
     render_template_as_native_obj=True,
     doc_md=__doc__,
     tags=["disc21spark"],

@@ -46,6 +46,8 @@ with DAG(
     start_date=datetime(2026, 1, 1, tzinfo=timezone.utc),
     catchup=False,
     max_active_runs=1,  # each run's --previous is the one before: never two at once
+    # retried on 143 and other failures, never on bad input (Disc21SparkSubmit)
+    default_args=scheduled.retry_settings(),
     render_template_as_native_obj=True,  # arguments, settings and environment stay lists/dicts
     doc_md=__doc__,
     tags=["disc21spark"],

@@ -14,12 +14,15 @@ from typing import Any
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import Param
+from airflow.sdk.exceptions import AirflowFailException
 
 # the checkout with jobs/ and disc21spark/: $DISC21SPARK_HOME when the DAG files were
 # copied into another DAG folder, else the checkout this file lives in
 PROJECT = Path(os.environ.get("DISC21SPARK_HOME") or Path(__file__).resolve().parents[1])
 if str(PROJECT) not in sys.path:
     sys.path.insert(0, str(PROJECT))  # disc21spark.scheduled needs only the standard library
+
+from disc21spark import scheduled  # noqa: E402
 
 # the Airflow connection that holds the master when the master param is empty
 SPARK_CONN_ID = "disc21spark_spark"
@@ -44,7 +47,18 @@ class Disc21SparkSubmit(SparkSubmitOperator):
             os.environ[f"AIRFLOW_CONN_{SPARK_CONN_ID.upper()}"] = json.dumps(
                 {"conn_type": "spark", "host": self.master}
             )
-        super().execute(context)
+        try:
+            super().execute(context)
+        except Exception as exc:  # the hook's AirflowException: "... Error code is: 2."
+            code = scheduled.exit_code_of(str(exc))
+            if code is None:
+                raise
+            # the job's exit code decides: bad input (2) fails at once, without retries
+            retry, why = scheduled.retry_decision(code)
+            self.log.error("disc21spark: %s", why)
+            if not retry:
+                raise AirflowFailException(f"disc21spark: {why}") from exc
+            raise
 
 
 def spark_params() -> dict[str, Param]:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Mapping
 from datetime import datetime, timezone
 from pathlib import Path
@@ -225,3 +226,42 @@ def publish(output: str, latest: Path, record: dict) -> Path:
     staging.symlink_to(target)
     os.replace(staging, latest)
     return latest
+
+
+# what a scheduler does with a job's exit code (core/runner.py): 2 is the input's or the
+# output's fault, the same on every try; the others may pass on another try (143: the
+# task was stopped, a machine or an executor lost; 1: a failure of ours, possibly one
+# of those seen from the driver)
+NO_RETRY = {2: "bad input or output (exit 2): retrying cannot help; fix what the error line names"}
+RETRY = {
+    143: "terminated (exit 143: a timeout, a lost machine or executor): will retry",
+    130: "interrupted (exit 130): will retry",
+    1: "failed (exit 1: an internal error, or an executor lost under it): will retry",
+}
+_CODE = re.compile(r"Error code is: (-?\d+)")
+
+
+def exit_code_of(message: str) -> int | None:
+    """spark-submit's exit code in the SparkSubmitHook's error ("... Error code is: 2.")."""
+    found = _CODE.search(message)
+    return int(found.group(1)) if found else None
+
+
+def retry_decision(code: int | None) -> tuple[bool, str]:
+    """(whether another try can help, the sentence for the task log) for an exit code."""
+    if code in NO_RETRY:
+        return False, NO_RETRY[code]
+    if code in RETRY:
+        return True, RETRY[code]
+    return True, f"failed (exit {code}): will retry"
+
+
+def retry_settings() -> dict[str, Any]:
+    """The DAGs' retries: ``DISC21SPARK_RETRIES`` tries more (default 2), each
+    ``DISC21SPARK_RETRY_SECONDS`` after the last (default 300)."""
+    from datetime import timedelta
+
+    return {
+        "retries": int(os.environ.get("DISC21SPARK_RETRIES", 2)),
+        "retry_delay": timedelta(seconds=float(os.environ.get("DISC21SPARK_RETRY_SECONDS", 300))),
+    }

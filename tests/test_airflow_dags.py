@@ -52,6 +52,9 @@ def airflow():
         # the sensor looks every second and gives up after 5 s (a run with nothing new)
         "DISC21SPARK_POKE_SECONDS": "1",
         "DISC21SPARK_WAIT_SECONDS": "5",
+        # a retried task is retried at once here: a retry that should not happen shows
+        "DISC21SPARK_RETRIES": "2",
+        "DISC21SPARK_RETRY_SECONDS": "1",
         "SPARK_LOCAL_IP": "127.0.0.1",
     }
     env.pop("PYSPARK_GATEWAY_PORT", None)
@@ -67,6 +70,7 @@ def airflow():
         return proc
 
     run("db", "migrate")
+    run.home = home  # the metadata database is home/airflow.db
     yield run
     shutil.rmtree(home, ignore_errors=True)
 
@@ -183,3 +187,32 @@ def test_howe_bench_dag_end_to_end(airflow, tmp_path):
     assert "colorhist" in report and "tiny" in report
     summary = json.loads((folder / "report" / "rank_eval.json").read_text())
     assert summary  # the rank report's record is there and readable
+
+
+def test_bad_input_fails_once_without_retries(airflow, tmp_path):
+    """Exit 2 (a ground truth with no query column) is the input's fault: the evaluate
+    task fails on its first try, says why in its log and is not retried, although 2
+    retries 1 s apart are configured (a retriable failure would leave it up_for_retry)."""
+    import sqlite3
+
+    base = make_pool(tmp_path)
+    (base / "bad_gt.csv").write_text("nothing,useful\n1,2\n")
+    conf = {
+        "pool": str(base / "pool"),
+        "ground_truth": str(base / "bad_gt.csv"),
+        "runs": str(base / "runs"),
+        "master": "local[2]",
+        "wait_for_change": False,
+        "virtualenv": str(Path(sys.executable).parents[1]),
+    }
+    proc = airflow("dags", "test", "disc21spark_pool", f"{DAYS[3]}T12:00:00+00:00",
+                   "-c", json.dumps(conf), check=False)  # fmt: skip
+    text = proc.stdout + proc.stderr
+    assert "retrying cannot help" in text, text[-6000:]
+    with sqlite3.connect(airflow.home / "airflow.db") as db:
+        rows = db.execute(
+            "SELECT state, try_number FROM task_instance WHERE dag_id = 'disc21spark_pool' "
+            "AND task_id = 'evaluate' AND state NOT IN ('success', 'skipped')"  # the others' runs
+        ).fetchall()
+    assert rows == [("failed", 1)], (rows, text[-6000:])
+    assert not (base / "runs" / "latest").exists()

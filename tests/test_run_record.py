@@ -109,3 +109,24 @@ def test_every_job_writes_run_json(spark, tmp_path, dev_gt_path, preds):
     assert main("rank-eval", "--bench", tmp_path / "bench", "--descriptors", "tiny",
                 "--output", tmp_path / "report", "--subsets", "1", "--resamples", "10") == 0  # fmt: skip
     check_record(json.loads((tmp_path / "report" / "run.json").read_text()))
+
+
+def test_each_input_is_digested_once_per_run(tmp_path, monkeypatch):
+    """The pool's reuse checks and run.json share one SHA-256 of each file (issue 25):
+    the second ask, under another spelling of the same path, reads nothing."""
+    import hashlib
+
+    from disc21spark.core import fs, record
+
+    path = tmp_path / "gt.csv"
+    path.write_text("query_id,reference_id\nQ1,R1\n")
+    reads = []
+    real = fs.sha256
+    monkeypatch.setattr(fs, "sha256", lambda p, spark=None: reads.append(p) or real(p, spark))
+    run = record.begin()
+    try:
+        first = record.sha256(str(path))
+        assert record.sha256(f"file:{path}") == first == hashlib.sha256(path.read_bytes()).hexdigest()
+        assert run.inputs() == [] and reads == [str(path)]
+    finally:
+        record.end()

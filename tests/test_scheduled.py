@@ -156,3 +156,16 @@ def test_bench_plan_chains_the_three_jobs_in_one_folder(tmp_path):
     assert plan["args"]["rank_eval"][:2] == ["--bench", str(folder / "bench")]
     assert plan["args"]["rank_eval"][-2:] == ["--subsets", "2"]
     assert plan["applications"]["rank_eval"] == "/srv/disc21spark/jobs/rank_eval.py"
+
+
+def test_exit_codes_decide_retries():
+    """Exit 2 (bad input or output) is never retried; 143 (stopped, a lost machine or
+    executor) and 1 are; the code is read from the SparkSubmitHook's error."""
+    from disc21spark.scheduled import exit_code_of, retry_decision
+
+    message = "Cannot execute: spark-submit --master local[2] jobs/evaluate.py. Error code is: 2."
+    assert exit_code_of(message) == 2
+    assert exit_code_of("some other failure") is None
+    assert retry_decision(2) == (False, retry_decision(2)[1])
+    assert "retrying cannot help" in retry_decision(2)[1]
+    assert [retry_decision(code)[0] for code in (143, 130, 1, -9, None)] == [True] * 5

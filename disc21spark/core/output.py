@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from disc21spark.core import faults, fs, record
+from disc21spark.core import faults, fs, lock, record, signals
 from disc21spark.core.errors import OutputError
 
 
@@ -48,14 +48,27 @@ def _check_local(out: Path, overwrite: bool) -> Path:
 def staged_output(path: str | os.PathLike, overwrite: bool) -> Iterator[Path]:
     """Yield an empty staging folder beside `path`; on success it becomes `path` in one rename.
 
-    On any failure the staging folder is removed and `path` is left as it was.
+    On any failure the staging folder is removed and `path` is left as it was. Raises
+    OutputError when another live run writes `path` (``core/lock.py``).
     """
-    if fs.is_uri(str(path)):
-        with fs.staged_uri_output(str(path), overwrite) as stage:
-            yield stage
-            record.write(stage, fs.active_session())
-        return
-    out = Path(path)
+    locked = lock.acquire(path)  # a library call: the runner holds it already for a command
+    try:
+        if fs.is_uri(str(path)):
+            with fs.staged_uri_output(str(path), overwrite) as stage:
+                yield stage
+                record.write(stage, fs.active_session())
+                signals.check()  # a signal whose raise py4j swallowed still stops the publish
+            signals.published()
+        else:
+            with _staged_local(Path(path), overwrite) as stage:
+                yield stage
+    finally:
+        if locked:
+            lock.release(path)
+
+
+@contextmanager
+def _staged_local(out: Path, overwrite: bool) -> Iterator[Path]:
     if out.parent.is_dir():
         recover(out)
     out = _check_local(out, overwrite)
@@ -64,11 +77,14 @@ def staged_output(path: str | os.PathLike, overwrite: bool) -> Iterator[Path]:
     except OSError as exc:
         raise OutputError(f"{out.parent}: cannot write there ({exc.strerror or exc})") from None
     try:
+        stage.chmod(0o777 & ~_umask())  # mkdtemp's 0700 would become the output's mode
         yield stage
         record.write(stage, fs.active_session())
         (stage / fs.SUCCESS).write_bytes(b"")
         _check_local(out, overwrite)  # someone may have written there meanwhile
         faults.at("publish")
+        signals.check()  # a signal whose raise py4j swallowed still stops the publish
+        signals.published()  # from here a signal is recorded, not raised: the run is done
         if out.is_dir():
             if any(out.iterdir()):
                 _replace_folder(stage, out)
@@ -78,6 +94,12 @@ def staged_output(path: str | os.PathLike, overwrite: bool) -> Iterator[Path]:
     finally:
         if stage.exists():
             shutil.rmtree(stage, ignore_errors=True)
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)  # reading it means setting it: put it straight back
+    os.umask(mask)
+    return mask
 
 
 def _replace_folder(stage: Path, out: Path) -> None:

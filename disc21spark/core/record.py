@@ -20,6 +20,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from importlib import metadata
 from pathlib import Path
@@ -53,6 +54,28 @@ class Record:
         self.spark: Any = None  # the runner's session (None: the in-process engine)
         self.phase_seconds: dict[str, float] = {}
         self._inputs: Future | None = None
+        self._digests: dict[str, Future] = {}
+        self._digests_lock = threading.Lock()
+
+    def sha256(self, path: str, spark: Any = None) -> str:
+        """``fs.sha256`` of ``path`` once per run: the job's own checks (a pool's reuse of
+        previous results, its ground truth) and this record share one digest of each
+        file, even when they ask at the same moment from different threads."""
+        from disc21spark.core import fs
+        from disc21spark.core.errors import display_path
+
+        key = display_path(path)  # file:/x and /x are one file
+        with self._digests_lock:
+            future = self._digests.get(key)
+            mine = future is None
+            if mine:
+                future = self._digests[key] = Future()
+        if mine:
+            try:
+                future.set_result(fs.sha256(path, spark))
+            except BaseException as exc:
+                future.set_exception(exc)
+        return future.result()
 
     def hash_inputs(self, spark: Any = None) -> None:
         """Start hashing the job's inputs in a thread (hashlib and the JVM digest run
@@ -119,6 +142,11 @@ def for_phases() -> Record:
     return _CURRENT[0]
 
 
+def sha256(path: str, spark: Any = None) -> str:
+    """The SHA-256 of a file, computed once per run (``Record.sha256``)."""
+    return current().sha256(path, spark)
+
+
 def current() -> Record:
     if not _CURRENT:
         _CURRENT.append(Record())
@@ -173,11 +201,10 @@ def describe_inputs(paths: list[str], spark: Any = None) -> list[dict]:
 def _sha256(path: str, spark: Any) -> str | None:
     """None for a file that cannot be read: the job that skipped it (an image without
     read permission in a library) reports it; the record only counts it."""
-    from disc21spark.core import fs
     from disc21spark.core.errors import InputError
 
     try:
-        return fs.sha256(path, spark)
+        return current().sha256(path, spark)
     except InputError:
         return None
 

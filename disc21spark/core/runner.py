@@ -20,26 +20,19 @@ import dataclasses
 import logging
 import signal
 import sys
-import threading
 import traceback
 from argparse import Namespace
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from disc21spark.core import record
+from disc21spark.core import lock, record, signals
 from disc21spark.core.errors import InputError, OutputError
 from disc21spark.core.output import check_writable
+from disc21spark.core.signals import Terminated
 
-EXIT_OK, EXIT_INTERNAL, EXIT_INPUT, EXIT_INTERRUPTED, EXIT_TERMINATED = 0, 1, 2, 130, 143
-
-
-class Terminated(KeyboardInterrupt):
-    """SIGTERM, raised where the driver is, so that every ``finally`` (staging folders,
-    cached rows) runs as for Ctrl-C."""
-
-
-def _terminate(signum: int, frame: Any) -> None:
-    raise Terminated()
+EXIT_OK, EXIT_INTERNAL, EXIT_INPUT = 0, 1, 2
+EXIT_INTERRUPTED, EXIT_TERMINATED = signals.EXIT_INTERRUPTED, signals.EXIT_TERMINATED
+__all__ = ["Terminated", "run", "Job", "BaseJob"]
 
 
 class Job(Protocol):
@@ -93,9 +86,7 @@ def run(
 ) -> int:
     """Build the job, check it, start Spark, run it, print its summary: the exit code."""
     spark = None
-    # Python's default for SIGTERM is to die on the spot, leaving staging folders behind
-    main = threading.current_thread() is threading.main_thread()
-    previous = signal.signal(signal.SIGTERM, _terminate) if main else None
+    restore = signals.install()  # SIGTERM's default would leave staging folders behind
     try:
         job = build()
         job.check()
@@ -113,6 +104,7 @@ def run(
                   "version); nothing to do")  # fmt: skip
             return EXIT_OK
         if folder:
+            lock.acquire(folder)  # one writer per output: a second run stops here at once
             check_writable(folder, job.overwrite)  # before paying for Spark's start
         spark = (session or _spark_session)(profile, master, debug=debug) if needs_spark else None
         run_record.spark = spark
@@ -120,28 +112,48 @@ def run(
         result = job.execute(spark)
         for line in job.summary(result):
             print(line)
+        if signals.received() is not None:
+            return _signalled(spark)
     except (InputError, OutputError) as exc:
         if debug:
             traceback.print_exc()
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_INPUT
     except KeyboardInterrupt as exc:
-        terminated = isinstance(exc, Terminated)
-        what = "terminated (SIGTERM)" if terminated else "interrupted"
-        print(f"error: {what}; nothing was written, any previous output is untouched",
-              file=sys.stderr)  # fmt: skip
-        _stop(spark)
-        return EXIT_TERMINATED if terminated else EXIT_INTERRUPTED
+        return _interrupted(exc, spark)
     except Exception as exc:  # a bug of ours: still one line, the trace on request
+        if signals.received() is not None:  # a py4j call the signal broke, not a bug
+            return _signalled(spark)
         if debug:
             traceback.print_exc()
         print(internal_error_line(exc), file=sys.stderr)
         return EXIT_INTERNAL
     finally:
         record.end()
-        if main:
-            signal.signal(signal.SIGTERM, previous)
+        lock.release_all()
+        restore()
+        signals.reset()
     return EXIT_OK
+
+
+def _interrupted(exc: KeyboardInterrupt, spark: Any) -> int:
+    """The exit of a run a signal stopped: one line, Spark stopped, 130 or 143."""
+    terminated = isinstance(exc, Terminated) or signals.received() == signal.SIGTERM
+    what = "terminated (SIGTERM)" if terminated else "interrupted"
+    print(f"error: {what}; nothing was written, any previous output is untouched",
+          file=sys.stderr)  # fmt: skip
+    _stop(spark)
+    return EXIT_TERMINATED if terminated else EXIT_INTERRUPTED
+
+
+def _signalled(spark: Any) -> int:
+    """The job returned although a signal came (its raise swallowed, or after publishing)."""
+    if signals.is_published():
+        print("note: a signal arrived after the output was put in place; the run is complete",
+              file=sys.stderr)  # fmt: skip
+        return EXIT_OK
+    signum = signals.received()
+    return _interrupted(Terminated() if signum == signal.SIGTERM else KeyboardInterrupt(), spark)
 
 
 def _stop(spark: Any) -> None:

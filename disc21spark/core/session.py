@@ -12,6 +12,7 @@ from pathlib import Path
 from pyspark import SparkConf, SparkContext
 from pyspark.sql import SparkSession
 
+from disc21spark.core import gateway
 from disc21spark.core.config import conf_file, conf_item
 from disc21spark.core.errors import InputError, display_path
 from disc21spark.core.fs import scheme
@@ -95,7 +96,10 @@ def spark_session(
             continue
         builder = builder.config(key, value)
     builder = builder.master(target) if master or not submitted.contains("spark.master") else builder
-    spark = builder.getOrCreate()
+    if not debug:
+        _quiet_py4j()  # before the start: a signal may interrupt it
+    with gateway.own_group():
+        spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR" if not debug else "WARN")
     if not debug:
         _silence_task_failures(spark)
@@ -149,15 +153,18 @@ NOISY_LOGGERS = (
 )
 
 
-def _silence_task_failures(spark: SparkSession) -> None:
-    # PySpark logs the Java trace of a failed query itself; the job reports it in one line
-    logging.getLogger("DataFrameQueryContextLogger").setLevel(logging.CRITICAL + 1)
+def _quiet_py4j() -> None:
     # py4j logs the trace of a call a signal interrupted through the root logger (which
     # logging then configures to print); the runner says it in one line
     logging.getLogger("py4j").setLevel(logging.CRITICAL + 1)
     root = logging.getLogger()
     if not root.handlers:
         root.addHandler(logging.NullHandler())
+
+
+def _silence_task_failures(spark: SparkSession) -> None:
+    # PySpark logs the Java trace of a failed query itself; the job reports it in one line
+    logging.getLogger("DataFrameQueryContextLogger").setLevel(logging.CRITICAL + 1)
     jvm = spark.sparkContext._jvm
     off = jvm.org.apache.logging.log4j.Level.OFF
     for name in NOISY_LOGGERS:

@@ -19,7 +19,7 @@ from pathlib import PurePosixPath
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from disc21spark.core import config, fs
+from disc21spark.core import config, fs, record
 from disc21spark.core.errors import (
     InputError,
     display_path,
@@ -133,7 +133,7 @@ def file_checksums(spark: SparkSession, files: list[str]) -> dict[str, str]:
     Hadoop path); a few files at a time, as the digests run in the JVM or in hashlib,
     both outside Python's lock."""
     with ThreadPoolExecutor(max_workers=4) as threads:
-        sums = list(threads.map(lambda f: fs.sha256(f, spark), files))
+        sums = list(threads.map(lambda f: record.sha256(f, spark), files))
     return dict(zip(files, sums))
 
 
@@ -167,7 +167,7 @@ def _content_digest(spark: SparkSession, path: str) -> str:
     """SHA-256 of a file, or of a folder's or a glob's files in order."""
     files = data_files(spark, path)
     if len(files) == 1:
-        return fs.sha256(files[0], spark)
+        return record.sha256(files[0], spark)
     return fs.files_digest(list(file_checksums(spark, files).items()))
 
 

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 from pyspark.sql import SparkSession
 
-from disc21spark.core import config
+from disc21spark.core import config, record
 from disc21spark.core.errors import InputError
 from disc21spark.core.output import staged_output
 from disc21spark.core.phases import Phases
@@ -249,6 +249,9 @@ def run(spark: SparkSession, job: RankJob) -> dict:
                 stage, q, pd.concat(rank_tables, ignore_index=True), micro, method_info, lay, job,
                 bench,
             )  # fmt: skip
+        # the run record, as metrics.json and leaderboard.json carry it
+        document["run"] = record.current().document(spark)
+        (stage / "rank_eval.json").write_text(json.dumps(document, indent=2) + "\n")
     document["seconds"] = phases.seconds
     return document
 

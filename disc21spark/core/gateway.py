@@ -1,0 +1,74 @@
+"""The JVM PySpark launches for a driver run with plain ``python``, gone whenever the
+driver exits, its start-up included.
+
+Once PySpark's gateway runs, the JVM reads its stdin and exits at end of file, that is
+when the driver's process ends, however it ends (its Python workers follow: their daemon
+reads the JVM's pipe the same way). During the seconds before, it does not: a driver
+stopped then (a scheduler's SIGTERM 1.5 s after the start) left a JVM with no parent
+running for good. So the gateway is started in a process group of its own (``bash
+spark-submit``, the launcher JVM and the gateway JVM it execs), and that group is
+terminated when the start fails or is interrupted, and at the driver's exit.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import signal
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+# how long the JVM has to stop by itself (shutdown hooks: the SparkContext, the Python
+# daemon) before its group is killed
+GRACE_SECONDS = 5.0
+_LAUNCHED: list[subprocess.Popen] = []
+
+
+@contextmanager
+def own_group() -> Iterator[None]:
+    """Around the session's start: a gateway PySpark launches meanwhile gets its own
+    process group, terminated if the start does not complete."""
+    from pyspark import java_gateway
+
+    original = java_gateway.Popen
+
+    def popen(*args: Any, **kwargs: Any) -> subprocess.Popen:
+        proc = original(*args, **kwargs, start_new_session=True)
+        _LAUNCHED.append(proc)
+        return proc
+
+    java_gateway.Popen = popen
+    try:
+        yield
+    except BaseException:
+        stop_all(grace=0.0)  # a JVM half started reads no stdin: it would outlive us
+        raise
+    finally:
+        java_gateway.Popen = original
+
+
+def stop_all(grace: float = GRACE_SECONDS) -> None:
+    """End every gateway JVM this driver launched: its stdin closed (the JVM's own signal
+    to stop), ``grace`` seconds for it to do so, then its whole process group killed."""
+    while _LAUNCHED:
+        proc = _LAUNCHED.pop()
+        try:
+            if proc.stdin is not None:
+                proc.stdin.close()
+            proc.wait(timeout=grace) if grace > 0 else None
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+        for signum in (signal.SIGTERM, signal.SIGKILL):
+            try:
+                os.killpg(proc.pid, signum)
+            except (ProcessLookupError, PermissionError):
+                break
+            try:
+                proc.wait(timeout=2.0)
+            except subprocess.TimeoutExpired:
+                continue
+
+
+atexit.register(stop_all)

@@ -1,0 +1,360 @@
+"""A fuzzer for every input format (issue 25): seeded mutations of valid files — bit flips,
+truncation, inserted and deleted bytes, a changed length field, a changed header — fed to
+the real commands. Whatever the bytes, a run ends in a verdict: exit 0 with a complete
+output, or exit 2 with one ``error:`` line; never exit 1, never a trace, nothing written
+outside --output.
+
+* the matching track (predictions and ground truth as CSV, ``.csv.gz``, Parquet) on the
+  in-process engine, as many cases as fit in ``DISC21SPARK_FUZZ_SECONDS`` (default 30);
+  a sample of them (``DISC21SPARK_FUZZ_SPARK``, default 6) again on Spark: the same
+  verdict, exit code and error line;
+* the descriptor track (HDF5, ``.npy``) and images (``make-queries --images``), which
+  run on Spark only: a few cases each (the same sample size).
+
+``make fuzz`` runs the long fuzz (``DISC21SPARK_FUZZ_SECONDS=600``, a larger sample);
+``DISC21SPARK_FUZZ_SEED`` sets the seed. Counts are printed (``-s``).
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import os
+import random
+import re
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.test_bad_input_matrix import (
+    CLEAN,
+    GT,
+    HEADER,
+    QIDS,
+    RIDS,
+    XB,
+    XQ,
+    image_bytes,
+    in_process,
+    picture,
+)  # fmt: skip
+
+SEED = int(os.environ.get("DISC21SPARK_FUZZ_SEED", "25"))
+SECONDS = float(os.environ.get("DISC21SPARK_FUZZ_SECONDS", "30"))
+SPARK_SAMPLE = int(os.environ.get("DISC21SPARK_FUZZ_SPARK", "6"))
+HEADERS = [b"query_id,reference_id,score\n", b"query_id,reference_id\n", b"query,ref,score\n",
+           b"query_id,reference_id,score,extra\n", b"score,query_id,reference_id\n", b""]  # fmt: skip
+
+
+# ----------------------------------------------------------------------------- mutations
+
+
+def flip(rng: random.Random, data: bytes) -> bytes:
+    out = bytearray(data)
+    for _ in range(rng.randint(1, 8)):
+        if out:
+            out[rng.randrange(len(out))] ^= 1 << rng.randrange(8)
+    return bytes(out)
+
+
+def truncate(rng: random.Random, data: bytes) -> bytes:
+    return data[: rng.randrange(len(data) + 1)]
+
+
+def insert(rng: random.Random, data: bytes) -> bytes:
+    at = rng.randrange(len(data) + 1)
+    alphabet = [b"\n", b"\r", b",", b'"', b"\x00", b"\xff\xfe", b"\xe9", b" ", b"1e309", b"nan"]
+    junk = b"".join(rng.choice(alphabet) for _ in range(rng.randint(1, 12)))
+    if rng.random() < 0.3:
+        junk = bytes(rng.randrange(256) for _ in range(rng.randint(1, 64)))
+    return data[:at] + junk + data[at:]
+
+
+def delete(rng: random.Random, data: bytes) -> bytes:
+    if not data:
+        return data
+    at = rng.randrange(len(data))
+    return data[:at] + data[at + rng.randint(1, 32) :]
+
+
+def length(rng: random.Random, data: bytes) -> bytes:
+    """A 4-byte little- or big-endian integer changed: a length or offset field (the
+    Parquet footer's length, gzip's ISIZE, HDF5's and .npy's header fields)."""
+    if len(data) < 4:
+        return data
+    at = rng.choice([len(data) - 8, len(data) - 4, rng.randrange(len(data) - 3)])
+    order = rng.choice(["little", "big"])
+    value = int.from_bytes(data[at : at + 4], order)
+    value = rng.choice([0, 1, 2**31 - 1, 2**32 - 1, value + 1, max(value - 1, 0), value * 2])
+    return data[:at] + (value % 2**32).to_bytes(4, order) + data[at + 4 :]
+
+
+def header(rng: random.Random, data: bytes) -> bytes:
+    """The first line replaced (CSV): another header, or none."""
+    rest = data.split(b"\n", 1)[1] if b"\n" in data else b""
+    return rng.choice(HEADERS) + rest
+
+
+MUTATIONS: dict[str, Callable[[random.Random, bytes], bytes]] = {
+    "flip": flip, "truncate": truncate, "insert": insert, "delete": delete,
+    "length": length, "header": header,
+}  # fmt: skip
+
+
+def mutate(rng: random.Random, data: bytes) -> tuple[str, bytes]:
+    names = rng.sample(list(MUTATIONS), rng.randint(1, 2))
+    for name in names:
+        data = MUTATIONS[name](rng, data)
+    return "+".join(names), data
+
+
+# ------------------------------------------------------------------------- valid inputs
+
+
+def parquet_bytes() -> bytes:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = [line.split(",") for line in CLEAN.splitlines()]
+    table = pa.table({"query_id": [r[0] for r in rows], "reference_id": [r[1] for r in rows],
+                      "score": [float(r[2]) for r in rows]})  # fmt: skip
+    out = io.BytesIO()
+    pq.write_table(table, out)
+    return out.getvalue()
+
+
+def matching_case(rng: random.Random) -> tuple[str, dict[str, bytes], str]:
+    """(what was done, the case's files, the predictions' name): one mutated file."""
+    kind = rng.choice(["p.csv", "p.csv.gz", "p.csv.gz", "p.parquet", "gt.csv"])
+    valid = {"p.csv": (HEADER + CLEAN).encode(), "gt.csv": GT.encode()}
+    case = dict(valid)
+    preds = "p.csv" if kind == "gt.csv" else kind
+    if kind == "p.csv.gz":
+        del case["p.csv"]
+        text_first = rng.random() < 0.5  # mutate the text, or the compressed bytes
+        what, data = mutate(rng, valid["p.csv"] if text_first else gzip.compress(
+            valid["p.csv"], mtime=0))  # fmt: skip
+        case[kind] = gzip.compress(data, mtime=0) if text_first else data
+        what = f"{'text' if text_first else 'gzip'} {what}"
+    elif kind == "p.parquet":
+        del case["p.csv"]
+        what, case[kind] = mutate(rng, parquet_bytes())
+    else:
+        what, case[kind] = mutate(rng, valid[kind])
+    return f"{kind}: {what}", case, preds
+
+
+def write_case(folder: Path, files: dict[str, bytes]) -> None:
+    folder.mkdir(parents=True)
+    for name, data in files.items():
+        (folder / name).write_bytes(data)
+
+
+# ---------------------------------------------------------------------------- verdicts
+
+
+def verdict(folder: Path, screen, what: str) -> tuple[int, str]:
+    """(exit code, the error line with the case folder as ``{d}``) after the checks every
+    case passes."""
+    where = f"{what}\n{screen.text[-3000:]}"
+    assert screen.code in (0, 2), f"exit {screen.code}: {where}"
+    assert "Traceback" not in screen.text and "internal error" not in screen.text, where
+    errors = [line for line in screen.text.splitlines() if line.startswith("error:")]
+    names = {p.name for p in folder.iterdir()}
+    if screen.code == 0:
+        assert errors == [] and (folder / "out" / "_SUCCESS").exists(), where
+    else:
+        assert len(errors) == 1, where
+        assert "out" not in names, f"a failed run left an output: {where}"
+    assert not [n for n in names if n.startswith(".")], f"debris beside the output: {where}"
+    return screen.code, errors[0].replace(str(folder), "{d}") if errors else ""
+
+
+def evaluate_args(folder: Path, preds: str, engine: str) -> list[str]:
+    return ["evaluate", "--ground-truth", str(folder / "gt.csv"), "--predictions",
+            str(folder / preds), "--output", str(folder / "out"), "--engine", engine]  # fmt: skip
+
+
+LOCAL_REFUSES = re.compile(r"use --engine spark")
+
+
+def matching_cases(tmp: Path, capsys, budget: float) -> list[tuple]:
+    """Cases on the in-process engine until ``budget`` seconds are spent: each one's
+    description, folder, predictions' name and verdict."""
+    rng = random.Random(SEED)
+    done, deadline = [], time.monotonic() + budget
+    while time.monotonic() < deadline:
+        what, files, preds = matching_case(rng)
+        folder = tmp / f"case{len(done):05d}"
+        write_case(folder, files)
+        screen = in_process(evaluate_args(folder, preds, "local"), capsys, None)
+        done.append((what, folder, preds, verdict(folder, screen, what)))
+    return done
+
+
+def test_fuzz_matching_inputs_on_the_in_process_engine(tmp_path, capsys):
+    cases = matching_cases(tmp_path, capsys, SECONDS)
+    codes = [v[0] for *_, v in cases]
+    print(f"\nfuzz (in process): {len(cases)} cases, seed {SEED}: {codes.count(0)} exit 0, "
+          f"{codes.count(2)} exit 2")  # fmt: skip
+    assert len(cases) >= 10 and codes.count(2) > 0
+
+
+# ------------------------------------------------------------------------------ on Spark
+
+
+def test_fuzz_sample_gives_the_same_verdict_on_spark(spark, tmp_path, capsys):
+    """The first cases of the in-process fuzz (the same seed) again on Spark."""
+    rng = random.Random(SEED)
+    compared = 0
+    for i in range(SPARK_SAMPLE * 3):
+        what, files, preds = matching_case(rng)
+        folders = {e: tmp_path / e / f"case{i:03d}" for e in ("local", "spark")}
+        for folder in folders.values():
+            write_case(folder, files)
+        local = verdict(folders["local"], in_process(
+            evaluate_args(folders["local"], preds, "local"), capsys, None), what)  # fmt: skip
+        if LOCAL_REFUSES.search(local[1]):
+            continue  # not one for the in-process engine: nothing to compare
+        on_spark = verdict(folders["spark"], in_process(
+            evaluate_args(folders["spark"], preds, "spark"), capsys, spark), what)  # fmt: skip
+        assert on_spark == local, f"{what}: local {local} vs Spark {on_spark}"
+        compared += 1
+        if compared == SPARK_SAMPLE:
+            break
+    print(f"\nfuzz (Spark sample): {compared} cases compared, seed {SEED}")
+    assert compared >= min(SPARK_SAMPLE, 3)
+
+
+def h5_bytes(ids: list[str], vectors: np.ndarray) -> bytes:
+    import h5py
+
+    out = io.BytesIO()
+    with h5py.File(out, "w") as f:
+        f.create_dataset("vectors", data=vectors.astype(np.float32))
+        f.create_dataset("image_names", data=np.array(ids, dtype=object),
+                         dtype=h5py.string_dtype())  # fmt: skip
+    return out.getvalue()
+
+
+def npy_bytes(vectors: np.ndarray) -> bytes:
+    out = io.BytesIO()
+    np.save(out, vectors.astype(np.float32))
+    return out.getvalue()
+
+
+def descriptor_case(rng: random.Random) -> tuple[str, dict[str, bytes], list[str]]:
+    fmt = rng.choice(["h5", "npy"])
+    files = {"gt.csv": b"Q1,R1\nQ2,R2\nQ3,\nQ4,R4\n"}
+    if fmt == "h5":
+        files |= {"q.h5": h5_bytes(QIDS, XQ), "r.h5": h5_bytes(RIDS, XB)}
+    else:
+        files |= {"q.npy": npy_bytes(XQ), "q_ids.txt": "\n".join(QIDS).encode() + b"\n",
+                  "r.npy": npy_bytes(XB), "r_ids.txt": "\n".join(RIDS).encode() + b"\n"}  # fmt: skip
+    target = rng.choice([f"q.{fmt}", f"r.{fmt}"])
+    what, files[target] = mutate(rng, files[target])
+    return f"{target}: {what}", files, [f"q.{fmt}", f"r.{fmt}"]
+
+
+def test_fuzz_descriptor_files_on_spark(spark, tmp_path, capsys):
+    rng = random.Random(SEED)
+    codes = []
+    for i in range(SPARK_SAMPLE):
+        what, files, (q, r) = descriptor_case(rng)
+        folder = tmp_path / f"case{i:03d}"
+        write_case(folder, files)
+        args = ["evaluate", "--ground-truth", str(folder / "gt.csv"), "--query-descriptors",
+                str(folder / q), "--reference-descriptors", str(folder / r), "--knn", "2",
+                "--output", str(folder / "out")]  # fmt: skip
+        codes.append(verdict(folder, in_process(args, capsys, spark), what)[0])
+    print(f"\nfuzz (descriptors, Spark): {len(codes)} cases: {codes}")
+
+
+def test_fuzz_images_on_spark(spark, tmp_path, capsys):
+    """One mutated PNG or JPEG among good images: skipped with a reason, or used."""
+    rng = random.Random(SEED)
+    codes = []
+    for i in range(SPARK_SAMPLE):
+        fmt = rng.choice(["PNG", "JPEG"])
+        what, data = mutate(rng, image_bytes(picture(50 + i), fmt))
+        folder = tmp_path / f"case{i:03d}"
+        write_case(folder, {})
+        (folder / "lib").mkdir()
+        for k in range(4):
+            (folder / "lib" / f"good_{k}.png").write_bytes(image_bytes(picture(k)))
+        (folder / "lib" / f"odd.{fmt.lower()}").write_bytes(data)
+        args = ["make-queries", "--images", str(folder / "lib"), "--output", str(folder / "out"),
+                "--tests", "crop:50", "--queries-per-test", "2", "--seed", "1"]  # fmt: skip
+        codes.append(verdict(folder, in_process(args, capsys, spark), f"{fmt} {what}")[0])
+    print(f"\nfuzz (images, Spark): {len(codes)} cases: {codes}")
+
+
+def test_mutations_are_seeded_and_change_the_bytes():
+    data = (HEADER + CLEAN).encode()
+    first = [mutate(random.Random(7), data) for _ in range(3)]
+    assert first == [mutate(random.Random(7), data) for _ in range(3)]
+    rng = random.Random(3)
+    assert sum(MUTATIONS[name](rng, data) != data for name in MUTATIONS for _ in range(5)) > 20
+
+
+
+# ------------------------------------------------------------------- one enormous line
+
+BOMB_BYTES = 1536 * 2**20  # one line of 1.5 GB, in about 1.5 MB of gzip
+MEMORY_BOUND = 512 * 2**20  # what the refusal may take, Python and Arrow included
+
+
+def gzip_bomb(path: Path) -> None:
+    with open(path, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0,
+                                                  compresslevel=1) as gz:  # fmt: skip
+        gz.write(b"Q1,R1,")
+        chunk = b"9" * 2**24
+        for _ in range(BOMB_BYTES // len(chunk)):
+            gz.write(chunk)
+        gz.write(b"\n")
+
+
+def test_a_gzip_bomb_is_refused_in_one_line_and_bounded_memory(tmp_path):
+    """One 1.5 GB line in 1.5 MB: refused naming the file and line, the whole process
+    staying under MEMORY_BOUND (it peaked at 5.4 GB, with Arrow's internals as message)."""
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT, cli_env
+
+    gzip_bomb(tmp_path / "p.csv.gz")
+    (tmp_path / "gt.csv").write_text(GT)
+    args = evaluate_args(tmp_path, "p.csv.gz", "local")[1:]
+    # a launcher of its own: its children's peak memory is the job's alone
+    measure = ("import resource, subprocess, sys; code = subprocess.call(sys.argv[1:]); "
+               "print('maxrss', resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss); "
+               "sys.exit(code)")  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-c", measure, sys.executable, str(ROOT / "jobs" / "evaluate.py"), *args],
+        capture_output=True, text=True, env=cli_env(), timeout=300,
+    )  # fmt: skip
+    text = proc.stdout + proc.stderr
+    assert proc.returncode == 2, text
+    assert [line for line in text.splitlines() if line.startswith("error:")] == [
+        f"error: {tmp_path / 'p.csv.gz'}: line 1: longer than 1,048,576 characters (not a "
+        "line of predictions)"
+    ]
+    peak = int(re.search(r"^maxrss (\d+)$", proc.stdout, re.M).group(1)) * 1024  # KiB on Linux
+    print(f"\ngzip bomb refused, peak memory {peak / 2**20:.0f} MiB")
+    assert peak < MEMORY_BOUND
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["gt.csv", "p.csv.gz"]
+
+
+@pytest.mark.skipif(SECONDS < 300, reason="make fuzz: a 3 GB file (sparse: no disk used)")
+def test_a_multi_gigabyte_line_is_refused_in_one_line(tmp_path, capsys):
+    path = tmp_path / "p.csv"
+    path.write_bytes(b"Q1,R1,")
+    os.truncate(path, 3 * 2**30)  # one line of NUL bytes
+    (tmp_path / "gt.csv").write_text(GT)
+    screen = in_process(evaluate_args(tmp_path, "p.csv", "local"), capsys, None)
+    assert verdict(tmp_path, screen, "3 GB line") == (
+        2, "error: {d}/p.csv: line 1: longer than 1,048,576 characters (not a line of predictions)"
+    )
