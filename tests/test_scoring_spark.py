@@ -161,3 +161,43 @@ def test_realistic_submission_on_dev_ground_truth(spark, dev_gt_path, partitions
     assert gt.n_positives == 4991 and gt.n_queries == 25_000
     assert 0.3 < spec.micro_ap < 0.9
     assert_same(spark_metrics(spark, frame, gt, partitions), spec)
+
+
+def test_partition_counts_of_a_pool_equal_the_specification():
+    """The executors' function alone (no Spark): partitions that mix submissions, in
+    Arrow batches, add up to each submission's sorted positions and ranks."""
+    import pyarrow as pa
+
+    from disc21spark.matching import positions
+    from disc21spark.matching.spec import pessimistic_order, true_pair_ranks
+
+    rng = np.random.default_rng(1)
+    n = 3000
+    sub = rng.integers(0, 4, n).astype(np.int32)
+    query, label = rng.integers(0, 30, n), rng.random(n) < 0.2
+    score = np.round(rng.random(n), 2)  # many ties
+    truths = {
+        k: positions.TrueScores.of(query[(sub == k) & label], score[(sub == k) & label])
+        for k in range(4)
+    }
+    totals = {k: positions.Counts.zero(t) for k, t in truths.items()}
+    for a, b in ((0, 700), (700, 1500), (1500, n)):
+        batches = [
+            pa.RecordBatch.from_pydict(
+                {"submission": sub[i:j], "query_index": query[i:j], "label": label[i:j],
+                 "score": score[i:j]}  # fmt: skip
+            )
+            for i, j in zip(range(a, b, 100), range(a + 100, b + 100, 100))
+        ]
+        for batch in scoring.count_partition(iter(batches), truths):
+            (r,) = batch.to_pylist()
+            part = positions.Counts(r["n"], r["bottom"], np.array(r["misses_ge"]), np.array(r["ranks_ge"]))
+            totals[r["submission"]].add(part)
+    for k, truth in truths.items():
+        mine = sub == k
+        order = pessimistic_order(score[mine], label[mine])
+        pos, _ = positions.positions(truth, totals[k])
+        np.testing.assert_array_equal(pos, np.flatnonzero(label[mine][order]) + 1)
+        expected = np.sort(true_pair_ranks(query[mine], score[mine], label[mine]))
+        np.testing.assert_array_equal(np.sort(positions.ranks(totals[k])), expected)
+        assert totals[k].n == mine.sum() and totals[k].bottom == score[mine].min()
