@@ -1,9 +1,12 @@
 """make bench: the matching-track scorer beside its baselines, in one run, medians of N.
 
     BENCH_ROWS=5000000 (default) | BENCH_LARGE=1 (50M) | BENCH_REPEAT=3 | ISC2021_REPO=path
+    BENCH_DRIVER_MEMORY=2g (disc21spark's driver; 1g with BENCH_LARGE, the naive plan keeps 2g)
+    BENCH_SCALING=1: only the distributed plan, on local[1] then local[2] (issue 21's check)
 
-disc21spark runs twice: spark-submit (the Spark engine) and python jobs/evaluate.py with
---engine local (the in-process engine that --engine auto picks for one local file).
+disc21spark runs twice: spark-submit with --engine spark (the distributed plan, forced)
+and python jobs/evaluate.py with --engine local (the in-process engine that --engine auto
+picks for one local file). The last lines print issue 21's goals against the ratios.
 
 Each contender runs as its own process; wall time includes start-up (the JVM for the
 Spark ones) and peak memory is the largest resident set of the whole process tree
@@ -78,15 +81,131 @@ def report(stem: str, lines: list[str], results: dict | None = None) -> None:
         (RESULTS / f"{stem}.json").write_text(json.dumps(results, indent=2) + "\n")
 
 
-def micro_ap_of(name: str, out: str, output_dir: Path) -> float:
-    if name == "disc21spark":
-        return json.loads((output_dir / "metrics.json").read_text())["micro_ap"]
+def micro_ap_of(name: str, out: str) -> float:
     if name.startswith("disc21spark in process"):
         return json.loads((RESULTS / "out_local" / "metrics.json").read_text())["micro_ap"]
+    if name.startswith("disc21spark"):
+        return json.loads((RESULTS / "out" / "metrics.json").read_text())["micro_ap"]
     lines = [line for line in out.splitlines() if line.startswith("{")]
     if not lines:
         raise SystemExit(f"bench: {name} printed no result:\n{out[-2000:]}")
     return json.loads(lines[-1])["micro_ap"]
+
+
+GOALS = {  # rows: (peer, the least speed-up over it)
+    5_000_000: ("official ISC2021 (pure Python)", 2.0),
+    20_000_000: ("official ISC2021 (pure Python)", 5.0),
+    50_000_000: ("naive Spark plan (Window.orderBy)", 2.0),
+}
+SCALING_GOAL = 1.8  # local[2] over local[1], the distributed plan on one file
+
+
+def bench_data(rows: int, env: dict) -> Path:
+    """The DISC21-shaped predictions of ``rows`` pairs (written once, seed 2021)."""
+    data = RESULTS / "data" / f"predictions_{rows}.csv"
+    if not data.exists():
+        print(f"bench: writing {rows:,} DISC21-shaped predictions to {data}", flush=True)
+        cmd = [sys.executable, "-m", "disc21spark.testing.synth", "--ground-truth", str(GT),
+               "--output", str(data), "--predictions", str(rows), "--seed", "2021"]  # fmt: skip
+        subprocess.run(cmd, check=True, env=env)
+    return data
+
+
+def ours(data: Path, output: Path) -> list[str]:
+    return [str(ROOT / "jobs" / "evaluate.py"), "--ground-truth", str(GT),
+            "--predictions", str(data), "--output", str(output), "--overwrite",
+            "--max-results", "0", "--quiet"]  # fmt: skip
+
+
+def submit(master: str, memory: str) -> list[str]:
+    return [str(BIN / "spark-submit"), "--master", master, "--driver-memory", memory]
+
+
+def contenders(data: Path, rows: int, env: dict) -> dict[str, list[str]]:
+    """Every scorer of one run, by name (the official one when ISC2021_REPO names it)."""
+    memory = os.environ.get("BENCH_DRIVER_MEMORY", "1g" if rows >= 50_000_000 else "2g")
+    if os.environ.get("BENCH_SCALING"):
+        return {
+            f"disc21spark distributed plan, local[{n}]": submit(f"local[{n}]", memory)
+            + ours(data, RESULTS / "out")
+            + ["--engine", "spark"]
+            for n in (1, 2)
+        }
+    found = {
+        f"disc21spark (--driver-memory {memory})": submit("local[*]", memory)
+        + ours(data, RESULTS / "out")
+        + ["--engine", "spark"],
+        # the in-process engine that python jobs/evaluate.py picks for one local file
+        "disc21spark in process (python jobs/evaluate.py)": [
+            sys.executable,
+            *ours(data, RESULTS / "out_local"),
+            "--engine",
+            "local",
+        ],  # fmt: skip
+        "numpy specification (1 process)": [
+            sys.executable,
+            str(ROOT / "benchmarks" / "numpy_scorer.py"),
+            str(GT),
+            str(data),
+        ],  # fmt: skip
+        "naive Spark plan (Window.orderBy)": submit("local[*]", "2g")
+        + [str(ROOT / "benchmarks" / "naive_plan.py"), str(GT), str(data)],
+    }
+    official = os.environ.get("ISC2021_REPO")
+    if official:
+        # the official reader and evaluate() from a checkout, printing every digit
+        found["official ISC2021 (pure Python)"] = [
+            sys.executable,
+            "-c",
+            OFFICIAL,
+            str(GT),
+            str(data),
+        ]
+        env["PYTHONPATH"] = official
+    return found
+
+
+def run_all(commands: dict[str, list[str]], env: dict, repeat: int) -> dict[str, dict]:
+    results: dict[str, dict] = {name: {"seconds": [], "peak_mb": []} for name in commands}
+    for i in range(repeat):  # interleaved, so a noisy spell hits every contender alike
+        for name, cmd in commands.items():
+            seconds, peak, out = measure(cmd, env)
+            results[name]["seconds"].append(round(seconds, 2))
+            results[name]["peak_mb"].append(round(peak))
+            results[name]["micro_ap"] = micro_ap_of(name, out)
+            print(
+                f"bench: run {i + 1}/{repeat} {name}: {seconds:.1f} s, {peak:,.0f} MB", flush=True
+            )
+    for r in results.values():
+        r["median_seconds"] = statistics.median(r["seconds"])
+        r["median_peak_mb"] = statistics.median(r["peak_mb"])
+    return results
+
+
+def goal_lines(results: dict[str, dict], rows: int) -> list[str]:
+    """Each disc21spark contender's speed against the peers, and issue 21's goal."""
+    lines = []
+    names = list(results)
+    if os.environ.get("BENCH_SCALING"):
+        one, two = (results[n]["median_seconds"] for n in names)
+        verdict = "met" if one / two >= SCALING_GOAL else "MISSED"
+        return [
+            f"\nscaling local[1] → local[2]: {one / two:.2f}× (goal ≥ {SCALING_GOAL}×: {verdict})"
+        ]
+    for peer in ("official ISC2021 (pure Python)", "naive Spark plan (Window.orderBy)"):
+        if peer not in results:
+            continue
+        for name in (n for n in names if n.startswith("disc21spark")):
+            speed = results[peer]["median_seconds"] / results[name]["median_seconds"]
+            lines.append(f"\n{name}: {speed:.2f}× the speed of the {peer}")
+    goal = GOALS.get(rows)
+    if goal and goal[0] in results:
+        speed = results[goal[0]]["median_seconds"] / results[names[0]]["median_seconds"]
+        verdict = "met" if speed >= goal[1] else "MISSED"
+        lines.append(
+            f"\ngoal at {rows:,} rows: ≥ {goal[1]}× the {goal[0]}: {speed:.2f}× ({verdict})"
+        )
+    return lines
 
 
 def main() -> None:
@@ -96,96 +215,29 @@ def main() -> None:
         else int(os.environ.get("BENCH_ROWS", 5_000_000))
     )
     repeat = int(os.environ.get("BENCH_REPEAT", 3))
-    data = RESULTS / "data" / f"predictions_{rows}.csv"
     env = spark_env()
-    if not data.exists():
-        print(f"bench: writing {rows:,} DISC21-shaped predictions to {data}", flush=True)
-        subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "disc21spark.testing.synth",
-                "--ground-truth",
-                str(GT),
-                "--output",
-                str(data),
-                "--predictions",
-                str(rows),
-                "--seed",
-                "2021",
-            ],
-            check=True,
-            env=env,
-        )
-    out_dir = RESULTS / "out"
-    submit = [str(BIN / "spark-submit"), "--master", "local[*]", "--driver-memory", "2g"]
-    def ours(output: Path) -> list[str]:
-        return [str(ROOT / "jobs" / "evaluate.py"), "--ground-truth", str(GT),
-                "--predictions", str(data), "--output", str(output), "--overwrite",
-                "--max-results", "0", "--quiet"]  # fmt: skip
-
-    contenders = {
-        "disc21spark": submit + ours(out_dir),
-        # the in-process engine that python jobs/evaluate.py picks for one local file
-        "disc21spark in process (python jobs/evaluate.py)": [
-            sys.executable, *ours(RESULTS / "out_local"), "--engine", "local"
-        ],
-        "numpy specification (1 process)": [
-            sys.executable,
-            str(ROOT / "benchmarks" / "numpy_scorer.py"),
-            str(GT),
-            str(data),
-        ],
-        "naive Spark plan (Window.orderBy)": submit
-        + [str(ROOT / "benchmarks" / "naive_plan.py"), str(GT), str(data)],
-    }
-    official = os.environ.get("ISC2021_REPO")
-    if official:
-        # the official reader and evaluate() from a checkout, printing every digit
-        contenders["official ISC2021 (pure Python)"] = [
-            sys.executable,
-            "-c",
-            OFFICIAL,
-            str(GT),
-            str(data),
-        ]
-        env["PYTHONPATH"] = official
-    results: dict[str, dict] = {name: {"seconds": [], "peak_mb": []} for name in contenders}
-    for i in range(repeat):  # interleaved, so a noisy spell hits every contender alike
-        for name, cmd in contenders.items():
-            seconds, peak, out = measure(cmd, env)
-            results[name]["seconds"].append(round(seconds, 2))
-            results[name]["peak_mb"].append(round(peak))
-            results[name]["micro_ap"] = micro_ap_of(name, out, out_dir)
-            print(
-                f"bench: run {i + 1}/{repeat} {name}: {seconds:.1f} s, {peak:,.0f} MB", flush=True
-            )
-    ours = statistics.median(results["disc21spark"]["seconds"])
+    data = bench_data(rows, env)
+    results = run_all(contenders(data, rows, env), env, repeat)
+    first = results[next(iter(results))]["median_seconds"]
     lines = [
         f"Matching track, {rows:,} predictions vs the DISC21 dev ground truth, "
         f"{os.cpu_count()} cores, median of {repeat} (JVM start included)",
         "",
-        "| scorer | wall s (median) | runs (s) | peak MB (median) | time / disc21spark | μAP |",
+        "| scorer | wall s (median) | runs (s) | peak MB (median) | time / first row | μAP |",
         "|---|---|---|---|---|---|",
     ]
     for name, r in results.items():
-        med = statistics.median(r["seconds"])
-        r["median_seconds"] = med
-        r["median_peak_mb"] = statistics.median(r["peak_mb"])
+        med = r["median_seconds"]
         lines.append(
             f"| {name} | {med:.1f} | {', '.join(f'{s:.1f}' for s in r['seconds'])} | "
-            f"{r['median_peak_mb']:,.0f} | {med / ours:.2f}× | {r['micro_ap']:.12f} |"
+            f"{r['median_peak_mb']:,.0f} | {med / first:.2f}× | {r['micro_ap']:.12f} |"
         )
-    official = results.get("official ISC2021 (pure Python)")
-    if official:
-        for name, r in results.items():
-            if name.startswith("disc21spark"):
-                speed = official["median_seconds"] / r["median_seconds"]
-                lines.append(f"\n{name}: {speed:.2f}× the official scorer's speed")
+    lines += goal_lines(results, rows)
     aps = [r["micro_ap"] for r in results.values()]
     agree = max(aps) - min(aps) <= 1e-12
     lines += ["", f"μAP agrees across scorers to 1e-12: {'yes' if agree else 'NO'}"]
-    report(f"matching_{rows}", lines, results)
+    stem = f"matching_{rows}" + ("_scaling" if os.environ.get("BENCH_SCALING") else "")
+    report(stem, lines, results)
     if not agree:
         raise SystemExit("bench: the scorers disagree")
 

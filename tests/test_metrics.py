@@ -182,3 +182,35 @@ def test_micro_ap_matches_a_direct_position_by_position_loop(rows, n_extra_posit
         prev = recall
     assert m.micro_ap == pytest.approx(ap, abs=1e-12)
     assert 0.0 <= m.micro_ap <= 1.0
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n=st.integers(0, 300),
+    n_scores=st.sampled_from([1, 3, 50, 10**6]),
+    parts=st.integers(1, 7),
+)
+def test_counted_positions_equal_the_sorted_order(seed, n, n_scores, parts):
+    """The distributed plan's counting (positions.py), partition by partition, gives every
+    true pair the position and rank of the specification's sort, ties and -0.0 included."""
+    from disc21spark.matching import positions
+    from disc21spark.matching.spec import pessimistic_order, true_pair_ranks
+
+    rng = np.random.default_rng(seed)
+    query = rng.integers(0, 20, n)
+    score = rng.integers(0, n_scores, n) / n_scores - 0.3
+    score[rng.random(n) < 0.1] *= -0.0
+    label = rng.random(n) < 0.3
+    truth = positions.TrueScores.of(query[label], score[label])
+    total = positions.Counts.zero(truth)
+    cuts = np.sort(rng.integers(0, n + 1, parts - 1))
+    for a, b in zip(np.r_[0, cuts], np.r_[cuts, n]):
+        total.add(positions.count_rows(truth, query[a:b], label[a:b], score[a:b]))
+    pos, thr = positions.positions(truth, total)
+    order = pessimistic_order(score + 0.0, label)
+    np.testing.assert_array_equal(pos, np.flatnonzero(label[order]) + 1)
+    np.testing.assert_array_equal(thr, (score + 0.0)[order][label[order]])
+    expected = np.sort(true_pair_ranks(query, score + 0.0, label))
+    np.testing.assert_array_equal(np.sort(positions.ranks(total)), expected)
+    assert total.n == n

@@ -37,9 +37,11 @@ def compact_rows(spark, frame: pd.DataFrame, gt: GroundTruth):
 
 
 def spark_metrics(spark, frame: pd.DataFrame, gt: GroundTruth, partitions: int, curve_points=5000):
-    """The one scoring entry point, on trusted pairs (no checks)."""
+    """The one scoring entry point, on trusted pairs (no checks), the rows counted in
+    ``partitions`` partitions (and the repeat check's shuffle in as many)."""
     scoring = Scoring(gt, curve_points, partitions)
-    return score(spark, pairs_frame(spark, frame), [0], scoring).metrics[0]
+    pairs = pairs_frame(spark, frame).repartition(partitions)
+    return score(spark, pairs, [0], scoring).metrics[0]
 
 
 def spec_metrics(frame: pd.DataFrame, gt: GroundTruth, curve_points=5000):
@@ -98,7 +100,13 @@ def test_spark_equals_specification_for_1_2_7_50_partitions(spark, seed, n, n_sc
         assert_same(spark_metrics(spark, frame, gt, partitions), expected)
 
 
-def test_all_equal_scores_become_one_score_group(spark):
+def counted_rows(spark, rows):
+    """The counting pass of ``rows`` as the plan runs it, with its broadcast."""
+    truths = scoring.true_scores(rows)
+    return scoring.counted(rows, spark.sparkContext.broadcast(truths)), truths
+
+
+def test_all_equal_scores_count_against_one_true_score(spark):
     gt = make_gt(200, 100)
     rng = np.random.default_rng(3)
     frame = random_submission(rng, gt, 3000, 1)
@@ -106,23 +114,28 @@ def test_all_equal_scores_become_one_score_group(spark):
     expected = spec_metrics(frame, gt)
     assert expected.micro_ap < 0.1  # the pessimistic order: a constant score earns little
     assert_same(spark_metrics(spark, frame, gt, 7), expected)
-    rows = compact_rows(spark, frame, gt)
-    # a constant score reaches the sort as one counted row, not as 3,000 rows in one task
-    groups = scoring.score_groups(rows).collect()
-    assert len(groups) == 1 and groups[0]["misses"] + groups[0]["hits"] == len(frame)
+    rows = compact_rows(spark, frame, gt).repartition(3)
+    counts, truths = counted_rows(spark, rows)
+    parts = counts.collect()
+    # every true pair ties with every miss: each sits after all of them
+    assert len(truths[0].levels) == 1 and len(parts) <= 3
+    n_true = int(frame.merge(pd.DataFrame({"query_id": gt.positive_queries,
+                                           "reference_id": gt.positive_references})).shape[0])
+    assert sum(p["misses_ge"][0] for p in parts) == len(frame) - n_true
+    assert sum(p["n"] for p in parts) == len(frame)
 
 
-def test_plan_is_one_range_sort_without_a_global_window(spark):
+def test_positions_are_counted_without_shuffling_the_rows(spark):
     gt = make_gt(40, 25)
     frame = random_submission(np.random.default_rng(1), gt, 300, 10)
-    rows = compact_rows(spark, frame, gt)
-    summary = scoring.sorted_summary(rows, 5)
-    plan = summary._jdf.queryExecution().executedPlan().toString()
-    assert "rangepartitioning" in plan and "Window" not in plan
+    rows = compact_rows(spark, frame, gt).repartition(5)
+    counts, _ = counted_rows(spark, rows)
+    plan = counts._jdf.queryExecution().executedPlan().toString()
+    assert "Window" not in plan and "rangepartitioning" not in plan
     shuffles = plan.count("Exchange") - plan.count("BroadcastExchange")
-    assert shuffles <= 2  # the map-side-aggregated score groups, then the range sort
-    # the driver receives one row per partition and one per score group with true pairs
-    assert summary.where("kind = 0").count() <= 5
+    assert shuffles <= 1  # only the test's own repartition(5)
+    # the driver receives one row per partition (one submission here)
+    assert counts.count() <= 5
 
 
 def test_thinned_curve_is_the_same_on_both_sides(spark):
@@ -148,3 +161,43 @@ def test_realistic_submission_on_dev_ground_truth(spark, dev_gt_path, partitions
     assert gt.n_positives == 4991 and gt.n_queries == 25_000
     assert 0.3 < spec.micro_ap < 0.9
     assert_same(spark_metrics(spark, frame, gt, partitions), spec)
+
+
+def test_partition_counts_of_a_pool_equal_the_specification():
+    """The executors' function alone (no Spark): partitions that mix submissions, in
+    Arrow batches, add up to each submission's sorted positions and ranks."""
+    import pyarrow as pa
+
+    from disc21spark.matching import positions
+    from disc21spark.matching.spec import pessimistic_order, true_pair_ranks
+
+    rng = np.random.default_rng(1)
+    n = 3000
+    sub = rng.integers(0, 4, n).astype(np.int32)
+    query, label = rng.integers(0, 30, n), rng.random(n) < 0.2
+    score = np.round(rng.random(n), 2)  # many ties
+    truths = {
+        k: positions.TrueScores.of(query[(sub == k) & label], score[(sub == k) & label])
+        for k in range(4)
+    }
+    totals = {k: positions.Counts.zero(t) for k, t in truths.items()}
+    for a, b in ((0, 700), (700, 1500), (1500, n)):
+        batches = [
+            pa.RecordBatch.from_pydict(
+                {"submission": sub[i:j], "query_index": query[i:j], "label": label[i:j],
+                 "score": score[i:j]}  # fmt: skip
+            )
+            for i, j in zip(range(a, b, 100), range(a + 100, b + 100, 100))
+        ]
+        for batch in scoring.count_partition(iter(batches), truths):
+            (r,) = batch.to_pylist()
+            part = positions.Counts(r["n"], r["bottom"], np.array(r["misses_ge"]), np.array(r["ranks_ge"]))
+            totals[r["submission"]].add(part)
+    for k, truth in truths.items():
+        mine = sub == k
+        order = pessimistic_order(score[mine], label[mine])
+        pos, _ = positions.positions(truth, totals[k])
+        np.testing.assert_array_equal(pos, np.flatnonzero(label[mine][order]) + 1)
+        expected = np.sort(true_pair_ranks(query[mine], score[mine], label[mine]))
+        np.testing.assert_array_equal(np.sort(positions.ranks(totals[k])), expected)
+        assert totals[k].n == mine.sum() and totals[k].bottom == score[mine].min()

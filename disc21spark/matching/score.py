@@ -3,8 +3,8 @@
 Every caller (the matching job, pools, the descriptor track, rank evaluation) hands over
 one frame of the input schema below and gets each submission's metrics, or the one-line
 error that makes it invalid. This module owns the whole sequence (label → census →
-checks → sort → aggregate) and the rows it caches: they are persisted once, after the
-labelling, and released before it returns, whatever happens (as MLlib's
+checks → count positions → aggregate) and the rows it caches: they are persisted once,
+after the labelling, and released before it returns, whatever happens (as MLlib's
 ``BinaryClassificationMetrics`` owns its cumulative-count pipeline).
 
 Input schema (``PAIRS``): ``submission int, query_id string, reference_id string,
@@ -47,7 +47,7 @@ class Scoring:
 
     gt: GroundTruth  # labels every pair
     curve_points: int
-    partitions: int | None = None  # range partitions of the sort; None: from the size
+    partitions: int | None = None  # partitions of the repeat check's shuffle; None: adaptive
     max_results: int = 0  # more predictions make a submission invalid; 0: no limit
     # a submission's own ground truth when it answers only part of ``gt`` (rank
     # evaluation scores each test alone; the labels, from ``gt``, are the same)
@@ -81,7 +81,7 @@ def score(
     rows = labels.compact(labelled, *(("bad",) if checked else ()))
     rows = rows.persist(StorageLevel.MEMORY_AND_DISK)
     try:
-        censuses = _census(rows, submissions, checked, scoring.read_detail, phases)
+        censuses = _census(rows, submissions, checked, scoring, phases)
         result = Scored()
         if checked:
             with phases.phase("validate") as note:
@@ -102,12 +102,12 @@ def score(
 
 
 def _census(
-    rows: DataFrame, submissions: Sequence[int], checked: bool, detail: str, phases: Phases
+    rows: DataFrame, submissions: Sequence[int], checked: bool, scoring: Scoring, phases: Phases
 ) -> dict[int, plan.Census]:
     """The first pass over the input (Spark is lazy: reading happens here)."""
     with phases.phase("read") as note:
         try:
-            found = plan.census(rows, checked)
+            found = plan.census(rows, checked, scoring.partitions)
         except Exception as exc:
             if is_read_failure(exc):
                 raise UnreadableInput(exc) from None
@@ -120,7 +120,7 @@ def _census(
             )
         censuses = {s: found.get(s, plan.EMPTY_CENSUS) for s in submissions}
         note["rows"] = sum(c.n_predictions for c in censuses.values())
-        note["detail"] = detail
+        note["detail"] = scoring.read_detail
     return censuses
 
 
@@ -154,26 +154,23 @@ def _metrics(
     scoring: Scoring,
     phases: Phases,
 ) -> dict[int, MatchingMetrics]:
-    subs = list(censuses)
     with phases.phase("label") as note:
         stats = plan.query_stats(censuses, labelled)
+        truths = plan.true_scores(rows)
         note["rows"] = sum(s.n_predictions for s in stats.values())
-        if len(subs) == 1:
-            first, only = next(iter(censuses.values())), next(iter(stats.values()))
+        if len(censuses) == 1:
+            ((sub, only),) = stats.items()
+            found = len(truths.get(sub, ()))
             note["detail"] = (
-                f"{len(first.ranks):,} true pairs found, "
+                f"{found:,} true pairs found, "
                 f"{only.n_unknown_query_predictions:,} predictions for unknown queries"
             )
-    partitions = scoring.partitions or plan.default_partitions(
-        sum(s.n_predictions for s in stats.values()), spark.sparkContext.defaultParallelism
-    )
     return plan.score_rows(
         rows,
         scoring.gt,
-        partitions,
         scoring.curve_points,
         stats,
-        {s: c.ranks for s, c in censuses.items()},
+        truths,
         phases,
         gt_of=scoring.ground_truths,
     )

@@ -1,0 +1,139 @@
+"""Global sort positions by counting: what every partition counts and how the driver adds it.
+
+In the pessimistic order (decreasing score, non-matching pairs first among equal scores)
+the k-th true pair, true pairs taken by decreasing score, sits at global position
+
+    k + (non-matching pairs scoring at least as high as it)
+
+since every true pair ranked before it is one of the k − 1 before it, and every
+non-matching pair of equal score precedes it. So the driver needs, for each distinct true
+score t of a submission, one count: its non-matching pairs with score ≥ t. A partition
+counts its own rows against the sorted true scores (``searchsorted``, then a suffix sum of
+a histogram) and the driver adds the partitions' counts: integers, so the sum, hence every
+position and figure, is the same for any partitioning.
+
+The rank of a true pair behind recall@1/@10 (its query's predictions scoring ≥ it, itself
+excluded) is counted the same way, per query: a row of a query holding true pairs counts
+for each of them whose score it reaches.
+
+Nothing here imports PySpark: ``count_rows`` runs on numpy arrays (the executors call it
+on Arrow batches), ``TrueScores`` is what the driver broadcasts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class TrueScores:
+    """One submission's predicted true pairs, as every partition counts against them.
+
+    ``levels``: float64, the distinct true scores, ascending. ``query``, ``score``: int64 and
+    float64 per true pair, sorted by (query, score). ``groups``: the distinct queries of
+    ``query`` (ascending), ``starts``: where each begins in ``query`` (len(groups) + 1 ends).
+    """
+
+    levels: np.ndarray
+    query: np.ndarray
+    score: np.ndarray
+    groups: np.ndarray
+    starts: np.ndarray
+
+    @classmethod
+    def of(cls, query: np.ndarray, score: np.ndarray) -> TrueScores:
+        query = np.asarray(query, dtype=np.int64)
+        score = np.asarray(score, dtype=np.float64) + 0.0  # -0.0 ties with 0.0
+        order = np.lexsort((score, query))
+        query, score = query[order], score[order]
+        groups, starts = np.unique(query, return_index=True)
+        return cls(
+            levels=np.unique(score),
+            query=query,
+            score=score,
+            groups=groups,
+            starts=np.append(starts, len(query)).astype(np.int64),
+        )
+
+    def __len__(self) -> int:
+        return len(self.query)
+
+
+EMPTY = TrueScores.of(np.zeros(0, dtype=np.int64), np.zeros(0))
+
+
+@dataclass
+class Counts:
+    """What one submission's rows (a partition's, or all partitions' added) count.
+
+    ``misses_ge[i]``: non-matching rows scoring ≥ ``levels[i]``; ``ranks_ge[j]``: rows of
+    true pair j's query scoring ≥ it (itself included); ``n``: rows; ``bottom``: the
+    lowest score (+inf without rows)."""
+
+    n: int
+    bottom: float
+    misses_ge: np.ndarray
+    ranks_ge: np.ndarray
+
+    @classmethod
+    def zero(cls, truth: TrueScores) -> Counts:
+        return cls(
+            0, float("inf"), np.zeros(len(truth.levels), np.int64), np.zeros(len(truth), np.int64)
+        )
+
+    def add(self, other: Counts) -> None:
+        self.n += other.n
+        self.bottom = min(self.bottom, other.bottom)
+        self.misses_ge += other.misses_ge
+        self.ranks_ge += other.ranks_ge
+
+
+def count_rows(
+    truth: TrueScores, query: np.ndarray, label: np.ndarray, score: np.ndarray
+) -> Counts:
+    """The counts of one submission's rows (int64 query codes, bool labels, float64 scores)."""
+    misses = score[~label]
+    # how many levels each miss reaches; a suffix sum turns the histogram into "≥ level i"
+    reached = np.searchsorted(truth.levels, misses, "right")
+    hist = np.bincount(reached, minlength=len(truth.levels) + 1)
+    misses_ge = np.cumsum(hist[::-1])[::-1][1:].astype(np.int64)
+    # + 0.0: a lowest score of -0.0 is reported as 0.0, as the specification does
+    bottom = float(score.min()) + 0.0 if len(score) else float("inf")
+    return Counts(len(score), bottom, misses_ge, _ranks_ge(truth, query, score))
+
+
+def _ranks_ge(truth: TrueScores, query: np.ndarray, score: np.ndarray) -> np.ndarray:
+    """For each true pair, the rows of its query scoring ≥ it."""
+    if not len(truth) or not len(query):
+        return np.zeros(len(truth), dtype=np.int64)
+    g = np.searchsorted(truth.groups, query)
+    g = np.minimum(g, len(truth.groups) - 1)
+    mine = truth.groups[g] == query
+    g, x = g[mine], score[mine]
+    first = truth.starts[g]
+    # true pairs of a query are sorted by score: a row reaches those of its query from the
+    # first up to the last scoring ≤ it; one key orders (query, score) across queries
+    level_of_true = np.searchsorted(truth.levels, truth.score, "left")
+    width = len(truth.levels) + 1
+    true_key = np.searchsorted(truth.groups, truth.query) * width + level_of_true
+    row_key = g * width + np.searchsorted(truth.levels, x, "right") - 1
+    last = np.searchsorted(true_key, row_key, "right")
+    # each row adds one to the range [first, last): a difference array, then a running sum
+    size = len(truth) + 1
+    out = np.bincount(first, minlength=size) - np.bincount(last, minlength=size)
+    return np.cumsum(out)[:-1]
+
+
+def positions(truth: TrueScores, counts: Counts) -> tuple[np.ndarray, np.ndarray]:
+    """(1-based global positions, scores) of the true pairs in the pessimistic order."""
+    scores = np.sort(truth.score)[::-1]
+    k = np.arange(1, len(scores) + 1, dtype=np.int64)
+    level = np.searchsorted(truth.levels, scores, "left")
+    return k + counts.misses_ge[level], scores
+
+
+def ranks(counts: Counts) -> np.ndarray:
+    """Rank (0 = first) of every predicted true pair among its query's predictions."""
+    return counts.ranks_ge - 1
