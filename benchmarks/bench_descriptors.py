@@ -151,6 +151,9 @@ def run_case(folder: Path, case: str, mode: str, amount: int, repeat: int, env, 
                   f"PSS {got['pss_mb']:,.0f} MB, RSS sum {got['rss_mb']:,.0f} MB", flush=True)  # fmt: skip
     ours = pairs_of(runs[OURS][1])
     res["agreement"] = {n: agreement(ours, pairs_of(p)) for n, (_, p) in runs.items() if n != OURS}
+    # each case as soon as it is done: a full-size run takes minutes per contender
+    print(f"bench: {case}: " + json.dumps({n: v.get("micro_ap") for n, v in res.items()})
+          + " " + json.dumps(res["agreement"]), flush=True)  # fmt: skip
     return res
 
 
