@@ -50,7 +50,9 @@ def test_references_above_one_broadcast_copy_run_with_default_settings(tmp_path)
     s = S.flat_searcher(xb, "l2", S.reference_order(rids.astype(str)), S.largest_norm(xb))
     p = S.knn(s, xq, K)
     expected = set(zip(qids[p.query], rids[p.reference], p.score.tolist()))
-    got = pd.read_csv(tmp_path / "out" / "predictions.csv", dtype={"reference_id": str})
+    got = pd.read_csv(
+        tmp_path / "out" / "predictions.csv", dtype={"reference_id": str}, float_precision="round_trip"
+    )
     assert set(zip(got["query_id"], got["reference_id"], got["score"].tolist())) == expected
     gt = load_ground_truth(None, str(tmp_path / "gt.csv"))
     metrics = matching_spec.evaluate(qids[p.query], rids[p.reference], p.score, gt)
