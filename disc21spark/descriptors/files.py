@@ -1,9 +1,9 @@
 """Descriptor files: the ISC2021 HDF5 layout, .npy with a sibling ids file, or Parquet,
 read and written here only, so that the id rules hold for every job.
 
-The reference side (and a background set) is read whole on the driver: the index is
-built there (the query side, read by the executors, is query_side.py). Every check
-names the file and the row or image id.
+This module knows formats, layouts and row checks; the reference side (and a background
+set) is read on the driver by side.py, the query side by the executors (query_side.py).
+Every check names the file and the row or image id.
 """
 
 from __future__ import annotations
@@ -310,101 +310,3 @@ def describe(ids: np.ndarray, row: int, first_row: int = 0) -> str:
     user can look up."""
     n = first_row + row + 1
     return f"row {n} (image '{ids[row]}')" if ids[row] else f"row {n}"
-
-
-@dataclass
-class Side:
-    """A whole descriptor side in memory: references or a background set."""
-
-    ids: np.ndarray  # object array of bare ids
-    vectors: np.ndarray  # float32 [n, d]
-    source: str
-
-
-def side_files(spark: SparkSession, patterns: list[str], side: str) -> list[DescriptorFile]:
-    return [inspect(spark, p, side) for p in expand(patterns, side, spark)]
-
-
-def declared_dim(files: list[DescriptorFile]) -> int | None:
-    """The dimension the metadata announces (HDF5/.npy), before reading any vector."""
-    sized = [f for f in files if f.fmt != "parquet" and f.rows > 0]
-    return sized[0].dim if sized and len(sized) == len(files) else None
-
-
-def read_side(
-    spark: SparkSession,
-    patterns: list[str],
-    side: str,
-    max_dim: int,
-    files: list[DescriptorFile] | None = None,
-) -> Side:
-    """Read every file of a side on the driver, checked: dimensions, values, ids."""
-    files = files if files is not None else side_files(spark, patterns, side)
-    all_ids, all_vectors, origin = [], [], []
-    dim = None
-    for f in files:
-        if f.fmt == "parquet":
-            ids, vectors = _read_parquet_side(spark, f)
-        else:
-            ids, vectors = read_block(f, 0, f.rows)
-        if len(vectors) == 0:
-            continue
-        if dim is None:
-            dim = vectors.shape[1]
-            if dim > max_dim:
-                raise InputError(f.path, f"{dim} dimensions, more than --max-dim {max_dim}")
-        problem = first_problem(ids, vectors, dim)
-        if problem:
-            row, reason = problem
-            raise InputError(f.path, reason, describe(ids, row))
-        all_ids.append(ids)
-        all_vectors.append(vectors)
-        origin.append(np.full(len(ids), len(origin)))
-    source = ", ".join(f.path for f in files)
-    if not all_ids:
-        raise InputError(source, f"the {side} side has no descriptors")
-    ids = np.concatenate(all_ids)
-    _check_unique(ids, [files[i].path for i in np.concatenate(origin)], side)
-    # one file (the usual case) is not copied: 200 MB of page faults saved
-    vectors = all_vectors[0] if len(all_vectors) == 1 else np.vstack(all_vectors)
-    return Side(ids, np.ascontiguousarray(vectors), source)
-
-
-def _check_unique(ids: np.ndarray, file_of_row: list[str], side: str) -> None:
-    uniq, first, counts = np.unique(ids.astype(str), return_index=True, return_counts=True)
-    if (counts > 1).any():
-        dup = uniq[counts > 1][0]
-        rows = np.nonzero(ids.astype(str) == dup)[0]
-        raise InputError(
-            file_of_row[rows[1]],
-            f"image id '{dup}' appears {len(rows)} times in the {side} descriptors",
-        )
-
-
-def _read_parquet_side(spark: SparkSession, f: DescriptorFile) -> tuple[np.ndarray, np.ndarray]:
-    table = (
-        spark.read.parquet(f.path)
-        .select(
-            F.col(f.id_column).alias("id"),
-            F.col(f.vector_column).cast("array<float>").alias("vector"),
-            F.size(f.vector_column).alias("size"),
-        )
-        .toArrow()
-    )
-    ids = bare_ids(i or "" for i in table.column("id").to_pylist())
-    if len(ids) == 0:
-        return ids, np.zeros((0, 0), np.float32)
-    sizes = table.column("size").to_numpy()
-    if (sizes < 0).any():  # Spark's size of a null array
-        raise InputError(f.path, "missing vector", describe(ids, int(np.argmax(sizes < 0))))
-    if (sizes != sizes[0]).any():
-        row = int(np.argmax(sizes != sizes[0]))
-        raise InputError(
-            f.path, f"vector of {sizes[row]} values, expected {sizes[0]}", describe(ids, row)
-        )
-    values = table.column("vector").combine_chunks()
-    flat = values.flatten().to_numpy(zero_copy_only=False)
-    vectors = np.asarray(flat, dtype=np.float32).reshape(len(ids), int(sizes[0]))
-    # nulls inside a vector become NaN and are reported by first_problem
-    return ids, vectors
-

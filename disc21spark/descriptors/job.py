@@ -1,14 +1,20 @@
 """The descriptor-track job: read → check → index → search → score → report.
 
-Queries are searched against the references on the executors (search_plan.py); the
-resulting pairs go through the matching track's scorer unchanged.
+Queries are searched against the references on the executors (plan.py, shipping.py);
+the resulting pairs go through the matching track's scorer unchanged. The reference and
+background vectors are written once to a folder on the driver's disk (the job's index
+folder, under TMPDIR), removed when the job ends.
 """
 
 from __future__ import annotations
 
+import shutil
+import tempfile
+import uuid
 from argparse import Namespace
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 from pyspark import StorageLevel
@@ -20,9 +26,9 @@ from disc21spark.core.errors import InputError, first_line
 from disc21spark.core.output import check_writable
 from disc21spark.core.phases import Phases
 from disc21spark.core.runner import BaseJob, job_fields
-from disc21spark.descriptors import files as descriptor_files
 from disc21spark.descriptors import plan as descriptor_plan
-from disc21spark.descriptors import query_side
+from disc21spark.descriptors import query_side, shipping
+from disc21spark.descriptors import side as descriptor_side
 from disc21spark.descriptors import spec as descriptor_spec
 from disc21spark.matching import report
 from disc21spark.matching.ground_truth import ground_truth_phase
@@ -100,12 +106,16 @@ class SearchOutcome:
     n_references: int
     dim: int
     shards: int
-    broadcast_bytes: int
+    broadcast_bytes: int  # 0 when the index travels as files
+    transport: str  # "files" or "broadcast"
     cached: list = field(default_factory=list)
+    folder: Path | None = None  # the job's index folder on the driver
 
     def release(self) -> None:
         for frame in self.cached:
             frame.unpersist()
+        if self.folder is not None:
+            shutil.rmtree(self.folder, ignore_errors=True)
 
 
 def _prepare_queries(
@@ -133,16 +143,26 @@ def _prepare_queries(
 
 
 def search_pairs(spark: SparkSession, job: DescriptorJob, phases: Phases) -> SearchOutcome:
-    """The pairs of the descriptor track, on Spark, before scoring."""
-    ref_files = descriptor_files.side_files(spark, job.reference_descriptors, "reference")
-    dim = descriptor_files.declared_dim(ref_files)
+    """The pairs of the descriptor track, on Spark, before scoring; the caller releases
+    the outcome (its cached frames and its index folder)."""
+    folder = Path(tempfile.mkdtemp(prefix="disc21spark-index-"))
+    try:
+        return _search_pairs(spark, job, phases, folder)
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+
+
+def _search_pairs(spark: SparkSession, job: DescriptorJob, phases: Phases, folder: Path):
+    ref_files = descriptor_side.side_files(spark, job.reference_descriptors, "reference")
+    dim = descriptor_side.declared_dim(ref_files)
     pool = ThreadPoolExecutor(max_workers=1)
     early = None
     if dim is not None and dim <= job.max_dim:
         # the executors read the queries while the driver reads the references
         early = pool.submit(_prepare_queries, spark, job, dim, phases)
     try:
-        refs, background, train = _read_references(spark, job, ref_files, phases)
+        refs, background, train = _read_references(spark, job, ref_files, phases, folder)
         dim = refs.vectors.shape[1]
         shipped, bg_shipped = _ship_indexes(spark, job, refs, background, train, phases)
     except BaseException:
@@ -152,7 +172,9 @@ def search_pairs(spark: SparkSession, job: DescriptorJob, phases: Phases) -> Sea
     finally:
         pool.shutdown(wait=False)
     queries, n_queries = early.result() if early else _prepare_queries(spark, job, dim, phases)
-    shards, size = len(shipped), sum(s.size for s in shipped)
+    shards = len(shipped)
+    files = isinstance(shipped[0], shipping.FileShard)
+    size = 0 if files else sum(s.size for s in shipped)
     cached = [queries]
     with phases.phase("search") as note:
         pairs = descriptor_plan.candidate_pairs(queries, shipped, bg_shipped, job.spec)
@@ -166,7 +188,10 @@ def search_pairs(spark: SparkSession, job: DescriptorJob, phases: Phases) -> Sea
         note["rows"] = pairs.count()
         mode = f"kNN {job.knn}" if job.knn is not None else f"max-results {job.max_results:,}"
         note["detail"] = mode
-    return SearchOutcome(pairs, n_queries, len(refs.ids), dim, shards, size, cached)
+    transport = "files" if files else "broadcast"
+    return SearchOutcome(
+        pairs, n_queries, len(refs.ids), dim, shards, size, transport, cached, folder
+    )
 
 
 def _settle(future) -> None:
@@ -178,19 +203,23 @@ def _settle(future) -> None:
     queries.unpersist()
 
 
-def _read_references(spark, job: DescriptorJob, files, phases: Phases):
+def _read_references(spark, job: DescriptorJob, files, phases: Phases, folder: Path):
+    """References and background stored in ``folder`` (their files may travel to the
+    executors), the training set in memory (only the driver reads it)."""
+    read = partial(descriptor_side.read_side, spark, max_dim=job.max_dim)
+    token = uuid.uuid4().hex  # file names unique in the session: addFile keys them by name
     with phases.phase("references") as note:
-        refs = descriptor_files.read_side(
-            spark, job.reference_descriptors, "reference", job.max_dim, files
+        refs = read(
+            job.reference_descriptors, "reference", files=files, store=folder / f"{token}-r.f32"
         )
         dim = refs.vectors.shape[1]
         background = None
         if job.score_norm:
-            background = descriptor_files.read_side(spark, job.score_norm, "background", job.max_dim)
+            background = read(job.score_norm, "background", store=folder / f"{token}-b.f32")
             _same_dim(background, dim, "background")
         train = background
         if job.train_descriptors:
-            train = descriptor_files.read_side(spark, job.train_descriptors, "training", job.max_dim)
+            train = read(job.train_descriptors, "training")
             _same_dim(train, dim, "training")
         note["rows"] = len(refs.ids)
         note["detail"] = f"{dim} dimensions"
@@ -198,8 +227,9 @@ def _read_references(spark, job: DescriptorJob, files, phases: Phases):
 
 
 def _ship_indexes(spark, job: DescriptorJob, refs, background, train, phases: Phases):
-    """Build the index (trained on ``train`` when it needs training) and broadcast it,
-    in shards when it is larger than --broadcast-limit; the background set too."""
+    """Build the index (trained on ``train`` when it needs training) and ship it, in
+    shards when it is larger than --broadcast-limit (or, broadcast, than the driver's
+    heap allows); the background set too."""
     with phases.phase("index") as note:
         try:
             shipped, bg_shipped = _build_and_ship(spark, job, refs, background, train, note)
@@ -210,7 +240,7 @@ def _ship_indexes(spark, job: DescriptorJob, refs, background, train, phases: Ph
     return shipped, bg_shipped
 
 
-def _same_dim(side: descriptor_files.Side, dim: int, name: str) -> None:
+def _same_dim(side: descriptor_side.Side, dim: int, name: str) -> None:
     if side.vectors.shape[1] != dim:
         raise InputError(
             side.source,
@@ -219,31 +249,26 @@ def _same_dim(side: descriptor_files.Side, dim: int, name: str) -> None:
 
 
 def _build_and_ship(spark, job: DescriptorJob, refs, background, train, note: dict):
-    """The trained empty index, then one broadcast per shard (and the background)."""
+    """The trained empty index, then the shards (and the background, whole)."""
     empty = descriptor_spec.build_index(job.index, job.metric, (train or refs).vectors, job.nprobe)
     if job.knn is None and not descriptor_spec.is_flat(empty):
         _check_range_search(empty, refs.vectors, job.index)
+    limit, setting = shipping.shard_limit(spark, empty, job.broadcast_limit)
     try:
-        shards = descriptor_plan.shard_count(empty, refs.vectors, job.broadcast_limit)
+        shards = shipping.shard_count(empty, refs.vectors, limit)
     except ValueError as exc:
-        raise InputError(f"--broadcast-limit {job.broadcast_limit}", str(exc)) from None
-    ref_ids = refs.ids.astype(str)
-    ranks = descriptor_spec.reference_order(ref_ids)
-    bounds = [round(i * len(refs.ids) / shards) for i in range(shards + 1)]
-    shipped = [
-        descriptor_plan.ship(spark, empty, refs.vectors[a:b], job.metric, ranks[a:b], ref_ids[a:b])
-        for a, b in zip(bounds[:-1], bounds[1:])
-    ]
+        raise InputError(setting, str(exc)) from None
+    ranks = descriptor_spec.reference_order(refs.ids.astype(str))
+    shipped = shipping.ship(spark, empty, refs, job.metric, ranks, shards)
     bg_shipped = None
     if background is not None:
         bg_ranks = descriptor_spec.reference_order(background.ids.astype(str))
-        bg_shipped = descriptor_plan.ship(
-            spark, empty, background.vectors, job.metric, bg_ranks, background.ids.astype(str)
-        )
+        (bg_shipped,) = shipping.ship(spark, empty, background, job.metric, bg_ranks, 1)
     size = sum(s.size for s in shipped)
+    how = "as files" if isinstance(shipped[0], shipping.FileShard) else "broadcast"
     note["rows"] = len(refs.ids)
     note["detail"] = (
-        f"{job.index} {job.metric}, {shards} shard(s), {size / 2**20:,.1f} MiB broadcast"
+        f"{job.index} {job.metric}, {shards} shard(s), {size / 2**20:,.1f} MiB {how}"
     )
     return shipped, bg_shipped
 
@@ -315,6 +340,7 @@ def _run_inputs(job: DescriptorJob, outcome: SearchOutcome) -> dict:
         "n_references": outcome.n_references,
         "dimensions": outcome.dim,
         "reference_shards": outcome.shards,
+        "index_transport": outcome.transport,
         "broadcast_bytes": outcome.broadcast_bytes,
     }
 

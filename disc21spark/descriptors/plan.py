@@ -1,22 +1,21 @@
-"""The distributed search: the reference index broadcast to the executors, each query
-partition turned into candidate pairs, then one global cut for --max-results.
+"""The distributed search: each query partition searched against every shard of the
+reference index (shipping.py brings them to the executors) and turned into candidate
+pairs, then one global cut for --max-results.
 
-The per-partition work is search.py's (the single-machine code); this module only
-moves it onto Spark: which bytes are broadcast, how partitions are searched, and how
-the global top N is found without collecting the pairs.
+The per-partition work is spec.py's (the single-machine code); this module only moves
+it onto Spark: how partitions are searched, and how the global top N is found without
+collecting the pairs.
 """
 
 from __future__ import annotations
 
 import math
-import uuid
 from dataclasses import dataclass
 from functools import partial
 
 import numpy as np
 import pyarrow as pa
-from pyspark import Broadcast
-from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -24,6 +23,7 @@ from disc21spark.core import faults
 from disc21spark.core.spark import union_all
 from disc21spark.descriptors import spec as descriptor_spec
 from disc21spark.descriptors.query_side import vectors_of
+from disc21spark.descriptors.shipping import Shard, searcher_of
 
 PAIR_SCHEMA = T.StructType(
     [
@@ -36,13 +36,6 @@ PAIR_SCHEMA = T.StructType(
 )
 SKETCH_POINTS = 1024  # sampled ranks per partition for the global cut's bound
 
-# Per Python worker and per role (the reference index or shard, the background set):
-# the searcher in use and its token. Spark reuses workers between tasks, so a worker
-# loads an index once, not once per task; a worker that moves on to another shard drops
-# the previous one, so a sharded search holds one shard per worker, not all of them.
-_SEARCHERS: dict[str, tuple[str, descriptor_spec.Searcher]] = {}
-
-
 @dataclass(frozen=True)
 class SearchSpec:
     metric: str
@@ -50,52 +43,6 @@ class SearchSpec:
     max_results: int
     norm: tuple[int, int, float] | None = None  # first, last neighbour, weight
     block_rows: int = 16384  # at most this many queries searched at a time in a task
-
-
-@dataclass(frozen=True)
-class Shipped:
-    """An index on its way to the executors: a token and a broadcast of its content."""
-
-    token: str
-    payload: Broadcast  # (kind, (vectors, max norm) or index bytes, metric, ranks, ids)
-    size: int  # bytes broadcast
-
-
-def ship(
-    spark: SparkSession,
-    empty,
-    vectors: np.ndarray,
-    metric: str,
-    ranks: np.ndarray,
-    ids: np.ndarray,
-) -> Shipped:
-    """Broadcast ``vectors`` indexed as ``empty`` (a trained, empty index): a flat index
-    travels as the float32 array itself, any other as FAISS's serialised bytes."""
-    if descriptor_spec.is_flat(empty):
-        content = np.ascontiguousarray(vectors, dtype=np.float32)
-        payload = ("vectors", (content, descriptor_spec.largest_norm(content)), metric, ranks, ids)
-        size = content.nbytes
-    else:
-        blob = descriptor_spec.serialize(descriptor_spec.filled(empty, vectors))
-        payload = ("faiss", blob, metric, ranks, ids)
-        size = len(blob)
-    return Shipped(uuid.uuid4().hex, spark.sparkContext.broadcast(payload), size)
-
-
-def _searcher(shipped: Shipped, role: str) -> descriptor_spec.Searcher:
-    held = _SEARCHERS.get(role)
-    if held is not None and held[0] == shipped.token:
-        return held[1]
-    _SEARCHERS.pop(role, None)  # free the previous one before loading the next
-    kind, content, metric, ranks, ids = shipped.payload.value
-    if kind == "vectors":
-        vectors, max_norm = content
-        s = descriptor_spec.flat_searcher(vectors, metric, ranks, max_norm)
-    else:
-        s = descriptor_spec.searcher(content, metric, ranks)
-    s.ids = ids  # the pairs leave the worker with their reference ids: no join later
-    _SEARCHERS[role] = (shipped.token, s)
-    return s
 
 
 def _pairs_batch(ids: np.ndarray, qpos: np.ndarray, p: descriptor_spec.Pairs, s):
@@ -111,7 +58,7 @@ def _pairs_batch(ids: np.ndarray, qpos: np.ndarray, p: descriptor_spec.Pairs, s)
     )
 
 
-def _search_partition(batches, index: Shipped, background: Shipped | None, spec: SearchSpec):
+def _search_partition(batches, index: Shard, background: Shard | None, spec: SearchSpec):
     import faiss
     from pyspark import TaskContext
 
@@ -129,8 +76,8 @@ def _search_partition(batches, index: Shipped, background: Shipped | None, spec:
     ids, qpos = np.concatenate(ids_parts), np.concatenate(pos_parts)
     xq = np.ascontiguousarray(np.vstack(vec_parts))
     del vec_parts
-    s = _searcher(index, "index")
-    bg = _searcher(background, "background") if background is not None else None
+    s = searcher_of(index, "index")
+    bg = searcher_of(background, "background") if background is not None else None
     best = descriptor_spec.Pairs.empty()
     # blocks of equal size: a tiny last block would make the bounded search's kNN deep
     n_blocks = -(-len(xq) // spec.block_rows)
@@ -155,7 +102,7 @@ def _search_partition(batches, index: Shipped, background: Shipped | None, spec:
 
 
 def candidate_pairs(
-    queries: DataFrame, shards: list[Shipped], background: Shipped | None, spec: SearchSpec
+    queries: DataFrame, shards: list[Shard], background: Shard | None, spec: SearchSpec
 ) -> DataFrame:
     """Each (query partition, shard) searched on the executors: for kNN the K best
     references per query and shard, for max-results the partition's best N pairs."""
@@ -255,21 +202,3 @@ def global_cut(pairs: DataFrame, n: int, points: int = SKETCH_POINTS) -> DataFra
     q, r, s = F.col("query_id"), F.col("rrank"), F.col("score")
     within = (q < F.lit(cq)) | ((q == F.lit(cq)) & (r <= F.lit(cr)))
     return pairs.where((s > cut) | ((s == cut) & within))
-
-
-def shard_count(empty_index, vectors: np.ndarray, limit: int) -> int:
-    """How many shards keep each broadcast under ``limit`` bytes."""
-    n = len(vectors)
-    if descriptor_spec.is_flat(empty_index):
-        base, per_vector = 0, vectors.shape[1] * 4.0
-    else:
-        base = len(descriptor_spec.serialize(empty_index))
-        m = min(n, 4096)
-        probe = len(descriptor_spec.serialize(descriptor_spec.filled(empty_index, vectors[:m])))
-        per_vector = (probe - base) / max(m, 1)
-    room = limit - base
-    if room < per_vector:
-        raise ValueError(
-            f"{limit:,} bytes cannot hold even one reference ({per_vector:,.0f} bytes)"
-        )
-    return max(1, math.ceil(n * per_vector / room))
