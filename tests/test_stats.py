@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from disc21spark.matching import spec as matching_spec
-from disc21spark.stats import spec
-from disc21spark.stats.model import Resampling
+from disc21spark.stats import compare, spec
+from disc21spark.stats.model import Resampling, Uncertainty
 from disc21spark.stats.weights import THRESHOLDS, poisson_weights, query_keys
 from tests.test_scoring_spark import make_gt, random_submission
 
@@ -154,3 +154,44 @@ def test_intervals_do_not_depend_on_row_order(seed, n):
     assert first.to_dict() == again.to_dict()
     for name, values in first.replicates.items():
         assert values.tobytes() == again.replicates[name].tobytes()
+
+
+def uncertain(micro_ap: list[float], optimistic: float = 0.5) -> Uncertainty:
+    values = np.array(micro_ap, dtype=np.float64)
+    found = {name: values for name in ("micro_ap", "recall_at_p90", "recall_at_rank1", "recall_at_rank10")}
+    return Uncertainty(Resampling(len(values), 0.95, 0), found, optimistic)
+
+
+def test_paired_comparison_by_hand():
+    # differences 0.1, 0, -0.1, 0.4: one flip and one tie (half a flip) of 4
+    n = compare.compare(uncertain([0.5, 0.6, 0.4, 0.7]), uncertain([0.4, 0.6, 0.5, 0.3]), 0.05)
+    assert n.flip_share == 0.375
+    assert n.p_value == (1 + 2) / (1 + 4)
+    d = np.array([0.5, 0.6, 0.4, 0.7]) - np.array([0.4, 0.6, 0.5, 0.3])
+    assert (n.low, n.high) == tuple(np.quantile(d, [0.025, 0.975]))
+    assert compare.compare(None, uncertain([0.1]), 0.0).p_value is None
+
+
+def test_holm_and_tiers_by_hand():
+    # p 0.01, 0.04, 0.03 (m = 3): 3·0.01 = 0.03, then max(0.03, 2·0.03) = 0.06, then
+    # max(0.06, 1·0.04) = 0.06
+    assert compare.holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
+    pairs = [compare.Neighbour(0.1, None, None, None, p, a)
+             for p, a in zip([0.01, 0.04, 0.03], [0.03, 0.06, 0.06])]  # fmt: skip
+    assert compare.tiers(pairs, 0.95) == [1, 2, 2, 2]
+    assert compare.tiers(pairs, 0.9) == [1, 2, 3, 4]  # α = 0.1: every pair separates
+
+
+def test_tie_flags_by_hand():
+    # board: a (0.6), b (0.5), c (0.4); with optimistic ties b jumps to 0.7
+    keys = [(-0.6, -1.0, "a"), (-0.5, -1.0, "b"), (-0.4, -1.0, "c")]
+    assert compare.optimistic_places(keys, [0.6, 0.7, 0.4]) == [2, 1, 3]
+    found = [uncertain([0.6, 0.6], 0.6), uncertain([0.5, 0.5], 0.7), uncertain([0.4, 0.3], 0.4)]
+    columns = compare.board_columns([0.6, 0.5, 0.4], keys, found)
+    assert [c["tie_sensitive"] for c in columns] == [True, True, False]
+    assert [c["place_optimistic"] for c in columns] == [2, 1, 3]
+    assert columns[0]["next_flip_share"] == 0.0 and columns[2]["next_difference"] is None
+    # a submission without the figure (a leaderboard of an older run): no flag at all
+    columns = compare.board_columns([0.6, 0.5, 0.4], keys, [*found[:2], None])
+    assert [c["tie_sensitive"] for c in columns] == [None, None, None]
+    assert columns[1]["next_p_adjusted"] is None and columns[1]["tier"] == columns[2]["tier"]
