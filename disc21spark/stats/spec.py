@@ -113,20 +113,40 @@ RANKS = {"recall_at_rank1": 1, "recall_at_rank10": 10}
 def replicates(c: Counts) -> dict[str, np.ndarray]:
     """float64 (B,) per statistic (model.STATISTICS): the figure in each resample."""
     total = c.positives.astype(np.float64)
+    k_end = np.cumsum(c.hits, axis=0)
+    n_end = np.cumsum(c.misses, axis=0) + k_end
+    # only (level, resample) entries holding true positives add terms: visited sparsely,
+    # and each resample's terms added by bincount, in one fixed order
+    level, column = np.nonzero(c.hits)
+    k = k_end[level, column].astype(np.float64)
+    n = n_end[level, column].astype(np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
-        k_end = np.cumsum(c.hits, axis=0)
-        n_end = np.cumsum(c.misses, axis=0) + k_end
-        ap = np.zeros(total.shape)
-        for j in range(int(c.hits.max(initial=0))):
-            k, n = (k_end - j).astype(np.float64), (n_end - j).astype(np.float64)
-            terms = (k / total - (k - 1) / total) * (k / n)
-            ap += np.where(c.hits > j, terms, 0.0).sum(axis=0)
-        reached = (c.hits > 0) & (k_end / np.maximum(n_end, 1) >= REQUIRED_PRECISION)
-        r90 = np.where(reached, k_end, 0).max(axis=0, initial=0) / total
-        out = {"micro_ap": ap, "recall_at_p90": r90}
+        reached = k / n >= REQUIRED_PRECISION
+        best = np.zeros(c.hits.shape, dtype=np.int64)
+        best[level[reached], column[reached]] = k_end[level[reached], column[reached]]
+        out = {
+            "micro_ap": _micro_ap(c.hits[level, column], k, n, column, total),
+            "recall_at_p90": best.max(axis=0, initial=0) / total,
+        }
         out.update({name: c.found[k] / total for name, k in RANKS.items()})
     none = c.positives == 0
     return {name: np.where(none, np.nan, v) for name, v in out.items()}
+
+
+def _micro_ap(
+    hits: np.ndarray, k: np.ndarray, n: np.ndarray, column: np.ndarray, total: np.ndarray
+) -> np.ndarray:
+    """Σ per resample of the terms of every true positive: entry e (one level in one
+    resample) holds hits[e] of them, at (k − j, n − j), j = 0 … hits[e] − 1."""
+    ap = np.zeros(len(total))
+    j = 0
+    while k.size:
+        p = total[column]
+        ap += np.bincount(column, weights=(k / p - (k - 1) / p) * (k / n), minlength=len(total))
+        j += 1
+        more = hits > j
+        hits, k, n, column = hits[more], k[more] - 1, n[more] - 1, column[more]
+    return ap
 
 
 def micro_ap_of_levels(hits: np.ndarray, misses: np.ndarray, n_positives: int) -> float:
@@ -177,15 +197,19 @@ def uncertainty_of(
     keys, scores, ranks = true_pairs
     t = len(levels)
     level = buckets(levels, scores)
-
-    def weigh(bucket: np.ndarray, at: np.ndarray, n: int) -> np.ndarray:
-        return weighted_counts(bucket, at, np.zeros(len(at), dtype=bool), n, r)
-
+    # one weighing for all the true pairs' counts (rows: the T levels, then rank < 1, rank
+    # < 10, the ground truth's positives), so each query's weights are drawn once
+    ks = list(RANKS.values())
+    rows = t + len(ks)  # the positives' row; one more: left out
+    found = [np.where(ranks < k, t + i, rows + 1) for i, k in enumerate(ks)]
+    bucket = np.concatenate([level, *found, np.full(len(positive_keys), rows)])
+    at = np.concatenate([keys, *([keys] * len(ks)), positive_keys])
+    weighed = weighted_counts(bucket, at, np.zeros(len(at), dtype=bool), rows + 1, r)
     counts = Counts(
         misses=misses,
-        hits=weigh(level, keys, t),
-        found={k: weigh(np.where(ranks < k, 0, 1), keys, 1)[0] for k in RANKS.values()},
-        positives=weigh(np.zeros(len(positive_keys), dtype=np.int64), positive_keys, 1)[0],
+        hits=weighed[:t],
+        found={k: weighed[t + i] for i, k in enumerate(ks)},
+        positives=weighed[rows],
     )
     hits = np.bincount(level, minlength=t)
     return Uncertainty(
