@@ -91,3 +91,38 @@ def test_metrics_json_holds_the_intervals(tmp_path):
     assert low <= metrics.micro_ap <= high
     assert doc["bootstrap"]["resamples"] == 40 and doc["run"]["seed"] == 2
     assert doc["micro_ap_optimistic"] >= doc["micro_ap"]
+
+
+def test_previous_run_keeps_intervals_and_tiers(spark, tmp_path):
+    gt = make_gt(40, 25)
+    truth = gt_csv(tmp_path / "gt.csv", gt)
+    for i in range(3):
+        frame = random_submission(np.random.default_rng(200 + i), gt, 120, 13)
+        frame.to_csv(tmp_path / f"team{i}.csv", index=False)
+    common = dict(max_results=0, resamples=50, confidence=0.95, seed=4)
+    first = pool_job.PoolJob(str(truth), [str(tmp_path / "team*.csv")], str(tmp_path / "a"), **common)
+    pool_job.run(spark, first)
+    again = pool_job.PoolJob(str(truth), [str(tmp_path / "team*.csv")], str(tmp_path / "b"),
+                             previous=str(tmp_path / "a"), **common)  # fmt: skip
+    result = pool_job.run(spark, again)
+    assert all(s.reused for s in result.submissions)
+    rows = [json.loads((tmp_path / d / "leaderboard.json").read_text())["submissions"] for d in "ab"]
+    for old, new in zip(*rows):
+        assert {k: v for k, v in old.items() if k != "reused"} == {
+            k: v for k, v in new.items() if k != "reused"
+        }
+    assert rows[0][0]["tier"] == 1 and rows[0][0]["micro_ap_low"] is not None
+
+
+def test_bad_bootstrap_options_are_one_line(tmp_path):
+    import subprocess
+    import sys
+
+    from tests.conftest import cli_env
+
+    base = [sys.executable, "-m", "disc21spark", "evaluate", "--ground-truth", "gt.csv",
+            "--predictions", "p.csv", "--output", str(tmp_path / "o")]  # fmt: skip
+    for extra in (["--confidence", "1.5"], ["--resamples", "-1"], ["--bootstrap", "-2"]):
+        proc = subprocess.run(base + extra, capture_output=True, text=True, env=cli_env())
+        assert proc.returncode == 2
+        assert proc.stderr.splitlines()[-1].endswith("--confidence between 0 and 1")
