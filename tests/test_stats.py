@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from disc21spark.matching import spec as matching_spec
+from disc21spark.ranks.spec import holm
 from disc21spark.stats import compare, spec
 from disc21spark.stats.model import Resampling, Uncertainty
 from disc21spark.stats.weights import THRESHOLDS, poisson_weights, query_keys
@@ -175,7 +176,7 @@ def test_paired_comparison_by_hand():
 def test_holm_and_tiers_by_hand():
     # p 0.01, 0.04, 0.03 (m = 3): 3·0.01 = 0.03, then max(0.03, 2·0.03) = 0.06, then
     # max(0.06, 1·0.04) = 0.06
-    assert compare.holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
+    assert holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
     pairs = [compare.Neighbour(0.1, None, None, None, p, a)
              for p, a in zip([0.01, 0.04, 0.03], [0.03, 0.06, 0.06])]  # fmt: skip
     assert compare.tiers(pairs, 0.95) == [1, 2, 2, 2]

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from disc21spark.ranks.spec import holm  # one Holm adjustment for every comparison
 from disc21spark.stats.model import STATISTICS, Uncertainty
 
 
@@ -46,18 +47,6 @@ def compare(above: Uncertainty | None, below: Uncertainty | None, diff: float) -
     flips = (np.count_nonzero(d < 0) + 0.5 * np.count_nonzero(d == 0)) / d.size
     p = (1 + np.count_nonzero(d <= 0)) / (1 + d.size)
     return Neighbour(diff, float(low), float(high), float(flips), float(p))
-
-
-def holm(p_values: list[float]) -> list[float]:
-    """Holm's step-down adjusted p-values, in the given order."""
-    m = len(p_values)
-    order = np.argsort(p_values, kind="stable")
-    adjusted = np.empty(m)
-    running = 0.0
-    for step, i in enumerate(order):
-        running = max(running, min(1.0, (m - step) * p_values[i]))
-        adjusted[i] = running
-    return [float(a) for a in adjusted]
 
 
 def neighbours(points: list[float], found: list[Uncertainty | None]) -> list[Neighbour]:
