@@ -55,7 +55,9 @@ def measure(
     true = _true_pairs(rows, subs)
     levels = {s: spec.levels_of(true[s][1]) for s in subs}
     counts = _miss_counts(spark, rows, levels, keys, r)
-    ranks = _ranks(spark, rows, true)
+    # the ranks only weigh in the resamples' recall@k: no join without resamples
+    unranked = {s: np.zeros(len(true[s][0]), np.int64) for s in subs}
+    ranks = _ranks(spark, rows, true) if r.resamples else unranked
     positives = spec.positive_keys(gt, r.seed)
     out = {}
     for s in subs:
