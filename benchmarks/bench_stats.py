@@ -3,6 +3,7 @@ without 1,000 bootstrap resamples, on the in-process engine and on Spark, interl
 medians of N (the wall time of the whole command, start-up included).
 
     BENCH_STATS_ROWS=500000 BENCH_STATS_RESAMPLES=1000 BENCH_REPEAT=3
+    BENCH_STATS_ENGINES=local,spark   (local alone starts no JVM)
 
 The goal (issue 24): the run with 1,000 resamples at most triple the in-process run
 without them.
@@ -22,6 +23,7 @@ def main() -> None:
     rows = int(os.environ.get("BENCH_STATS_ROWS", 500_000))
     resamples = int(os.environ.get("BENCH_STATS_RESAMPLES", 1000))
     repeat = int(os.environ.get("BENCH_REPEAT", 3))
+    engines = os.environ.get("BENCH_STATS_ENGINES", "local,spark").split(",")
     env = spark_env()
     data = RESULTS / "data" / f"stats_{rows}.csv"
     if not data.exists():
@@ -35,8 +37,9 @@ def main() -> None:
         (engine, n): [sys.executable, "-m", "disc21spark", "evaluate", "--ground-truth", str(GT),
                       "--predictions", str(data), "--output", str(RESULTS / f"stats_{engine}_{n}"),
                       "--overwrite", "--engine", engine, "--resamples", str(n), "--quiet"]
-        for engine in ("local", "spark")
+        for engine in ["local", *engines]  # the in-process run without resamples: the base
         for n in (0, resamples)
+        if engine in engines or n == 0
     }  # fmt: skip
     times: dict = {key: [] for key in runs}
     peaks: dict = {key: [] for key in runs}
@@ -56,7 +59,7 @@ def main() -> None:
         median = statistics.median(values)
         lines.append(f"| {engine} | {n:,} | {median:.2f} | {median / base:.2f} | "
                      f"{statistics.median(peaks[(engine, n)]):.0f} |")  # fmt: skip
-    report("stats", lines, {f"{e}_{n}": v for (e, n), v in times.items()})
+    report("stats_" + "_".join(engines), lines, {f"{e}_{n}": v for (e, n), v in times.items()})
 
 
 if __name__ == "__main__":
