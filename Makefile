@@ -28,6 +28,10 @@ $(VENV)/.installed: setup.cfg pyproject.toml
 demo: venv
 	$(BIN)/python -m disc21spark.testing.synth --ground-truth $(GT) --output demo/predictions.csv --predictions 200000 --seed 21
 	$(SUBMIT) jobs/evaluate.py --ground-truth $(GT) --predictions demo/predictions.csv --output demo/out --overwrite
+	for s in 31 32 33 34 35; do $(BIN)/python -m disc21spark.testing.synth --ground-truth $(GT) \
+	    --output demo/pool/team$$s.csv --predictions 100000 --seed $$s || exit 1; done
+	head -n 50001 demo/pool/team31.csv > demo/pool/half31.csv  # a team that answered half the queries
+	$(SUBMIT) jobs/evaluate.py --ground-truth $(GT) --predictions 'demo/pool/*.csv' --output demo/pool_out --overwrite
 	$(BIN)/python -m disc21spark.testing.synth --ground-truth $(GT) --descriptors demo/descriptors --references 50000 --dim 64 --noise 1.2 --seed 21
 	$(SUBMIT) jobs/evaluate.py --ground-truth $(GT) --query-descriptors demo/descriptors/queries.h5 \
 	    --reference-descriptors demo/descriptors/references.h5 --output demo/out_descriptors --overwrite
@@ -84,6 +88,7 @@ bench: venv
 	$(BIN)/python benchmarks/bench_pool.py
 	$(BIN)/python benchmarks/bench_queries.py
 	$(BIN)/python benchmarks/bench_ranks.py
+	$(BIN)/python benchmarks/bench_stats.py
 	@if [ -n "$(BENCH_LARGE)" ]; then $(BIN)/python benchmarks/bench_soak.py; fi
 
 # the wheel and dist/disc21spark-env.tar.gz, the executors' Python environment (README: On a cluster)

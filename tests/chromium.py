@@ -116,10 +116,12 @@ class Browser:
         return result["result"].get("value")
 
     def click(self, selector: str) -> None:
-        """A real mouse click (pressed and released) at the centre of the element."""
+        """A real mouse click (pressed and released) at the centre of the element, scrolled
+        into view first as a person would (a wide table runs past the window)."""
         box = self.evaluate(
-            f"(function(){{var r=document.querySelector({json.dumps(selector)})"
-            ".getBoundingClientRect();return [r.left+r.width/2,r.top+r.height/2];})()"
+            f"(function(){{var e=document.querySelector({json.dumps(selector)});"
+            "e.scrollIntoView({block:'center',inline:'center'});var r=e.getBoundingClientRect();"
+            "return [r.left+r.width/2,r.top+r.height/2];})()"
         )
         x, y = box
         for kind in ("mousePressed", "mouseReleased"):

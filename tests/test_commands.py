@@ -32,7 +32,7 @@ TYPES = {
     "score_norm_neighbors": config.parse_span, "query_partitions": int, "seed": int,
     "width": int, "height": int, "queries_per_test": int, "distractors": float,
     "sheet_per_test": int, "subsets": int, "resamples": int, "sizes": config.parse_sizes,
-    "local_max_bytes": config.parse_size,
+    "local_max_bytes": config.parse_size, "confidence": float,
 }  # fmt: skip
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -12,7 +13,10 @@ import pytest
 from disc21spark.matching.model import GroundTruth, Submission
 from disc21spark.matching.spec import evaluate
 from disc21spark.pool import report
+from disc21spark.stats.model import Resampling
+from disc21spark.stats.spec import bootstrap
 from tests.chromium import Browser, chromium_path
+from tests.test_scoring_spark import make_gt, random_submission
 
 # four queries, three with a true reference (Q3 a distractor)
 GT = GroundTruth(
@@ -163,3 +167,60 @@ def test_page_in_headless_chromium(tmp_path, browser):
         if not (tmp_path / "leaderboard.png").exists():
             browser.screenshot(tmp_path / "leaderboard.png")
     assert (tmp_path / "leaderboard.png").stat().st_size > 10_000
+
+
+def pool_with_intervals() -> list[Submission]:
+    """Three teams on 60 queries, scored with 200 resamples: 'tied' puts every true pair
+    on one score with its non-matches (optimistic ties would lift it to the top)."""
+    gt = make_gt(60, 40)
+    rng = np.random.default_rng(0)
+    subs = []
+    for name, noise in (("blunt", 0.2), ("sharp", 0.5), ("tied", None)):
+        frame = random_submission(rng, gt, 150, 1000)
+        if noise is None:
+            frame["score"] = 0.5
+        else:
+            truth = spec_label(frame, gt)
+            frame.loc[truth, "score"] += noise
+        columns = [frame[c].to_numpy() for c in ("query_id", "reference_id", "score")]
+        metrics = evaluate(*columns, gt)
+        found = bootstrap(*columns, gt, Resampling(200, 0.95, 0))
+        subs.append(Submission(name, f"pool/{name}.csv", f"sha-{name}",
+                               metrics=replace(metrics, uncertainty=found)))  # fmt: skip
+    return subs
+
+
+def spec_label(frame, gt) -> np.ndarray:
+    from disc21spark.matching.spec import label_pairs
+
+    return label_pairs(frame.query_id.to_numpy(), frame.reference_id.to_numpy(), gt)
+
+
+def test_page_draws_intervals_tiers_and_tie_flags(tmp_path, browser):
+    subs = pool_with_intervals()
+    report.write(tmp_path, subs, RUN)
+    rows = json.loads((tmp_path / "leaderboard.json").read_text())["submissions"]
+    browser.open((tmp_path / "leaderboard.html").as_uri())
+    try:
+        names = column(browser, "submission")
+        assert names == [r["submission"] for r in rows]
+        bars = json.loads(browser.evaluate(
+            "JSON.stringify(Array.from(document.querySelectorAll('#intervals g.interval'))"
+            ".map(function (g) { var l = g.querySelector('line').getBBox();"
+            " return [g.dataset.submission, Number(g.dataset.low), Number(g.dataset.high), l.width]; }))"
+        ))  # fmt: skip
+        assert [b[0] for b in bars] == names
+        for (_, low, high, width), row in zip(bars, rows):
+            assert (low, high) == (row["micro_ap_low"], row["micro_ap_high"])
+            assert low <= row["micro_ap"] <= high and width > 0
+        assert column(browser, "tier") == [str(r["tier"]) for r in rows]
+        assert column(browser, "tie_sensitive")[names.index("tied")] == "yes"
+        flips = column(browser, "next_flip_share")
+        assert flips[-1] == "—" and flips[0].endswith("%")
+        browser.screenshot(tmp_path / "intervals.png")
+        print(f"screenshot: {tmp_path / 'intervals.png'}")
+    finally:
+        if not (tmp_path / "intervals.png").exists():
+            browser.screenshot(tmp_path / "intervals.png")
+    md = (tmp_path / "leaderboard.md").read_text()
+    assert "with optimistic ties" in md and "tier" in md.splitlines()[0]

@@ -75,10 +75,23 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_option(p, conf, "--local-max-bytes", type=parse_size,
                help="the largest file --engine auto scores in process, and --pool-plan auto "
                "in one task (default %(default)s)")
+    _add_bootstrap_arguments(p.add_argument_group("intervals (bootstrap over queries)"), conf)
     add_option(p, conf, "--pool-plan", choices=("auto", "per-file", "one-sort"),
                help="pools: a Spark task per submission file, or every row through one sort "
                "(default %(default)s)")  # fmt: skip
     add_run_arguments(p, NAME)
+
+
+def _add_bootstrap_arguments(g: argparse._ArgumentGroup, conf: dict[str, Any]) -> None:
+    # --resamples and --seed as rank-eval names its bootstrap's; --bootstrap as the issue does
+    g.add_argument(
+        "--resamples", "--bootstrap", type=int, default=conf["resamples"], metavar="N",
+        help="resamples of the confidence intervals and tiers (default %(default)s; 0: none)",
+    )  # fmt: skip
+    add_option(g, conf, "--confidence", type=float,
+               help="level of the intervals, and 1 − the tiers' error rate (default %(default)s)")  # fmt: skip
+    add_option(g, conf, "--seed", type=int,
+               help="seed of the resample weights: the same seed, the same resamples (default %(default)s)")  # fmt: skip
 
 
 def _add_descriptor_arguments(d: argparse._ArgumentGroup, conf: dict[str, Any]) -> None:
@@ -136,6 +149,8 @@ def check(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
         p.error("--query-partitions must be ≥ 1")
     if not math.isfinite(args.score_norm_weight):  # NaN would make every score NaN
         p.error("--score-norm-weight must be a finite number")
+    if args.resamples < 0 or args.seed < 0 or not 0 < args.confidence < 1:
+        p.error("--resamples and --seed must be ≥ 0, --confidence between 0 and 1")
     args.track = "descriptor" if descriptor else "matching"
     if (
         args.max_results < 0

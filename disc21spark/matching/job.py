@@ -20,6 +20,7 @@ from disc21spark.core.runner import BaseJob, job_fields
 from disc21spark.matching import report
 from disc21spark.matching.ground_truth import ground_truth_phase
 from disc21spark.matching.model import GroundTruth, MatchingMetrics
+from disc21spark.stats.model import Resampling
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -40,6 +41,9 @@ class MatchingJob(BaseJob):
     ground_truth_format: str = config.value("evaluate", "ground_truth_format")
     title: str | None = config.value("evaluate", "title")
     in_process: bool = False  # the local engine (evaluate --engine decides)
+    resamples: int = config.value("evaluate", "resamples", int)
+    confidence: float = config.value("evaluate", "confidence", float)
+    seed: int = config.value("evaluate", "seed", int)
 
     @property
     def needs_spark(self) -> bool:
@@ -73,8 +77,9 @@ def score_predictions(
         from disc21spark.matching import local
 
         return local.score_file(
-            job.predictions, job.predictions_format, gt, job.max_results, job.curve_points, phases
-        )
+            job.predictions, job.predictions_format, gt, job.max_results, job.curve_points, phases,
+            resampling=resampling(job),
+        )  # fmt: skip
     # here, not above: the in-process engine never pays for importing PySpark
     from pyspark.sql import functions as F
 
@@ -90,6 +95,7 @@ def score_predictions(
         job.partitions,
         job.max_results,
         sources={0: job.predictions},
+        resampling=resampling(job),
     )
     try:
         scored = score(spark, pairs, [0], scoring, phases)
@@ -98,6 +104,11 @@ def score_predictions(
     if 0 in scored.errors:
         raise scored.errors[0]
     return coverage.check_spark(spark, pairs, gt, scored.metrics, {0: job.predictions})[0]
+
+
+def resampling(job: MatchingJob) -> Resampling:
+    """The bootstrap settings of a job (its resamples, confidence and seed)."""
+    return Resampling(job.resamples, job.confidence, job.seed)
 
 
 def run(spark: SparkSession | None, job: MatchingJob) -> MatchingMetrics:
@@ -115,6 +126,7 @@ def run(spark: SparkSession | None, job: MatchingJob) -> MatchingMetrics:
                 ground_truth=job.ground_truth,
                 predictions=job.predictions,
                 max_results=job.max_results,
+                **resampling(job).settings(),
             )
             title = job.title or f"DISC21 matching track: {Path(job.predictions).name}"
             report.write_matching_report(stage, metrics, run_info, title)

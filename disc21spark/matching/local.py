@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -39,6 +39,8 @@ from disc21spark.matching.rows import (
     parquet_problem,
     parse_csv_line,
 )
+from disc21spark.stats import local as stats_local
+from disc21spark.stats.model import Resampling
 
 # what Arrow reads from a local path (compression from the name, as Spark's codecs do)
 CSV_SUFFIXES = (".csv", ".txt", ".csv.gz", ".txt.gz", ".csv.bz2", ".txt.bz2")
@@ -330,9 +332,11 @@ def score_file(
     curve_points: int,
     phases: Phases | None = None,
     announce: bool = True,
+    resampling: Resampling | None = None,
 ) -> MatchingMetrics:
     """One submission file's metrics, in this process; the Spark job's checks and errors.
-    ``announce``: print the coverage warnings here (a pool's task leaves it to the driver)."""
+    ``announce``: print the coverage warnings here (a pool's task leaves it to the driver);
+    ``resampling``: add the intervals and tie sensitivity (stats/)."""
     phases = phases or Phases()
     with phases.phase("read") as note:
         pairs = read_pairs(path, fmt)
@@ -351,6 +355,12 @@ def score_file(
         metrics = coverage.check_local(pairs.query, pairs.reference, gt, metrics, where)
         note["rows"] = metrics.n_predictions
         note["detail"] = f"{metrics.n_true_positives:,} true positives"
+    if resampling is not None:
+        with phases.phase("bootstrap") as note:
+            found = stats_local.measure(pairs.query, encoded, gt, resampling)
+            metrics = replace(metrics, uncertainty=found)
+            note["rows"] = metrics.n_predictions
+            note["detail"] = f"{resampling.resamples:,} resamples"
     return metrics
 
 

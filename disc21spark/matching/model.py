@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
 
 import numpy as np
 
@@ -56,12 +57,14 @@ class MatchingMetrics:
     curve: PRCurve = field(repr=False, compare=False)
     # signs of a misnamed submission (matching/coverage.py): advice, never a figure
     warnings: tuple[str, ...] = field(default=(), compare=False)
+    # intervals and tie sensitivity (stats/model.Uncertainty), when computed
+    uncertainty: Any = field(default=None, compare=False, repr=False)
 
     def to_dict(self) -> dict:
-        """The figures (the curve and the warnings are written on their own)."""
-        out = asdict(self)
-        out.pop("curve")
-        out.pop("warnings")
+        """The figures (the curve, the warnings and the uncertainty are written on their own)."""
+        out = asdict(replace(self, uncertainty=None))
+        for key in ("curve", "warnings", "uncertainty"):
+            out.pop(key)
         return out
 
 

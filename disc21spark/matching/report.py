@@ -14,6 +14,7 @@ from disc21spark.core import record
 from disc21spark.core.output import staged_output
 from disc21spark.core.phases import Phases
 from disc21spark.matching.model import MatchingMetrics
+from disc21spark.stats.report import uncertainty_lines
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -38,6 +39,8 @@ def metrics_document(metrics: MatchingMetrics, run: dict) -> dict:
     doc = metrics.to_dict()
     doc["pr_curve_points"] = len(metrics.curve)
     doc["warnings"] = list(metrics.warnings)
+    if metrics.uncertainty is not None:
+        doc.update(metrics.uncertainty.to_dict())
     doc["run"] = run
     return doc
 
@@ -75,6 +78,8 @@ def format_table(metrics: MatchingMetrics, title: str = "DISC21 matching track")
         value = values[key]
         text = "not reached" if value is None else fmt.format(value)
         lines.append(f"{label:<{width}}  {text:>12}")
+    if metrics.uncertainty is not None:
+        lines.extend(uncertainty_lines(metrics.uncertainty, width))
     return "\n".join(lines)
 
 

@@ -28,6 +28,8 @@ from disc21spark.core.phases import Phases
 from disc21spark.matching import labels, plan, validate
 from disc21spark.matching.model import GroundTruth, MatchingMetrics
 from disc21spark.matching.rows import max_results_error
+from disc21spark.stats import spark as stats_spark
+from disc21spark.stats.model import Resampling
 
 PAIRS = "submission int, query_id string, reference_id string, score double"
 CHECKED = ("file", "bad")  # the columns of parsed predictions, which need checking
@@ -55,6 +57,9 @@ class Scoring:
     # how a submission is named in a --max-results message (its file); default "predictions"
     sources: dict[int, str] = field(default_factory=dict)
     read_detail: str = "parsed, checked, labelled and counted per query in one pass"
+    # intervals and tie sensitivity (stats/): None, or when each submission has its own
+    # ground truth (rank evaluation), none
+    resampling: Resampling | None = None
 
 
 @dataclass
@@ -96,6 +101,10 @@ def score(
                 sorted_rows = sorted_rows.where(F.col(labels.SUBMISSION).isin(list(valid)))
                 labelled = labelled.where(F.col(labels.SUBMISSION).isin(list(valid)))
             result.metrics = _metrics(spark, sorted_rows, labelled, valid, scoring, phases)
+            if scoring.resampling is not None and not scoring.ground_truths:
+                result.metrics = stats_spark.attach(
+                    spark, sorted_rows, result.metrics, scoring.gt, scoring.resampling, phases
+                )
         return result
     finally:
         rows.unpersist()

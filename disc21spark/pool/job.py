@@ -39,6 +39,7 @@ from disc21spark.matching.rows import PREDICTION_COLUMNS
 from disc21spark.matching.score import Scoring, UnreadableInput, score
 from disc21spark.pool import per_file
 from disc21spark.pool import report as pool_report
+from disc21spark.stats.model import Resampling
 
 log = logging.getLogger("disc21spark")
 SUFFIXES = (".csv", ".txt", ".parquet", ".pq", ".parq", ".gz", ".bz2", ".zst", ".lz4", ".snappy")
@@ -62,6 +63,13 @@ class PoolJob(BaseJob):
     previous: str | None = None
     pool_plan: str = config.value("evaluate", "pool_plan")
     local_max_bytes: int = config.value("evaluate", "local_max_bytes", config.parse_size)
+    resamples: int = config.value("evaluate", "resamples", int)
+    confidence: float = config.value("evaluate", "confidence", float)
+    seed: int = config.value("evaluate", "seed", int)
+
+    @property
+    def resampling(self) -> Resampling:
+        return Resampling(self.resamples, self.confidence, self.seed)
 
     @classmethod
     def from_args(cls, args: Namespace) -> PoolJob:
@@ -160,6 +168,7 @@ def _settings(spark: SparkSession, job: PoolJob, gt_path: str) -> dict:
         "ground_truth_sha256": _content_digest(spark, gt_path),
         "max_results": job.max_results,
         "curve_points": job.curve_points,
+        **job.resampling.settings(),
     }
 
 
@@ -296,8 +305,9 @@ def _score_per_file(
     """Each file in a task of its own; what only Spark reads is left for the one-sort plan."""
     with phases.phase("score") as note:
         outcomes = per_file.score_files(
-            spark, subs, gt, job.predictions_format, job.max_results, job.curve_points
-        )
+            spark, subs, gt, job.predictions_format, job.max_results, job.curve_points,
+            job.resampling,
+        )  # fmt: skip
         left = []
         for s, outcome in zip(subs, outcomes):
             if outcome.needs_spark:
@@ -325,6 +335,7 @@ def _score_one_sort(
             job.max_results,
             sources={i: _where(s) for i, s in enumerate(live)},
             read_detail=f"{len(live)} submissions parsed, checked and counted in one pass",
+            resampling=job.resampling,
         )
         pairs = _read_pool(spark, job, live)
         try:

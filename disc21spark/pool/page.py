@@ -16,12 +16,20 @@ from pathlib import Path
 import numpy as np
 
 from disc21spark.matching.model import Submission
+from disc21spark.pool.figures import intervals_figure
 
 # (key of leaderboard.json, heading, kind): every metric column sorts; number or text
 COLUMNS = (
     ("rank", "rank", "number"),
+    ("tier", "tier", "number"),
     ("submission", "submission", "text"),
     ("micro_ap", "μAP", "number"),
+    ("micro_ap_low", "μAP low", "number"),
+    ("micro_ap_high", "μAP high", "number"),
+    ("next_difference", "μAP − next", "number"),
+    ("next_flip_share", "order flips", "number"),
+    ("micro_ap_optimistic", "μAP, optimistic ties", "number"),
+    ("tie_sensitive", "place hangs on ties", "text"),
     ("recall_at_p90", "recall@P90", "number"),
     ("threshold_at_p90", "threshold@P90", "number"),
     ("precision_at_p90", "precision@P90", "number"),
@@ -55,6 +63,8 @@ th[aria-sort=descending] button::after{content:" ▼"}
 td.text,th.text{text-align:left}
 td.warn{color:#9a6700;max-width:28em}
 tr.reused td.submission::after{content:" ↺";color:#888}
+tr.ties td.tie_sensitive{color:#9a6700;font-weight:600}
+#intervals text{font-size:11px}
 pre{background:#f4f6f8;padding:12px;overflow:auto;max-height:32em}
 .legend{display:flex;flex-wrap:wrap;gap:4px 16px;margin:6px 0 0;padding:0;list-style:none}
 .legend span{display:inline-block;width:14px;height:3px;margin-right:6px;vertical-align:middle}
@@ -119,6 +129,7 @@ def render(rows: list[dict], scored: list[Submission], run: dict) -> str:
         + (f" · run started {escape(str(started))}" if started else "")
         + "</p>",
         _table(ok),
+        intervals_figure(ok),
         _invalid(bad),
         _curves(scored[:TOP_CURVES], len(rows)),
         "<h2>Run record</h2>",
@@ -138,7 +149,8 @@ def _table(rows: list[dict]) -> str:
     body = []
     for place, row in enumerate(rows):
         cells = "".join(_cell(key, kind, row.get(key)) for key, _, kind in COLUMNS)
-        cls = ' class="reused"' if row["reused"] else ""
+        cls = " ".join(c for c, on in (("reused", row["reused"]), ("ties", row.get("tie_sensitive"))) if on)
+        cls = f' class="{cls}"' if cls else ""
         body.append(f'<tr data-place="{place}"{cls}>{cells}</tr>')
     return (
         '<table id="leaderboard"><thead><tr>' + heads + "</tr></thead><tbody>"
@@ -158,8 +170,12 @@ def _cell(key: str, kind: str, value: object) -> str:
         return f'<td class="text" data-value="{text}">{text}</td>'
     if kind == "number":
         shown = f"{value:,}" if isinstance(value, int) else f"{value:.6g}"
-        if key in ("micro_ap", "recall_at_p90", "precision_at_p90") or key.startswith("recall"):
+        if key.startswith(("micro_ap", "recall", "precision")):
             shown = f"{value:.6f}"
+        elif key == "next_difference":
+            shown = f"{value:+.6f}"
+        elif key == "next_flip_share":
+            shown = f"{value:.1%}"
         return f'<td class="number" data-value="{value!r}">{escape(shown)}</td>'
     text = str(value)
     return f'<td class="text {key}" data-value="{escape(text)}">{escape(text)}</td>'

@@ -25,6 +25,7 @@ from disc21spark.core import faults
 from disc21spark.core.errors import InputError
 from disc21spark.matching import local
 from disc21spark.matching.model import GroundTruth, MatchingMetrics, Submission
+from disc21spark.stats.model import Resampling
 
 PLANS = ("auto", "per-file", "one-sort")
 
@@ -71,6 +72,7 @@ def score_files(
     fmt: str,
     max_results: int,
     curve_points: int,
+    resampling: Resampling | None = None,
 ) -> list[Outcome]:
     """One Outcome per submission, in order; one Spark task per file."""
     sc = spark.sparkContext
@@ -82,7 +84,7 @@ def score_files(
         def one(task: tuple[int, str]) -> tuple[int, Outcome]:
             index, path = task
             faults.in_task()
-            return index, score_one(path, truth.value, fmt, max_results, curve_points)
+            return index, score_one(path, truth.value, fmt, max_results, curve_points, resampling)
 
         # largest files first would balance better, but a file's size is its row count
         # only roughly; one task each is enough for the scheduler to fill every core
@@ -93,14 +95,21 @@ def score_files(
 
 
 def score_one(
-    path: str, gt: GroundTruth, fmt: str, max_results: int, curve_points: int
+    path: str,
+    gt: GroundTruth,
+    fmt: str,
+    max_results: int,
+    curve_points: int,
+    resampling: Resampling | None = None,
 ) -> Outcome:
     """One file in this process: what the task of ``score_files`` computes."""
     plain = local.local_path(path)  # Hadoop lists local files as file:/x
     if plain is None:
         return Outcome(needs_spark=True)
     try:
-        metrics = local.score_file(plain, fmt, gt, max_results, curve_points, announce=False)
+        metrics = local.score_file(
+            plain, fmt, gt, max_results, curve_points, announce=False, resampling=resampling
+        )
         return Outcome(metrics=metrics)
     except InputError as error:
         return Outcome(error=str(error))

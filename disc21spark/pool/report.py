@@ -16,11 +16,14 @@ from disc21spark.core.errors import InputError, display_path
 from disc21spark.matching.model import MatchingMetrics, PRCurve, Submission
 from disc21spark.matching.report import ROWS, json_safe, plot_curves, write_curve_csv
 from disc21spark.pool import page
+from disc21spark.stats import compare
+from disc21spark.stats.model import STATISTICS, Resampling, Uncertainty
 
 log = logging.getLogger("disc21spark")
 FIGURES = [key for key, _, _ in ROWS]
 FIGURES.insert(FIGURES.index("threshold_at_p90") + 1, "precision_at_p90")
-COLUMNS = ["rank", "submission", "status", "reason", "reused", "checksum", *FIGURES, "warnings"]
+COLUMNS = ["rank", "submission", "status", "reason", "reused", "checksum", *FIGURES,
+           *compare.COLUMNS, "warnings"]  # fmt: skip
 TOP_PLOTTED = 10
 # a spreadsheet runs a cell starting with one of these as a formula (OWASP's list)
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
@@ -29,20 +32,30 @@ FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 def ordered(subs: list) -> list:
     """Scored submissions by μAP, then recall at P90, then name; invalid ones after, by name."""
 
-    def key(s):
-        m = s.metrics
-        r90 = m.recall_at_p90 if m.recall_at_p90 is not None else -1.0
-        return (-m.micro_ap, -r90, s.name)
-
-    ok = sorted((s for s in subs if s.status == "ok"), key=key)
+    ok = sorted((s for s in subs if s.status == "ok"), key=board_key)
     bad = sorted((s for s in subs if s.status != "ok"), key=lambda s: s.name)
     return ok + bad
 
 
+def board_key(s: Submission) -> tuple:
+    """The board's order of scored submissions: μAP, then recall at P90, then name."""
+    m = s.metrics
+    r90 = m.recall_at_p90 if m.recall_at_p90 is not None else -1.0
+    return (-m.micro_ap, -r90, s.name)
+
+
 def records(subs: list) -> list[dict]:
     out = []
-    for rank, s in enumerate(ordered(subs), start=1):
+    board = ordered(subs)
+    ok = [s for s in board if s.status == "ok"]
+    statistics = compare.board_columns(
+        [s.metrics.micro_ap for s in ok], [board_key(s) for s in ok],
+        [s.metrics.uncertainty for s in ok],
+    )  # fmt: skip
+    for rank, s in enumerate(board, start=1):
         figures = s.metrics.to_dict() if s.metrics is not None else {}
+        if s.status == "ok":
+            figures.update(statistics[rank - 1])
         out.append(
             {
                 "rank": rank if s.status == "ok" else None,
@@ -51,7 +64,7 @@ def records(subs: list) -> list[dict]:
                 "reason": s.reason,
                 "reused": s.reused,
                 "checksum": s.checksum,
-                **{k: json_safe(figures.get(k)) for k in FIGURES},
+                **{k: json_safe(figures.get(k)) for k in FIGURES + compare.COLUMNS},
                 "warnings": list(s.metrics.warnings) if s.metrics is not None else [],
             }
         )
@@ -75,11 +88,29 @@ def write(folder: Path, subs: list, run: dict) -> None:
     page.write_page(folder / "leaderboard.html", rows, scored, run)
     for s in scored:
         write_curve_csv(curves / curve_file(s.name), s.metrics)
+    write_replicates(folder / "resamples", scored)
     plot_curves(
         folder / "pr_curves.png",
         [(s.name, s.metrics) for s in scored[:TOP_PLOTTED]],
         f"DISC21 matching track: top {min(TOP_PLOTTED, len(scored))} of {len(subs)}",
     )
+
+
+def write_replicates(folder: Path, scored: list[Submission]) -> None:
+    """resamples/<name>.npy: float64 (statistics, resamples), each scored submission's
+    replicates (model.STATISTICS order), so that --previous can compare a reused
+    submission with the new ones."""
+    drawn = [s for s in scored if s.metrics.uncertainty is not None and s.metrics.uncertainty.replicates]
+    if not drawn:
+        return
+    folder.mkdir()
+    for s in drawn:
+        found = s.metrics.uncertainty.replicates
+        np.save(folder / replicates_file(s.name), np.stack([found[k] for k in STATISTICS]))
+
+
+def replicates_file(name: str) -> str:
+    return curve_file(name)[: -len(".csv")] + ".npy"
 
 
 def curve_file(name: str) -> str:
@@ -109,21 +140,41 @@ def _csv_cell(value: object) -> str:
 
 def markdown(rows: list[dict]) -> str:
     lines = [
-        "| rank | submission | μAP | recall@P90 | recall@1 | recall@10 | predictions | status |",
-        "|---|---|---|---|---|---|---|---|",
+        "| rank | tier | submission | μAP | interval | recall@P90 | recall@1 | recall@10 | "
+        "predictions | μAP − next [interval], flips | status |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         if r["status"] == "ok":
             r90 = "—" if r["recall_at_p90"] is None else f"{r['recall_at_p90']:.6f}"
-            reused = " (reused)" if r["reused"] else ""
+            notes = " (reused)" if r["reused"] else ""
+            if r["tie_sensitive"]:
+                notes += f"; place {r['place_optimistic']} with optimistic ties"
+            tier = "" if r["tier"] is None else r["tier"]
             lines.append(
-                f"| {r['rank']} | {_md(r['submission'])} | {r['micro_ap']:.6f} | {r90} | "
+                f"| {r['rank']} | {tier} | {_md(r['submission'])} | {r['micro_ap']:.6f} | "
+                f"{_span(r['micro_ap_low'], r['micro_ap_high'])} | {r90} | "
                 f"{r['recall_at_rank1']:.6f} | {r['recall_at_rank10']:.6f} | "
-                f"{r['n_predictions']:,} | ok{reused} |"
+                f"{r['n_predictions']:,} | {_versus(r)} | ok{notes} |"
             )
         else:
-            lines.append(f"| | {_md(r['submission'])} | | | | | | invalid: {_md(r['reason'])} |")
+            lines.append(f"| | | {_md(r['submission'])} | | | | | | | | invalid: {_md(r['reason'])} |")
     return "\n".join(lines)
+
+
+def _span(low: float | None, high: float | None) -> str:
+    return "" if low is None else f"{low:.4f}–{high:.4f}"
+
+
+def _versus(r: dict) -> str:
+    """The comparison with the next place: the μAP difference, its interval, the flips."""
+    if r["next_difference"] is None:
+        return ""
+    text = f"{r['next_difference']:+.4f}"
+    if r["next_difference_low"] is not None:
+        text += f" [{r['next_difference_low']:+.4f}, {r['next_difference_high']:+.4f}], "
+        text += f"{r['next_flip_share']:.1%}"
+    return text
 
 
 def _md(text: object) -> str:
@@ -177,18 +228,28 @@ def _previous_submissions(folder: Path, doc: dict, settings: dict) -> dict:
             curve = folder / "pr_curves" / curve_file(s.name)
             if not curve.exists():
                 continue
-            s.metrics = _metrics(row, curve)
+            s.metrics = _metrics(row, curve, _uncertainty(folder, row, settings))
         out[s.name] = s
     return out
 
 
-def _metrics(row: dict, curve_csv: Path) -> MatchingMetrics:
+def _uncertainty(folder: Path, row: dict, settings: dict) -> Uncertainty | None:
+    """A reused submission's replicates and optimistic μAP, as the previous run wrote them."""
+    if row.get("micro_ap_optimistic") is None:
+        return None
+    r = Resampling(**{k: settings[k] for k in ("resamples", "confidence", "seed")})
+    found = folder / "resamples" / replicates_file(row["submission"])
+    replicates = dict(zip(STATISTICS, np.load(found))) if found.exists() else {}
+    return Uncertainty(r, replicates, row["micro_ap_optimistic"])
+
+
+def _metrics(row: dict, curve_csv: Path, uncertainty: Uncertainty | None) -> MatchingMetrics:
     with curve_csv.open() as fh:
         data = list(csv.reader(fh))[1:]
     values = np.array([[float(x) for x in r] for r in data]) if data else np.zeros((0, 3))
     curve = PRCurve(values[:, 0], values[:, 1], values[:, 2])
-    fields = {
-        k: row[k] for k in MatchingMetrics.__dataclass_fields__ if k not in ("curve", "warnings")
-    }
+    own = ("curve", "warnings", "uncertainty")
+    fields = {k: row[k] for k in MatchingMetrics.__dataclass_fields__ if k not in own}
     # a leaderboard written before the coverage warnings has none
-    return MatchingMetrics(**fields, curve=curve, warnings=tuple(row.get("warnings") or ()))
+    warnings = tuple(row.get("warnings") or ())
+    return MatchingMetrics(**fields, curve=curve, warnings=warnings, uncertainty=uncertainty)

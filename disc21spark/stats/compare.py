@@ -1,0 +1,122 @@
+"""What a leaderboard can say about its order: intervals, paired comparisons of
+neighbouring places, tiers, and the places that depend on how ties are broken.
+
+Paired comparison of places i and i + 1 (both submissions scored on the same resamples,
+so their replicates pair up): d_b = μAP_b(i) − μAP_b(i + 1). Reported: the point
+difference, the percentile interval of d_b, the share of resamples in which the order
+flips (d_b < 0; a tie d_b = 0 counts one half), and the one-sided bootstrap p-value of
+"place i is no better", p = (1 + #{d_b ≤ 0}) / (1 + B) (Davison & Hinkley 1997, eq. 4.11;
+never 0). Tiers: the m neighbour pairs' p-values are adjusted by Holm's step-down method
+(1979), which holds the chance of any false separation on the board at most α = 1 −
+confidence; a new tier starts after each pair whose adjusted p-value is below α. A tier
+is thus a run of places the data cannot tell apart at that level.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from disc21spark.ranks.spec import holm  # one Holm adjustment for every comparison
+from disc21spark.stats.model import STATISTICS, Uncertainty
+
+
+@dataclass(frozen=True)
+class Neighbour:
+    """A place against the next one down."""
+
+    difference: float  # μAP here − μAP there
+    low: float | None
+    high: float | None
+    flip_share: float | None
+    p_value: float | None
+    p_adjusted: float | None = None
+
+
+def compare(above: Uncertainty | None, below: Uncertainty | None, diff: float) -> Neighbour:
+    """The paired comparison of two neighbouring places (None without replicates)."""
+    if not above or not below or not above.replicates or not below.replicates:
+        return Neighbour(diff, None, None, None, None)
+    d = above.replicates["micro_ap"] - below.replicates["micro_ap"]
+    d = d[np.isfinite(d)]
+    if d.size == 0:
+        return Neighbour(diff, None, None, None, None)
+    tail = (1.0 - above.resampling.confidence) / 2
+    low, high = np.quantile(d, [tail, 1.0 - tail])
+    flips = (np.count_nonzero(d < 0) + 0.5 * np.count_nonzero(d == 0)) / d.size
+    p = (1 + np.count_nonzero(d <= 0)) / (1 + d.size)
+    return Neighbour(diff, float(low), float(high), float(flips), float(p))
+
+
+def neighbours(points: list[float], found: list[Uncertainty | None]) -> list[Neighbour]:
+    """One Neighbour per place but the last, Holm-adjusted over the pairs that have one."""
+    pairs = [
+        compare(found[i], found[i + 1], points[i] - points[i + 1]) for i in range(len(found) - 1)
+    ]
+    tested = [i for i, n in enumerate(pairs) if n.p_value is not None]
+    adjusted = holm([pairs[i].p_value for i in tested])
+    for i, a in zip(tested, adjusted):
+        pairs[i] = Neighbour(**{**pairs[i].__dict__, "p_adjusted": a})
+    return pairs
+
+
+def tiers(pairs: list[Neighbour], confidence: float) -> list[int | None]:
+    """The tier of each place (1 first); a pair that could not be tested (a submission
+    without replicates) does not separate."""
+    out, tier = [1], 1
+    for n in pairs:
+        if n.p_adjusted is not None and n.p_adjusted < 1.0 - confidence:
+            tier += 1
+        out.append(tier)
+    return out
+
+
+def optimistic_places(keys: list[tuple], optimistic: list[float | None]) -> list[int | None]:
+    """The place of each submission (given in board order, with its board sort key
+    ``(−μAP, −recall@P90, name)``) when μAP breaks ties optimistically."""
+    if any(o is None for o in optimistic):
+        return [None] * len(keys)
+    order = sorted(range(len(keys)), key=lambda i: (-optimistic[i], *keys[i][1:]))
+    places: list[int | None] = [None] * len(keys)
+    for place, i in enumerate(order, start=1):
+        places[i] = place
+    return places
+
+
+def board_columns(points: list[float], keys: list[tuple], found: list[Uncertainty | None]) -> list[dict]:
+    """The statistics columns of each scored place, in board order: the intervals, the
+    optimistic μAP and its place, the tie flag, the tier, and the comparison with the next place."""
+    pairs = neighbours(points, found)
+    drawn = [u for u in found if u is not None and u.replicates]
+    tier_of = tiers(pairs, drawn[0].resampling.confidence) if drawn else [None] * len(found)
+    optimistic = [None if u is None else u.micro_ap_optimistic for u in found]
+    places = optimistic_places(keys, optimistic)
+    out = []
+    for i, u in enumerate(found):
+        row: dict = {}
+        for name in STATISTICS:
+            interval = u.interval(name) if u is not None else None
+            row[f"{name}_low"], row[f"{name}_high"] = interval or (None, None)
+        n = pairs[i] if i < len(pairs) else None
+        row.update(
+            micro_ap_optimistic=optimistic[i],
+            place_optimistic=places[i],
+            tie_sensitive=None if places[i] is None else places[i] != i + 1,
+            tier=tier_of[i],
+            next_difference=None if n is None else n.difference,
+            next_difference_low=None if n is None else n.low,
+            next_difference_high=None if n is None else n.high,
+            next_flip_share=None if n is None else n.flip_share,
+            next_p_adjusted=None if n is None else n.p_adjusted,
+        )
+        out.append(row)
+    return out
+
+
+COLUMNS = [
+    *(f"{name}_{end}" for name in STATISTICS for end in ("low", "high")),
+    "micro_ap_optimistic", "place_optimistic", "tie_sensitive", "tier",
+    "next_difference", "next_difference_low", "next_difference_high", "next_flip_share",
+    "next_p_adjusted",
+]  # fmt: skip

@@ -1,0 +1,198 @@
+"""The bootstrap and tie-sensitivity specification (disc21spark/stats/): hand-computed
+cases per statistic, and properties against the matching-track specification."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from disc21spark.matching import spec as matching_spec
+from disc21spark.ranks.spec import holm
+from disc21spark.stats import compare, spec
+from disc21spark.stats.model import Resampling, Uncertainty
+from disc21spark.stats.weights import THRESHOLDS, poisson_weights, query_keys
+from tests.test_scoring_spark import make_gt, random_submission
+
+
+def counts(hits, misses, positives, found1=None, found10=None) -> spec.Counts:
+    hits = np.array(hits, dtype=np.int64).reshape(len(hits), -1)
+    b = hits.shape[1]
+    return spec.Counts(
+        misses=np.array(misses, dtype=np.int64).reshape(hits.shape),
+        hits=hits,
+        found={1: np.array(found1 or [0] * b), 10: np.array(found10 or [0] * b)},
+        positives=np.array(positives, dtype=np.int64).reshape(b),
+    )
+
+
+def test_micro_ap_by_hand():
+    # level 1: a true pair first (1/1); level 2: behind one non-match (2/3); 2 positives
+    ap = spec.replicates(counts([1, 1], [0, 1], [2]))["micro_ap"]
+    assert ap[0] == pytest.approx(0.5 * 1 + 0.5 * 2 / 3, abs=1e-15)
+
+
+def test_a_query_drawn_twice_stands_as_two_copies():
+    # one non-match ahead, then a true pair of weight 2: positions 2 and 3, precisions
+    # 1/2 and 2/3, of 2 weighted positives
+    ap = spec.replicates(counts([2], [1], [2]))["micro_ap"]
+    assert ap[0] == pytest.approx(0.5 * 1 / 2 + 0.5 * 2 / 3, abs=1e-15)
+
+
+def test_recall_at_p90_by_hand():
+    # 9 true pairs first (precision 1), then one behind 2 non-matches (10/12 < 0.9)
+    r = spec.replicates(counts([9, 1], [0, 2], [20]))
+    assert r["recall_at_p90"][0] == 9 / 20
+    assert spec.replicates(counts([1], [1], [4]))["recall_at_p90"][0] == 0.0  # never 0.9
+
+
+def test_recall_at_rank_by_hand():
+    r = spec.replicates(counts([3], [0], [4], found1=[1], found10=[3]))
+    assert (r["recall_at_rank1"][0], r["recall_at_rank10"][0]) == (0.25, 0.75)
+
+
+def test_a_resample_without_positives_has_no_figure():
+    r = spec.replicates(counts([[0, 1]], [[0, 0]], [0, 1]))
+    assert np.isnan(r["micro_ap"][0]) and r["micro_ap"][1] == 1.0
+
+
+def test_optimistic_ties_by_hand():
+    # a true pair tied with a non-match: pessimistic 1/2, optimistic 1
+    gt = make_gt(2, 1)
+    q = np.array(["Q000", "Q001"], dtype=object)
+    ref = np.array(["R000", "R009"], dtype=object)
+    u = spec.bootstrap(q, ref, np.array([0.5, 0.5]), gt, Resampling(0, 0.95, 0))
+    assert u.micro_ap_optimistic == 1.0
+    assert matching_spec.evaluate(q, ref, np.array([0.5, 0.5]), gt).micro_ap == 0.5
+    assert u.replicates == {} and u.interval("micro_ap") is None
+
+
+def test_weights_are_poisson_and_seeded():
+    keys = query_keys([f"Q{i}" for i in range(4000)], seed=3)
+    w = poisson_weights(keys, 0, 50)
+    assert w.dtype == np.uint8 and w.shape == (4000, 50)
+    assert abs(w.mean() - 1) < 0.01 and abs(w.var() - 1) < 0.02
+    assert abs((w == 0).mean() - np.exp(-1)) < 0.01
+    # a slice of resamples is the same slice of the whole; another seed, other weights
+    np.testing.assert_array_equal(poisson_weights(keys, 20, 30), w[:, 20:30])
+    other = poisson_weights(query_keys([f"Q{i}" for i in range(4000)], seed=4), 0, 50)
+    assert (other != w).mean() > 0.5
+    # the distribution function, exactly: F(0) = e^-1
+    assert abs(int(THRESHOLDS[0]) - np.exp(-1) * 2**53) < 2
+
+
+def identity(sample: spec.Sample) -> spec.Counts:
+    """The counts of a 'resample' weighing every query 1: the submission itself."""
+    levels = spec.levels_of(sample.score[sample.label])
+    t = len(levels)
+    miss = ~sample.label
+    return spec.Counts(
+        misses=np.bincount(spec.buckets(levels, sample.score[miss]), minlength=t + 1)[:t, None],
+        hits=np.bincount(spec.buckets(levels, sample.score[sample.label]), minlength=t)[:, None],
+        found={k: np.array([(sample.ranks < k).sum()]) for k in (1, 10)},
+        positives=np.array([len(sample.positive_keys)]),
+    )
+
+
+def sample_of(frame, gt, seed=0) -> spec.Sample:
+    q, ref, s = (frame[c].to_numpy() for c in ("query_id", "reference_id", "score"))
+    e = matching_spec.encode(q, ref, s, gt)
+    return spec.Sample(
+        keys=query_keys(q, seed),
+        unknown=e.unknown,
+        score=e.score + 0.0,
+        label=e.label,
+        ranks=matching_spec.true_pair_ranks(e.query, e.score + 0.0, e.label),
+        positive_keys=spec.positive_keys(gt, seed),
+    )
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(0, 200), n_scores=st.sampled_from([1, 5, 10**6]))
+def test_every_weight_one_gives_the_official_figures(seed, n, n_scores):
+    gt = make_gt(30, 20)
+    frame = random_submission(np.random.default_rng(seed), gt, n, n_scores)
+    official = matching_spec.evaluate(*(frame[c].to_numpy() for c in ("query_id", "reference_id", "score")), gt)
+    sample = sample_of(frame, gt)
+    r = spec.replicates(identity(sample))
+    assert r["micro_ap"][0] == pytest.approx(official.micro_ap, abs=1e-12)
+    assert r["recall_at_p90"][0] == (official.recall_at_p90 or 0.0)
+    assert r["recall_at_rank1"][0] == official.recall_at_rank1
+    assert r["recall_at_rank10"][0] == official.recall_at_rank10
+    # the pessimistic counts through the tie-sensitivity sum: the official bits
+    c = identity(sample)
+    assert spec.micro_ap_of_levels(c.hits[:, 0], c.misses[:, 0], gt.n_positives) == official.micro_ap
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(0, 200), cut=st.integers(0, 200))
+def test_counts_add_up_over_any_split_of_the_rows(seed, n, cut):
+    gt = make_gt(30, 20)
+    frame = random_submission(np.random.default_rng(seed), gt, n, 7)
+    s = sample_of(frame, gt)
+    r = Resampling(70, 0.9, 5)
+    levels = spec.levels_of(s.score[s.label])
+    whole = spec.miss_counts(levels, s.score, s.keys, s.unknown, r)
+    cut = min(cut, len(s.score))
+    a = spec.miss_counts(levels, s.score[:cut], s.keys[:cut], s.unknown[:cut], r)
+    b = spec.miss_counts(levels, s.score[cut:], s.keys[cut:], s.unknown[cut:], r)
+    for w, x, y in zip(whole, a, b):
+        np.testing.assert_array_equal(w, x + y)
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 200))
+def test_intervals_do_not_depend_on_row_order(seed, n):
+    rng = np.random.default_rng(seed)
+    gt = make_gt(30, 20)
+    frame = random_submission(rng, gt, n, 7)
+    r = Resampling(50, 0.95, 1)
+    cols = ("query_id", "reference_id", "score")
+    first = spec.bootstrap(*(frame[c].to_numpy() for c in cols), gt, r)
+    shuffled = frame.sample(frac=1.0, random_state=int(rng.integers(1 << 31)))
+    again = spec.bootstrap(*(shuffled[c].to_numpy() for c in cols), gt, r)
+    assert first.to_dict() == again.to_dict()
+    for name, values in first.replicates.items():
+        assert values.tobytes() == again.replicates[name].tobytes()
+
+
+def uncertain(micro_ap: list[float], optimistic: float = 0.5) -> Uncertainty:
+    values = np.array(micro_ap, dtype=np.float64)
+    found = {name: values for name in ("micro_ap", "recall_at_p90", "recall_at_rank1", "recall_at_rank10")}
+    return Uncertainty(Resampling(len(values), 0.95, 0), found, optimistic)
+
+
+def test_paired_comparison_by_hand():
+    # differences 0.1, 0, -0.1, 0.4: one flip and one tie (half a flip) of 4
+    n = compare.compare(uncertain([0.5, 0.6, 0.4, 0.7]), uncertain([0.4, 0.6, 0.5, 0.3]), 0.05)
+    assert n.flip_share == 0.375
+    assert n.p_value == (1 + 2) / (1 + 4)
+    d = np.array([0.5, 0.6, 0.4, 0.7]) - np.array([0.4, 0.6, 0.5, 0.3])
+    assert (n.low, n.high) == tuple(np.quantile(d, [0.025, 0.975]))
+    assert compare.compare(None, uncertain([0.1]), 0.0).p_value is None
+
+
+def test_holm_and_tiers_by_hand():
+    # p 0.01, 0.04, 0.03 (m = 3): 3·0.01 = 0.03, then max(0.03, 2·0.03) = 0.06, then
+    # max(0.06, 1·0.04) = 0.06
+    assert holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
+    pairs = [compare.Neighbour(0.1, None, None, None, p, a)
+             for p, a in zip([0.01, 0.04, 0.03], [0.03, 0.06, 0.06])]  # fmt: skip
+    assert compare.tiers(pairs, 0.95) == [1, 2, 2, 2]
+    assert compare.tiers(pairs, 0.9) == [1, 2, 3, 4]  # α = 0.1: every pair separates
+
+
+def test_tie_flags_by_hand():
+    # board: a (0.6), b (0.5), c (0.4); with optimistic ties b jumps to 0.7
+    keys = [(-0.6, -1.0, "a"), (-0.5, -1.0, "b"), (-0.4, -1.0, "c")]
+    assert compare.optimistic_places(keys, [0.6, 0.7, 0.4]) == [2, 1, 3]
+    found = [uncertain([0.6, 0.6], 0.6), uncertain([0.5, 0.5], 0.7), uncertain([0.4, 0.3], 0.4)]
+    columns = compare.board_columns([0.6, 0.5, 0.4], keys, found)
+    assert [c["tie_sensitive"] for c in columns] == [True, True, False]
+    assert [c["place_optimistic"] for c in columns] == [2, 1, 3]
+    assert columns[0]["next_flip_share"] == 0.0 and columns[2]["next_difference"] is None
+    # a submission without the figure (a leaderboard of an older run): no flag at all
+    columns = compare.board_columns([0.6, 0.5, 0.4], keys, [*found[:2], None])
+    assert [c["tie_sensitive"] for c in columns] == [None, None, None]
+    assert columns[1]["next_p_adjusted"] is None and columns[1]["tier"] == columns[2]["tier"]
