@@ -15,6 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from disc21spark import engine
 from disc21spark.commands import evaluate as evaluate_command
 from disc21spark.core.errors import InputError
 from disc21spark.matching.job import MatchingJob, run
@@ -29,8 +30,8 @@ ROOT = Path(__file__).resolve().parents[1]
 def both(spark, gt, preds, **kw):
     """(Spark's, in-process) result of the same job: metrics, or the error's text."""
     out = []
-    for session, in_process in ((spark, False), (None, True)):
-        job = MatchingJob(str(gt), str(preds), None, in_process=in_process, **kw)
+    for session, choice in ((spark, engine.DISTRIBUTED), (None, engine.LOCAL)):
+        job = MatchingJob(str(gt), str(preds), None, choice=choice, **kw)
         try:
             out.append(run(session, job))
         except InputError as exc:
@@ -118,7 +119,9 @@ def args_for(tmp_path: Path, *extra: str, predictions: list[str] | None = None) 
 
 def test_auto_engine_choice(tmp_path, monkeypatch):
     monkeypatch.delenv("PYSPARK_GATEWAY_PORT", raising=False)
-    choose = evaluate_command.choose_engine
+    def choose(args):
+        return evaluate_command.choice_of(args).engine
+
     assert choose(args_for(tmp_path)) == "local"
     assert choose(args_for(tmp_path, "--master", "local[2]")) == "spark"
     assert choose(args_for(tmp_path, "--engine", "spark")) == "spark"
@@ -136,12 +139,12 @@ def test_local_engine_refuses_what_it_cannot_read(tmp_path, monkeypatch):
     (tmp_path / "pool").mkdir()
     args = args_for(tmp_path, "--engine", "local", predictions=[str(tmp_path / "pool")])
     with pytest.raises(InputError, match=r"--engine local: .*not one local file; use --engine spark"):
-        evaluate_command.choose_engine(args)
+        evaluate_command.choice_of(args)
     pd.DataFrame({"query_id": [1], "reference_id": ["R1"], "score": [0.5]}).to_parquet(
         tmp_path / "ints.parquet"
     )
     args = args_for(tmp_path, "--engine", "auto", predictions=[str(tmp_path / "ints.parquet")])
-    assert evaluate_command.choose_engine(args) == "spark"  # Spark casts integer ids itself
+    assert evaluate_command.choice_of(args).engine == "spark"  # Spark casts integer ids itself
 
 
 def test_python_jobs_evaluate_needs_no_java_for_a_local_file(tmp_path):

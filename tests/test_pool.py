@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from disc21spark import engine
 from disc21spark.core import faults
 from disc21spark.core.errors import InputError
 from disc21spark.matching.model import GroundTruth, Submission
@@ -229,21 +230,34 @@ def test_two_files_with_one_name_and_single_file_stays_strict(spark, tmp_path, g
     assert not pool.is_pool(spark, [str(rel / "parts")], None)
 
 
-def test_pool_plan_auto_takes_per_file_only_for_files_arrow_reads_alike(tmp_path):
+def test_plan_auto_goes_by_name_and_size_on_any_file_system(tmp_path):
     folder = tmp_path / "pool"
     write_pool(folder, 3, 3)
-    subs = [Submission(p.stem, str(p)) for p in sorted(folder.iterdir())]
-    assert per_file.plan_for("auto", subs, "auto", 1 << 20) == "per-file"
-    assert per_file.plan_for("one-sort", subs, "auto", 1 << 20) == "one-sort"
-    assert per_file.plan_for("auto", subs, "auto", 10) == "one-sort"  # over the size
-    assert per_file.plan_for("per-file", subs, "auto", 10) == "per-file"  # size: auto's rule
+    files = [(str(p), p.stat().st_size) for p in sorted(folder.iterdir())]
+
+    def plan(asked: str, limit: int, items=files, pool: bool = True, engine_asked="auto") -> str:
+        choice = engine.Choice("spark", asked, engine_asked, local_max_bytes=limit)
+        return engine.plan_for(choice, items, "auto", pool)
+
+    assert plan("auto", 1 << 20) == "per-file"
+    assert plan("one-sort", 1 << 20) == "one-sort"
+    assert plan("auto", 10) == "one-sort"  # over the size
+    assert plan("per-file", 10) == "per-file"  # size: auto's rule
+    # the scheme decides nothing: files named through Hadoop are read through Spark
+    remote = [(f"viewfs://pool/x/{Path(p).name}", size) for p, size in files]
+    assert plan("auto", 1 << 20, remote) == "per-file"
+    assert plan("auto", 1 << 20, [(remote[0][0], None)]) == "one-sort"  # size unknown
     (folder / "z.csv.zst").write_bytes(b"")
-    odd = [*subs, Submission("z", str(folder / "z.csv.zst"))]
-    assert per_file.plan_for("auto", odd, "auto", 1 << 20) == "one-sort"
+    odd = [*files, (str(folder / "z.csv.zst"), 0)]
+    assert plan("auto", 1 << 20, odd) == "one-sort"
     with pytest.raises(InputError, match=r"--pool-plan per-file: .*z.csv.zst.*one-sort"):
-        per_file.plan_for("per-file", odd, "auto", 1 << 20)
-    table = [Submission("t", "table:t")]
-    assert per_file.plan_for("auto", table, "auto", 1 << 20) == "one-sort"
+        plan("per-file", 1 << 20, odd)
+    assert plan("auto", 1 << 20, [("table:t", None)]) == "one-sort"
+    # one submission: per-file when it fits, unless the Spark engine itself was asked for
+    assert plan("auto", 1 << 20, files[:1], pool=False) == "per-file"
+    assert plan("auto", 1 << 20, files[:1], pool=False, engine_asked="spark") == "one-sort"
+    assert plan("per-file", 1 << 20, files[:1], pool=False, engine_asked="spark") == "per-file"
+    assert engine.plan_for(engine.LOCAL, odd) == "per-file"
 
 
 def test_odd_parquet_types_send_the_pool_to_the_one_sort_plan(spark, tmp_path, gt_file):
@@ -258,7 +272,8 @@ def test_odd_parquet_types_send_the_pool_to_the_one_sort_plan(spark, tmp_path, g
     assert per_file.score_one(subs[0].source, ground_truth(), "auto", 10, 10).needs_spark
     result = pool.run(spark, pool.PoolJob(gt_file, [str(folder)], None, pool_plan="auto"))
     by_name = {s.name: s for s in result.submissions}
-    assert per_file.plan_for("auto", result.submissions, "auto", 1 << 20) == "one-sort"
+    sources = [(s.source, 1) for s in result.submissions]
+    assert engine.plan_for(engine.Choice("spark"), sources) == "one-sort"
     assert by_name["plain"].metrics.n_true_positives == 2
     assert by_name["ints"].status == "ok" and by_name["ints"].metrics.n_predictions == 1
 

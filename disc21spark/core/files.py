@@ -38,25 +38,30 @@ def is_directory(spark: SparkSession, path: str) -> bool:
 
 def data_files(spark: SparkSession, path: str) -> list[str]:
     """The files a path (file, folder or glob) stands for; an InputError when there are none."""
+    return list(sized_files(spark, path))
+
+
+def sized_files(spark: SparkSession, path: str) -> dict[str, int]:
+    """``data_files`` with each file's size in bytes (from the same listing), in order."""
     try:
         hpath, fs = _hadoop_fs(spark, path)
         statuses = fs.globStatus(hpath) or []
-        files: list[str] = []
+        files: dict[str, int] = {}
         for status in statuses:
             if status.isDirectory():
                 for child in fs.listStatus(status.getPath()) or []:
                     name = child.getPath().getName()
                     if child.isFile() and not name.startswith(("_", ".")):
-                        files.append(child.getPath().toString())
+                        files[child.getPath().toString()] = int(child.getLen())
             else:
-                files.append(status.getPath().toString())
+                files[status.getPath().toString()] = int(status.getLen())
     except Exception as exc:  # any filesystem failure is the user's path, not our bug
         raise fs_failure(path, exc) from None
     if not statuses:
         raise InputError(path, "no such file or directory")
     if not files:
         raise InputError(path, "folder holds no data file")
-    return sorted(files)
+    return dict(sorted(files.items()))
 
 
 def read_parquet(spark: SparkSession, path: str | list[str], columns: tuple[str, ...]) -> DataFrame:

@@ -1,8 +1,10 @@
 """The matching-track job: read → validate → label → sort → aggregate → report.
 
-Two engines score one submission: Spark (the plan of ``score.py``) and, for the everyday
-local file, this process (``local.py``: Arrow and the numpy specification). Their figures
-are the specification's; the tests hold them equal, errors included.
+One submission is scored on the plan its ``Choice`` names (``engine.py`` decides):
+``per-file`` (``local.py``: Arrow and the numpy specification, in this process, from
+the file or, on Spark, from its bytes read in one Spark task) or ``one-sort`` (the plan
+of ``score.py``). Their figures are the specification's; the tests hold them equal,
+errors included.
 """
 
 from __future__ import annotations
@@ -12,12 +14,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from disc21spark import engine
 from disc21spark.core import config
 from disc21spark.core.errors import InputError, first_line
+from disc21spark.core.files import sized_files
 from disc21spark.core.output import check_writable, staged_output
 from disc21spark.core.phases import Phases
 from disc21spark.core.runner import BaseJob, job_fields
-from disc21spark.matching import report
+from disc21spark.matching import local, report
 from disc21spark.matching.ground_truth import ground_truth_phase
 from disc21spark.matching.model import GroundTruth, MatchingMetrics
 
@@ -39,20 +43,19 @@ class MatchingJob(BaseJob):
     predictions_format: str = config.value("evaluate", "predictions_format")
     ground_truth_format: str = config.value("evaluate", "ground_truth_format")
     title: str | None = config.value("evaluate", "title")
-    in_process: bool = False  # the local engine (evaluate --engine decides)
+    choice: engine.Choice = engine.DISTRIBUTED  # engine and plan (engine.choose decides)
 
     @property
     def needs_spark(self) -> bool:
-        return not self.in_process
+        return self.choice.needs_spark
 
     @classmethod
-    def from_args(cls, args: Namespace) -> MatchingJob:
+    def from_args(cls, args: Namespace, choice: engine.Choice = engine.DISTRIBUTED) -> MatchingJob:
         """`disc21spark evaluate` with one submission (its --predictions names one path)."""
         predictions = args.predictions
         if not isinstance(predictions, str):
             (predictions,) = predictions
-        in_process = getattr(args, "engine", "spark") == "local"
-        return cls(**job_fields(cls, args, predictions=predictions, in_process=in_process))
+        return cls(**job_fields(cls, args, predictions=predictions, choice=choice))
 
     def execute(self, spark: SparkSession | None) -> MatchingMetrics:
         return run(spark, self)
@@ -67,14 +70,59 @@ class MatchingJob(BaseJob):
 def score_predictions(
     spark: SparkSession | None, job: MatchingJob, gt: GroundTruth, phases: Phases
 ) -> MatchingMetrics:
-    """The submission's metrics, or the InputError naming its first problem: in this
-    process without a session, else on Spark."""
-    if spark is None:
-        from disc21spark.matching import local
+    """The submission's metrics, or the InputError naming its first problem, on the
+    plan of ``job.choice`` (settled here by the file's size on Spark)."""
+    plan, file = job.choice.plan, job.predictions
+    if job.choice.needs_spark and plan != "one-sort":
+        files = sized_files(spark, job.predictions)
+        # a folder of part files is one submission: the distributed plan reads it
+        if len(files) == 1:
+            plan = engine.plan_for(job.choice, list(files.items()), job.predictions_format, pool=False)
+            file = job.predictions if local.local_path(job.predictions) else next(iter(files))
+        else:
+            plan = "one-sort"
+    if plan == "per-file":
+        metrics = _in_process(spark, job, file, gt, phases)
+        if metrics is not None:
+            return metrics
+    return _distributed(spark, job, gt, phases)
 
-        return local.score_file(
-            job.predictions, job.predictions_format, gt, job.max_results, job.curve_points, phases
-        )
+
+def _in_process(
+    spark: SparkSession | None, job: MatchingJob, file: str, gt: GroundTruth, phases: Phases
+) -> MatchingMetrics | None:
+    """The per-file plan: a local file read here, any other path in one Spark task that
+    reads its bytes; None when only Spark's reader reads the file as Spark does."""
+    if local.local_path(file) is not None:
+        try:
+            return local.score_file(
+                job.predictions, job.predictions_format, gt, job.max_results, job.curve_points,
+                phases,
+            )  # fmt: skip
+        except local.NotForThisEngine:
+            return None
+    from disc21spark.matching import coverage
+    from disc21spark.pool import per_file
+
+    with phases.phase("score") as note:
+        (outcome,) = per_file.score_files(
+            spark, [file], gt, job.predictions_format, job.max_results,
+            job.curve_points,
+        )  # fmt: skip
+        if outcome.needs_spark:
+            return None
+        if outcome.error is not None:
+            raise outcome.input_error()
+        note["rows"] = outcome.metrics.n_predictions
+        note["detail"] = "in process, one Spark task"
+    coverage.announce(job.predictions, outcome.metrics.warnings)
+    return outcome.metrics
+
+
+def _distributed(
+    spark: SparkSession, job: MatchingJob, gt: GroundTruth, phases: Phases
+) -> MatchingMetrics:
+    """The one-sort plan of ``score.py``."""
     # here, not above: the in-process engine never pays for importing PySpark
     from pyspark.sql import functions as F
 

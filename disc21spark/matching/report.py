@@ -8,11 +8,12 @@ import math
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from disc21spark.core import record
 from disc21spark.core.output import staged_output
 from disc21spark.core.phases import Phases
+from disc21spark.engine import engine_of
 from disc21spark.matching.model import MatchingMetrics
 
 if TYPE_CHECKING:
@@ -42,7 +43,7 @@ def metrics_document(metrics: MatchingMetrics, run: dict) -> dict:
     return doc
 
 
-def run_document(spark: SparkSession | None, phases: Phases, **inputs) -> dict:
+def run_document(spark: SparkSession | None, phases: Phases, **inputs: Any) -> dict:
     """The ``run`` part of a result file: the inputs and settings given, the run record
     (core/record.py: command, times, versions, inputs with SHA-256...), then the engine
     that ran the job (Spark's master and version; none in process) and the seconds of
@@ -50,9 +51,7 @@ def run_document(spark: SparkSession | None, phases: Phases, **inputs) -> dict:
     return {
         **inputs,
         **record.current().document(spark),
-        "engine": "local" if spark is None else "spark",
-        "spark_master": None if spark is None else spark.sparkContext.master,
-        "spark_version": None if spark is None else spark.version,
+        **engine_of(spark).describe(),
         "phase_seconds": phases.seconds,
     }
 
