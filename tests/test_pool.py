@@ -10,6 +10,7 @@ import os
 import shutil
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 
 import numpy as np
@@ -296,3 +297,65 @@ def test_a_task_failing_once_is_retried_and_changes_nothing(tmp_path, gt_file):
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert marker.read_text() == "2\n"  # the fault happened, once
     assert leaderboard_rows(tmp_path / "faulty") == leaderboard_rows(tmp_path / "calm")
+
+
+def mount(spark, folder: Path) -> str:
+    """``viewfs://<table>/x``: a Hadoop mount table linking /x to a local folder, a
+    non-local scheme with no network (a fresh table name: Hadoop caches file systems)."""
+    table = f"pool{uuid.uuid4().hex[:10]}"
+    conf = spark.sparkContext._jsc.hadoopConfiguration()
+    conf.set(f"fs.viewfs.mounttable.{table}.link./x", folder.as_uri())
+    return f"viewfs://{table}/x"
+
+
+def test_a_pool_named_through_viewfs_takes_the_per_file_plan_with_the_local_figures(
+    spark, tmp_path, gt_file
+):
+    folder = tmp_path / "pool"
+    write_pool(folder, 8, 7)  # CSV with and without header, Parquet, empty files
+    (folder / "zipped.csv.gz").write_bytes(gzip.compress(b"Q1,R1,0.9\nQ2,R2,0.5\nQ7,R1,0.5\n"))
+    (folder / "repeats.csv").write_text("Q1,R1,0.9\nQ2,R2,0.5\nQ1,R1,0.8\n")
+    remote = mount(spark, folder)
+    here, there = tmp_path / "here", tmp_path / "there"
+    pool.run(spark, pool.PoolJob(gt_file, [str(folder)], str(here), pool_plan="per-file"))
+    result = pool.run(spark, pool.PoolJob(gt_file, [remote], str(there)))
+    assert all(s.source.startswith(f"{remote}/") for s in result.submissions)
+    # the per-file plan only: one scoring phase, no sort of the rows
+    phases = json.loads((there / "run.json").read_text())["phase_seconds"]
+    assert "score" in phases and "sort" not in phases and "read" not in phases, phases
+    for name in ("leaderboard.csv", "leaderboard.md"):
+        local_text = (here / name).read_text().replace(str(folder), remote)
+        assert (there / name).read_text() == local_text, name
+    assert leaderboard_rows(there) == [
+        {**r, "reason": r["reason"] and r["reason"].replace(str(folder), remote)}
+        for r in leaderboard_rows(here)
+    ]
+    curves = sorted(p.name for p in (here / "pr_curves").iterdir())
+    assert curves == sorted(p.name for p in (there / "pr_curves").iterdir()) and curves
+    for curve in curves:
+        assert (there / "pr_curves" / curve).read_bytes() == (here / "pr_curves" / curve).read_bytes()
+    bad = {s.name: s.reason for s in result.submissions}["repeats"]
+    assert bad.startswith(f"{remote}/repeats.csv: lines 1 and 3: duplicate pair (Q1, R1) appears 2")
+
+
+def test_one_submission_through_viewfs_is_scored_in_one_task_as_the_local_file(spark, tmp_path, gt_file):
+    from disc21spark.matching.job import MatchingJob
+    from disc21spark.matching.job import run as run_one
+
+    folder = tmp_path / "one"
+    frame = write_pool(folder, 9, 2)["team01"]
+    remote = mount(spark, folder)
+    auto = engine.choose([f"{remote}/team01.csv"], gt_file)
+    assert auto == engine.Choice("spark", "auto", "auto")
+    got = run_one(spark, MatchingJob(gt_file, f"{remote}/team01.csv", str(tmp_path / "o"), choice=auto))
+    want = evaluate(frame.query_id, frame.reference_id, frame.score.to_numpy(), ground_truth())
+    assert got.to_dict() == want.to_dict()
+    assert np.array_equal(got.curve.precision, want.curve.precision)
+    phases = json.loads((tmp_path / "o" / "run.json").read_text())["phase_seconds"]
+    assert "sort" not in phases and "read" not in phases, phases
+    (folder / "bad.csv").write_text("Q1,R1,0.5\nQ2,R2,nan\n")
+    with pytest.raises(InputError) as info:
+        run_one(spark, MatchingJob(gt_file, f"{remote}/bad.csv", None, choice=auto))
+    with pytest.raises(InputError) as spread:
+        run_one(spark, MatchingJob(gt_file, f"{remote}/bad.csv", None))  # the distributed plan
+    assert str(info.value) == str(spread.value) == f"{remote}/bad.csv: line 2: score 'nan' is not finite"

@@ -72,28 +72,30 @@ def score_predictions(
 ) -> MatchingMetrics:
     """The submission's metrics, or the InputError naming its first problem, on the
     plan of ``job.choice`` (settled here by the file's size on Spark)."""
-    plan, file = job.choice.plan, job.predictions
+    plan, files = job.choice.plan, {}
     if job.choice.needs_spark and plan != "one-sort":
         files = sized_files(spark, job.predictions)
         # a folder of part files is one submission: the distributed plan reads it
-        if len(files) == 1:
-            plan = engine.plan_for(job.choice, list(files.items()), job.predictions_format, pool=False)
-            file = job.predictions if local.local_path(job.predictions) else next(iter(files))
-        else:
-            plan = "one-sort"
+        one = len(files) == 1
+        plan = engine.plan_for(job.choice, list(files.items()), job.predictions_format, pool=False) if one else "one-sort"  # fmt: skip
     if plan == "per-file":
-        metrics = _in_process(spark, job, file, gt, phases)
+        metrics = _in_process(spark, job, files, gt, phases)
         if metrics is not None:
             return metrics
     return _distributed(spark, job, gt, phases)
 
 
 def _in_process(
-    spark: SparkSession | None, job: MatchingJob, file: str, gt: GroundTruth, phases: Phases
+    spark: SparkSession | None,
+    job: MatchingJob,
+    files: dict[str, int],
+    gt: GroundTruth,
+    phases: Phases,
 ) -> MatchingMetrics | None:
-    """The per-file plan: a local file read here, any other path in one Spark task that
-    reads its bytes; None when only Spark's reader reads the file as Spark does."""
-    if local.local_path(file) is not None:
+    """The per-file plan: a local file read here, any other path (``files``: the one
+    file listed, with its size) in one Spark task that reads its bytes; None when only
+    Spark's reader reads the file as Spark does."""
+    if local.local_path(job.predictions) is not None:
         try:
             return local.score_file(
                 job.predictions, job.predictions_format, gt, job.max_results, job.curve_points,
@@ -106,8 +108,8 @@ def _in_process(
 
     with phases.phase("score") as note:
         (outcome,) = per_file.score_files(
-            spark, [file], gt, job.predictions_format, job.max_results,
-            job.curve_points,
+            spark, list(files), gt, job.predictions_format, job.max_results, job.curve_points,
+            files,
         )  # fmt: skip
         if outcome.needs_spark:
             return None

@@ -244,18 +244,23 @@ def _score(
     files = [(s.source, sizes.get(s.source)) for s in subs]
     plan = engine.plan_for(job.choice, files, job.predictions_format)
     if plan == "per-file":
-        subs = _score_per_file(spark, job, gt, subs, phases)
+        subs = _score_per_file(spark, job, gt, subs, sizes, phases)
     _score_one_sort(spark, job, gt, subs, phases)
 
 
 def _score_per_file(
-    spark: SparkSession, job: PoolJob, gt: GroundTruth, subs: list[Submission], phases: Phases
+    spark: SparkSession,
+    job: PoolJob,
+    gt: GroundTruth,
+    subs: list[Submission],
+    sizes: dict[str, int],
+    phases: Phases,
 ) -> list[Submission]:
     """Each file in a task of its own; what only Spark reads is left for the one-sort plan."""
     with phases.phase("score") as note:
         outcomes = per_file.score_files(
             spark, [s.source for s in subs], gt, job.predictions_format, job.max_results,
-            job.curve_points,
+            job.curve_points, sizes,
         )  # fmt: skip
         left = []
         for s, outcome in zip(subs, outcomes):

@@ -58,9 +58,11 @@ def score_files(
     fmt: str,
     max_results: int,
     curve_points: int,
+    sizes: dict[str, int] | None = None,
 ) -> list[Outcome]:
     """One Outcome per file of ``files`` (paths as listed by ``data_files``), in order;
-    one Spark task per file."""
+    one Spark task per file. ``sizes``: bytes per file, when listed (a file of zero
+    bytes, for which the binaryFile source returns no row, is scored here)."""
     sc = spark.sparkContext
     truth = sc.broadcast(gt)
     try:
@@ -81,7 +83,13 @@ def score_files(
         truth.unpersist()
     # the rows name a file by its decoded path, the listing (and a user) may give its URI
     by_name = {display_path(unquote(path)): outcome for path, outcome in found.items()}
-    return [by_name.get(display_path(unquote(f)), Outcome(needs_spark=True)) for f in files]
+    empty = {f for f in files if (sizes or {}).get(f) == 0}
+    return [
+        by_name.get(display_path(unquote(f)))
+        or (score_source(Source.of_bytes(f, b""), gt, fmt, max_results, curve_points)
+            if f in empty else Outcome(needs_spark=True))
+        for f in files
+    ]  # fmt: skip
 
 
 def score_source(
