@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from disc21spark.core.errors import InputError, first_line
+from disc21spark.core.fs import HadoopPath
 from disc21spark.core.fs import failure as fs_failure
 
 if TYPE_CHECKING:  # the in-process engine uses detect_format without importing PySpark
@@ -24,16 +25,9 @@ def detect_format(path: str, fmt: str = "auto") -> str:
     return "parquet" if stripped.lower().endswith(PARQUET_SUFFIXES) else "csv"
 
 
-def _hadoop_fs(spark: SparkSession, path: str):
-    jvm = spark.sparkContext._jvm
-    hpath = jvm.org.apache.hadoop.fs.Path(path)
-    return hpath, hpath.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
-
-
 def is_directory(spark: SparkSession, path: str) -> bool:
     """Whether an existing path (no glob) is a folder, on any Hadoop file system."""
-    hpath, fs = _hadoop_fs(spark, path)
-    return bool(fs.getFileStatus(hpath).isDirectory())
+    return HadoopPath(spark, path).is_dir()
 
 
 def data_files(spark: SparkSession, path: str) -> list[str]:
@@ -44,8 +38,9 @@ def data_files(spark: SparkSession, path: str) -> list[str]:
 def sized_files(spark: SparkSession, path: str) -> dict[str, int]:
     """``data_files`` with each file's size in bytes (from the same listing), in order."""
     try:
-        hpath, fs = _hadoop_fs(spark, path)
-        statuses = fs.globStatus(hpath) or []
+        where = HadoopPath(spark, path)
+        fs = where.fs
+        statuses = fs.globStatus(where.path) or []
         files: dict[str, int] = {}
         for status in statuses:
             if status.isDirectory():
@@ -55,6 +50,8 @@ def sized_files(spark: SparkSession, path: str) -> dict[str, int]:
                         files[child.getPath().toString()] = int(child.getLen())
             else:
                 files[status.getPath().toString()] = int(status.getLen())
+    except InputError:  # the file system itself (a scheme without its connector)
+        raise
     except Exception as exc:  # any filesystem failure is the user's path, not our bug
         raise fs_failure(path, exc) from None
     if not statuses:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -253,19 +254,10 @@ def _index_in(values: pa.Array, value_set: pa.Array) -> np.ndarray:
     return numbers(pc.coalesce(found, missing)).astype(np.int64)
 
 
-def score_file(
-    path: str,
-    fmt: str,
-    gt: GroundTruth,
-    max_results: int,
-    curve_points: int,
-    phases: Phases | None = None,
-    announce: bool = True,
-) -> MatchingMetrics:
-    """One local submission file's metrics (see ``score_source``); ``path`` as given
-    names it in the --max-results message and the warnings, as on Spark."""
-    source = Source.local(path)
-    return score_source(source, fmt, gt, max_results, curve_points, phases, announce, path)
+def score_file(path: str, *args: Any, **kw: Any) -> MatchingMetrics:
+    """``score_source`` of the local file ``path``; ``path`` as given names it in the
+    --max-results message and the warnings, as on Spark."""
+    return score_source(Source.local(path), *args, given=path, **kw)
 
 
 def score_source(

@@ -20,12 +20,13 @@ from typing import IO
 
 from disc21spark.core.errors import InputError, display_path, first_line
 from disc21spark.core.files import detect_format
+from disc21spark.core.fs import HADOOP_CODECS, is_glob
 from disc21spark.matching.rows import Row, parse_csv_line
 
 # what Arrow reads from a local path (compression from the name, as Spark's codecs do)
 CSV_SUFFIXES = (".csv", ".txt", ".csv.gz", ".txt.gz", ".csv.bz2", ".txt.bz2")
 # codecs Hadoop reads and Arrow does not take from a file name
-HADOOP_ONLY = (".zst", ".lz4", ".snappy", ".deflate")
+HADOOP_ONLY = tuple(c for c in HADOOP_CODECS if c not in (".gz", ".bz2"))
 # the codecs decompressed here, keyed by the suffix Hadoop's codec factory goes by
 _OPENERS = {".gz": gzip.open, ".bz2": bz2.open}
 
@@ -40,7 +41,7 @@ def local_path(path: str) -> str | None:
     if "://" in path and not path.startswith("file://"):
         return None
     plain = display_path(path)  # file:/x and file:///x, as Hadoop lists local files
-    if any(c in plain for c in "*?[{") or not os.path.isfile(plain):
+    if is_glob(plain) or not os.path.isfile(plain):
         return None
     return plain
 

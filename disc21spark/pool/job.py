@@ -240,40 +240,29 @@ def _score(
     sizes: dict[str, int],
     phases: Phases,
 ) -> None:
-    """Every submission of ``subs`` scored; fills its status and metrics."""
+    """Every submission of ``subs`` scored; fills its status and metrics. On the
+    per-file plan each file is a task of its own, and what only Spark reads as Spark
+    does is left for the one-sort plan."""
     files = [(s.source, sizes.get(s.source)) for s in subs]
-    plan = engine.plan_for(job.choice, files, job.predictions_format)
-    if plan == "per-file":
-        subs = _score_per_file(spark, job, gt, subs, sizes, phases)
+    if engine.plan_for(job.choice, files, job.predictions_format) == "per-file":
+        with phases.phase("score") as note:
+            outcomes = per_file.score_files(
+                spark, [s.source for s in subs], gt, job.predictions_format, job.max_results,
+                job.curve_points, sizes,
+            )  # fmt: skip
+            left = []
+            for s, outcome in zip(subs, outcomes):
+                if outcome.needs_spark:
+                    left.append(s)
+                elif outcome.error is not None:
+                    s.invalid(outcome.input_error())
+                else:
+                    s.metrics = outcome.metrics
+                    coverage.announce(s.name, s.metrics.warnings)  # as the one-sort plan does
+            note["rows"] = sum(s.metrics.n_predictions for s in subs if s.metrics)
+            note["detail"] = f"{len(subs) - len(left)} submissions, one task per file"
+        subs = left
     _score_one_sort(spark, job, gt, subs, phases)
-
-
-def _score_per_file(
-    spark: SparkSession,
-    job: PoolJob,
-    gt: GroundTruth,
-    subs: list[Submission],
-    sizes: dict[str, int],
-    phases: Phases,
-) -> list[Submission]:
-    """Each file in a task of its own; what only Spark reads is left for the one-sort plan."""
-    with phases.phase("score") as note:
-        outcomes = per_file.score_files(
-            spark, [s.source for s in subs], gt, job.predictions_format, job.max_results,
-            job.curve_points, sizes,
-        )  # fmt: skip
-        left = []
-        for s, outcome in zip(subs, outcomes):
-            if outcome.needs_spark:
-                left.append(s)
-            elif outcome.error is not None:
-                s.invalid(outcome.input_error())
-            else:
-                s.metrics = outcome.metrics
-                coverage.announce(s.name, s.metrics.warnings)  # named as the one-sort plan does
-        note["rows"] = sum(s.metrics.n_predictions for s in subs if s.metrics)
-        note["detail"] = f"{len(subs) - len(left)} submissions, one task per file"
-    return left
 
 
 def _score_one_sort(

@@ -14,9 +14,9 @@ from pyspark.sql import functions as F
 
 from disc21spark.core import fs
 from disc21spark.core.errors import InputError, display_path
-from disc21spark.core.files import data_files, is_directory, sized_files
+from disc21spark.core.files import PARQUET_SUFFIXES, data_files, is_directory, sized_files
 
-SUFFIXES = (".csv", ".txt", ".parquet", ".pq", ".parq", ".gz", ".bz2", ".zst", ".lz4", ".snappy")
+SUFFIXES = (".csv", ".txt", *PARQUET_SUFFIXES, *fs.HADOOP_CODECS)
 
 
 def submission_name(file: str) -> str:
@@ -33,7 +33,7 @@ def is_pool(spark: SparkSession, predictions: list[str], submission_column: str 
     if submission_column or len(predictions) > 1:
         return True
     path = predictions[0]
-    if any(c in path for c in "*?[{"):
+    if fs.is_glob(path):
         return True
     files = data_files(spark, path)  # a clear error when the path does not exist
     if not is_directory(spark, path):
