@@ -115,7 +115,7 @@ def main() -> None:
     # the same leaderboard whatever names the files: only the run block may differ
     boards = {plan: (outs[plan] / "leaderboard.csv").read_text() for plan in plans}
     same = same and boards["viewfs"] == boards["per-file"]
-    phases = json.loads((outs["viewfs"] / "run.json").read_text())["phase_seconds"]
+    phases = json.loads((outs["viewfs"] / "leaderboard.json").read_text())["run"]["phase_seconds"]
     per_file_plan = "sort" not in phases and "score" in phases
     # the official sum is numpy's pairwise one: the same μAP within a few ulps
     close = all(

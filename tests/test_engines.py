@@ -165,3 +165,28 @@ def test_python_jobs_evaluate_needs_no_java_for_a_local_file(tmp_path):
     proc = subprocess.run([*cmd, "--overwrite", "--engine", "spark"], capture_output=True,
                           text=True, env=env, timeout=120)  # fmt: skip
     assert proc.returncode == 2 and "Java 17" in proc.stderr
+
+
+def test_one_submission_on_spark_takes_the_per_file_plan_when_it_fits(spark, tmp_path, monkeypatch):
+    """Under spark-submit (or with --master) one file within --local-max-bytes is scored
+    in process on the driver: the distributed plan's figures, no sort; a larger one goes
+    through the distributed plan."""
+    monkeypatch.setenv("PYSPARK_GATEWAY_PORT", "1")  # as spark-submit starts us
+    gt = make_gt(40, 25)
+    frame = random_submission(np.random.default_rng(5), gt, 200, 7)
+    frame.to_csv(tmp_path / "p.csv", index=False)
+    truth = gt_csv(tmp_path / "gt.csv", gt)
+    args = args_for(tmp_path, predictions=[str(tmp_path / "p.csv")])
+    args.ground_truth = str(truth)
+    choice = evaluate_command.choice_of(args)
+    assert choice == engine.Choice("spark", "auto", "auto")
+    seen = {}
+    for name, limit in (("fits", 1 << 20), ("larger", 16)):
+        job = MatchingJob(str(truth), str(tmp_path / "p.csv"), str(tmp_path / name), max_results=0,
+                          choice=engine.Choice("spark", "auto", "auto", limit))  # fmt: skip
+        seen[name] = run(spark, job)
+        phases = json.loads((tmp_path / name / "metrics.json").read_text())["run"]["phase_seconds"]
+        assert ("sort" in phases) == (name == "larger"), phases
+    assert_same(seen["fits"], seen["larger"])
+    expected = evaluate(frame.query_id.to_numpy(), frame.reference_id.to_numpy(), frame.score.to_numpy(), gt)
+    assert_same(seen["fits"], expected)
