@@ -75,9 +75,10 @@ def score_predictions(
     plan, files = job.choice.plan, {}
     if job.choice.needs_spark and plan != "one-sort":
         files = sized_files(spark, job.predictions)
+        fmt = job.predictions_format
         # a folder of part files is one submission: the distributed plan reads it
         one = len(files) == 1
-        plan = engine.plan_for(job.choice, list(files.items()), job.predictions_format, pool=False) if one else "one-sort"  # fmt: skip
+        plan = engine.plan_for(job.choice, list(files.items()), fmt, pool=False) if one else "one-sort"
     if plan == "per-file":
         metrics = _in_process(spark, job, files, gt, phases)
         if metrics is not None:
