@@ -175,9 +175,8 @@ def test_one_submission_on_spark_takes_the_per_file_plan_when_it_fits(spark, tmp
     gt = make_gt(40, 25)
     frame = random_submission(np.random.default_rng(5), gt, 200, 7)
     frame.to_csv(tmp_path / "p.csv", index=False)
-    truth = gt_csv(tmp_path / "gt.csv", gt)
     args = args_for(tmp_path, predictions=[str(tmp_path / "p.csv")])
-    args.ground_truth = str(truth)
+    truth = gt_csv(tmp_path / "truth.csv", gt)
     choice = evaluate_command.choice_of(args)
     assert choice == engine.Choice("spark", "auto", "auto")
     seen = {}
