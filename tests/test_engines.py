@@ -189,3 +189,40 @@ def test_one_submission_on_spark_takes_the_per_file_plan_when_it_fits(spark, tmp
     assert_same(seen["fits"], seen["larger"])
     expected = evaluate(frame.query_id.to_numpy(), frame.reference_id.to_numpy(), frame.score.to_numpy(), gt)
     assert_same(seen["fits"], expected)
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".csv.gz", ".csv.bz2", ".parquet"])
+def test_the_in_process_engine_scores_bytes_as_it_scores_the_file(tmp_path, suffix):
+    """What a per-file task gets from Spark (the file's bytes, under its URI) scores as the
+    local file does: the same figures, and the same messages naming the URI."""
+    import bz2
+    import gzip
+
+    from disc21spark.matching import local
+    from disc21spark.matching.source import Source
+
+    gt = make_gt(40, 25)
+    frame = random_submission(np.random.default_rng(11), gt, 150, 10**6)
+    cases = {"good": frame, "repeats": pd.concat([frame, frame.iloc[:1]], ignore_index=True)}
+    packers = {".csv.gz": gzip.compress, ".csv.bz2": bz2.compress}
+    for name, table in cases.items():
+        path = tmp_path / f"{name}{suffix}"
+        if suffix == ".parquet":
+            table.to_parquet(path)
+        else:
+            text = table.to_csv(index=False).encode()
+            path.write_bytes(packers.get(suffix, lambda b: b)(text))
+        outcomes = []
+        for source in (Source.local(str(path)), Source.of_bytes(f"viewfs://t/x/{path.name}", path.read_bytes())):
+            try:
+                outcomes.append(local.score_source(source, "auto", gt, 0, 100, announce=False))
+            except InputError as exc:
+                outcomes.append(str(exc).replace(f"viewfs://t/x/{path.name}", str(path)))
+        if name == "good":
+            assert_same(*outcomes)
+        else:
+            assert outcomes[0] == outcomes[1] and "duplicate pair" in outcomes[0]
+    if suffix == ".csv.gz":  # a damaged stream: one line naming the file, either way
+        cut = (tmp_path / f"good{suffix}").read_bytes()[:40]
+        with pytest.raises(InputError, match=r"^viewfs://t/x/cut.csv.gz: cannot be read \("):
+            local.score_source(Source.of_bytes("viewfs://t/x/cut.csv.gz", cut), "auto", gt, 0, 100)
