@@ -198,24 +198,33 @@ def _not_per_file(path: str, size: int | None, fmt: str, max_bytes: int | None) 
     return None
 
 
-class LocalEngine:
-    """This process: files on this machine, no session."""
+class Engine:
+    """What a job asks of the engine it runs on, whichever it is: small tables read on
+    the driver, and the engine's part of the run document."""
 
     name = "local"
-    spark = None
+    spark: Any = None
 
     def table_rows(self, path: str, columns: tuple[str, ...], fmt: str = "auto") -> list[Row]:
-        """A small table (the ground truth) as records with their line or row numbers."""
+        """A small table (the ground truth) as records with their line or row numbers;
+        InputError naming ``path`` when it cannot be read."""
+        raise NotImplementedError
+
+    def describe(self) -> dict[str, Any]:
+        """The engine part of a run document: engine, spark_master, spark_version."""
+        return {"engine": self.name, "spark_master": None, "spark_version": None}
+
+
+class LocalEngine(Engine):
+    """This process: files on this machine, no session."""
+
+    def table_rows(self, path: str, columns: tuple[str, ...], fmt: str = "auto") -> list[Row]:
         from disc21spark.matching.source import read_small_table
 
         return read_small_table(path, columns, fmt)
 
-    def describe(self) -> dict[str, Any]:
-        """The engine part of a run document."""
-        return {"engine": self.name, "spark_master": None, "spark_version": None}
 
-
-class SparkEngine(LocalEngine):
+class SparkEngine(Engine):
     """A SparkSession: any path Spark reads."""
 
     name = "spark"
@@ -234,6 +243,6 @@ class SparkEngine(LocalEngine):
         return {"engine": self.name, "spark_master": sc.master, "spark_version": self.spark.version}
 
 
-def engine_of(spark: Any) -> LocalEngine:
+def engine_of(spark: Any) -> Engine:
     """The engine a job runs on: the session the runner started, or this process (None)."""
     return LocalEngine() if spark is None else SparkEngine(spark)
