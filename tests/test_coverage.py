@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from disc21spark import engine
 from disc21spark.core.phases import Phases
 from disc21spark.matching import coverage, local
 from disc21spark.matching.job import MatchingJob, score_predictions
@@ -96,7 +97,7 @@ def test_metrics_json_holds_the_warnings(tmp_path):
     paths = write_cases(tmp_path / "pool")
     (tmp_path / "gt.csv").write_text(GT_CSV)
     job = MatchingJob(str(tmp_path / "gt.csv"), paths["unrelated"], str(tmp_path / "out"),
-                      in_process=True)  # fmt: skip
+                      choice=engine.LOCAL)  # fmt: skip
     run_matching(None, job)
     doc = json.loads((tmp_path / "out" / "metrics.json").read_text())
     assert doc["warnings"] == [UNKNOWN_2, NO_REFERENCE]

@@ -15,6 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from disc21spark import engine
 from disc21spark.commands import evaluate as evaluate_command
 from disc21spark.core.errors import InputError
 from disc21spark.matching.job import MatchingJob, run
@@ -29,8 +30,8 @@ ROOT = Path(__file__).resolve().parents[1]
 def both(spark, gt, preds, **kw):
     """(Spark's, in-process) result of the same job: metrics, or the error's text."""
     out = []
-    for session, in_process in ((spark, False), (None, True)):
-        job = MatchingJob(str(gt), str(preds), None, in_process=in_process, **kw)
+    for session, choice in ((spark, engine.DISTRIBUTED), (None, engine.LOCAL)):
+        job = MatchingJob(str(gt), str(preds), None, choice=choice, **kw)
         try:
             out.append(run(session, job))
         except InputError as exc:
@@ -118,7 +119,9 @@ def args_for(tmp_path: Path, *extra: str, predictions: list[str] | None = None) 
 
 def test_auto_engine_choice(tmp_path, monkeypatch):
     monkeypatch.delenv("PYSPARK_GATEWAY_PORT", raising=False)
-    choose = evaluate_command.choose_engine
+    def choose(args):
+        return evaluate_command.choice_of(args).engine
+
     assert choose(args_for(tmp_path)) == "local"
     assert choose(args_for(tmp_path, "--master", "local[2]")) == "spark"
     assert choose(args_for(tmp_path, "--engine", "spark")) == "spark"
@@ -136,12 +139,12 @@ def test_local_engine_refuses_what_it_cannot_read(tmp_path, monkeypatch):
     (tmp_path / "pool").mkdir()
     args = args_for(tmp_path, "--engine", "local", predictions=[str(tmp_path / "pool")])
     with pytest.raises(InputError, match=r"--engine local: .*not one local file; use --engine spark"):
-        evaluate_command.choose_engine(args)
+        evaluate_command.choice_of(args)
     pd.DataFrame({"query_id": [1], "reference_id": ["R1"], "score": [0.5]}).to_parquet(
         tmp_path / "ints.parquet"
     )
     args = args_for(tmp_path, "--engine", "auto", predictions=[str(tmp_path / "ints.parquet")])
-    assert evaluate_command.choose_engine(args) == "spark"  # Spark casts integer ids itself
+    assert evaluate_command.choice_of(args).engine == "spark"  # Spark casts integer ids itself
 
 
 def test_python_jobs_evaluate_needs_no_java_for_a_local_file(tmp_path):
@@ -162,3 +165,64 @@ def test_python_jobs_evaluate_needs_no_java_for_a_local_file(tmp_path):
     proc = subprocess.run([*cmd, "--overwrite", "--engine", "spark"], capture_output=True,
                           text=True, env=env, timeout=120)  # fmt: skip
     assert proc.returncode == 2 and "Java 17" in proc.stderr
+
+
+def test_one_submission_on_spark_takes_the_per_file_plan_when_it_fits(spark, tmp_path, monkeypatch):
+    """Under spark-submit (or with --master) one file within --local-max-bytes is scored
+    in process on the driver: the distributed plan's figures, no sort; a larger one goes
+    through the distributed plan."""
+    monkeypatch.setenv("PYSPARK_GATEWAY_PORT", "1")  # as spark-submit starts us
+    gt = make_gt(40, 25)
+    frame = random_submission(np.random.default_rng(5), gt, 200, 7)
+    frame.to_csv(tmp_path / "p.csv", index=False)
+    args = args_for(tmp_path, predictions=[str(tmp_path / "p.csv")])
+    truth = gt_csv(tmp_path / "truth.csv", gt)
+    choice = evaluate_command.choice_of(args)
+    assert choice == engine.Choice("spark", "auto", "auto")
+    seen = {}
+    for name, limit in (("fits", 1 << 20), ("larger", 16)):
+        job = MatchingJob(str(truth), str(tmp_path / "p.csv"), str(tmp_path / name), max_results=0,
+                          choice=engine.Choice("spark", "auto", "auto", limit))  # fmt: skip
+        seen[name] = run(spark, job)
+        phases = json.loads((tmp_path / name / "metrics.json").read_text())["run"]["phase_seconds"]
+        assert ("sort" in phases) == (name == "larger"), phases
+    assert_same(seen["fits"], seen["larger"])
+    expected = evaluate(frame.query_id.to_numpy(), frame.reference_id.to_numpy(), frame.score.to_numpy(), gt)
+    assert_same(seen["fits"], expected)
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".csv.gz", ".csv.bz2", ".parquet"])
+def test_the_in_process_engine_scores_bytes_as_it_scores_the_file(tmp_path, suffix):
+    """What a per-file task gets from Spark (the file's bytes, under its URI) scores as the
+    local file does: the same figures, and the same messages naming the URI."""
+    import bz2
+    import gzip
+
+    from disc21spark.matching import local
+    from disc21spark.matching.source import Source
+
+    gt = make_gt(40, 25)
+    frame = random_submission(np.random.default_rng(11), gt, 150, 10**6)
+    cases = {"good": frame, "repeats": pd.concat([frame, frame.iloc[:1]], ignore_index=True)}
+    packers = {".csv.gz": gzip.compress, ".csv.bz2": bz2.compress}
+    for name, table in cases.items():
+        path = tmp_path / f"{name}{suffix}"
+        if suffix == ".parquet":
+            table.to_parquet(path)
+        else:
+            text = table.to_csv(index=False).encode()
+            path.write_bytes(packers.get(suffix, lambda b: b)(text))
+        outcomes = []
+        for source in (Source.local(str(path)), Source.of_bytes(f"viewfs://t/x/{path.name}", path.read_bytes())):
+            try:
+                outcomes.append(local.score_source(source, "auto", gt, 0, 100, announce=False))
+            except InputError as exc:
+                outcomes.append(str(exc).replace(f"viewfs://t/x/{path.name}", str(path)))
+        if name == "good":
+            assert_same(*outcomes)
+        else:
+            assert outcomes[0] == outcomes[1] and "duplicate pair" in outcomes[0]
+    if suffix == ".csv.gz":  # a damaged stream: one line naming the file, either way
+        cut = (tmp_path / f"good{suffix}").read_bytes()[:40]
+        with pytest.raises(InputError, match=r"^viewfs://t/x/cut.csv.gz: cannot be read \("):
+            local.score_source(Source.of_bytes("viewfs://t/x/cut.csv.gz", cut), "auto", gt, 0, 100)

@@ -10,12 +10,14 @@ import os
 import shutil
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
+from disc21spark import engine
 from disc21spark.core import faults
 from disc21spark.core.errors import InputError
 from disc21spark.matching.model import GroundTruth, Submission
@@ -229,21 +231,34 @@ def test_two_files_with_one_name_and_single_file_stays_strict(spark, tmp_path, g
     assert not pool.is_pool(spark, [str(rel / "parts")], None)
 
 
-def test_pool_plan_auto_takes_per_file_only_for_files_arrow_reads_alike(tmp_path):
+def test_plan_auto_goes_by_name_and_size_on_any_file_system(tmp_path):
     folder = tmp_path / "pool"
     write_pool(folder, 3, 3)
-    subs = [Submission(p.stem, str(p)) for p in sorted(folder.iterdir())]
-    assert per_file.plan_for("auto", subs, "auto", 1 << 20) == "per-file"
-    assert per_file.plan_for("one-sort", subs, "auto", 1 << 20) == "one-sort"
-    assert per_file.plan_for("auto", subs, "auto", 10) == "one-sort"  # over the size
-    assert per_file.plan_for("per-file", subs, "auto", 10) == "per-file"  # size: auto's rule
+    files = [(str(p), p.stat().st_size) for p in sorted(folder.iterdir())]
+
+    def plan(asked: str, limit: int, items=files, pool: bool = True, engine_asked="auto") -> str:
+        choice = engine.Choice("spark", asked, engine_asked, local_max_bytes=limit)
+        return engine.plan_for(choice, items, "auto", pool)
+
+    assert plan("auto", 1 << 20) == "per-file"
+    assert plan("one-sort", 1 << 20) == "one-sort"
+    assert plan("auto", 10) == "one-sort"  # over the size
+    assert plan("per-file", 10) == "per-file"  # size: auto's rule
+    # the scheme decides nothing: files named through Hadoop are read through Spark
+    remote = [(f"viewfs://pool/x/{Path(p).name}", size) for p, size in files]
+    assert plan("auto", 1 << 20, remote) == "per-file"
+    assert plan("auto", 1 << 20, [(remote[0][0], None)]) == "one-sort"  # size unknown
     (folder / "z.csv.zst").write_bytes(b"")
-    odd = [*subs, Submission("z", str(folder / "z.csv.zst"))]
-    assert per_file.plan_for("auto", odd, "auto", 1 << 20) == "one-sort"
+    odd = [*files, (str(folder / "z.csv.zst"), 0)]
+    assert plan("auto", 1 << 20, odd) == "one-sort"
     with pytest.raises(InputError, match=r"--pool-plan per-file: .*z.csv.zst.*one-sort"):
-        per_file.plan_for("per-file", odd, "auto", 1 << 20)
-    table = [Submission("t", "table:t")]
-    assert per_file.plan_for("auto", table, "auto", 1 << 20) == "one-sort"
+        plan("per-file", 1 << 20, odd)
+    assert plan("auto", 1 << 20, [("table:t", None)]) == "one-sort"
+    # one submission: per-file when it fits, unless the Spark engine itself was asked for
+    assert plan("auto", 1 << 20, files[:1], pool=False) == "per-file"
+    assert plan("auto", 1 << 20, files[:1], pool=False, engine_asked="spark") == "one-sort"
+    assert plan("per-file", 1 << 20, files[:1], pool=False, engine_asked="spark") == "per-file"
+    assert engine.plan_for(engine.LOCAL, odd) == "per-file"
 
 
 def test_odd_parquet_types_send_the_pool_to_the_one_sort_plan(spark, tmp_path, gt_file):
@@ -258,7 +273,8 @@ def test_odd_parquet_types_send_the_pool_to_the_one_sort_plan(spark, tmp_path, g
     assert per_file.score_one(subs[0].source, ground_truth(), "auto", 10, 10).needs_spark
     result = pool.run(spark, pool.PoolJob(gt_file, [str(folder)], None, pool_plan="auto"))
     by_name = {s.name: s for s in result.submissions}
-    assert per_file.plan_for("auto", result.submissions, "auto", 1 << 20) == "one-sort"
+    sources = [(s.source, 1) for s in result.submissions]
+    assert engine.plan_for(engine.Choice("spark"), sources) == "one-sort"
     assert by_name["plain"].metrics.n_true_positives == 2
     assert by_name["ints"].status == "ok" and by_name["ints"].metrics.n_predictions == 1
 
@@ -281,3 +297,65 @@ def test_a_task_failing_once_is_retried_and_changes_nothing(tmp_path, gt_file):
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert marker.read_text() == "2\n"  # the fault happened, once
     assert leaderboard_rows(tmp_path / "faulty") == leaderboard_rows(tmp_path / "calm")
+
+
+def mount(spark, folder: Path) -> str:
+    """``viewfs://<table>/x``: a Hadoop mount table linking /x to a local folder, a
+    non-local scheme with no network (a fresh table name: Hadoop caches file systems)."""
+    table = f"pool{uuid.uuid4().hex[:10]}"
+    conf = spark.sparkContext._jsc.hadoopConfiguration()
+    conf.set(f"fs.viewfs.mounttable.{table}.link./x", folder.as_uri())
+    return f"viewfs://{table}/x"
+
+
+def test_a_pool_named_through_viewfs_takes_the_per_file_plan_with_the_local_figures(
+    spark, tmp_path, gt_file
+):
+    folder = tmp_path / "pool"
+    write_pool(folder, 8, 7)  # CSV with and without header, Parquet, empty files
+    (folder / "zipped.csv.gz").write_bytes(gzip.compress(b"Q1,R1,0.9\nQ2,R2,0.5\nQ7,R1,0.5\n"))
+    (folder / "repeats.csv").write_text("Q1,R1,0.9\nQ2,R2,0.5\nQ1,R1,0.8\n")
+    remote = mount(spark, folder)
+    here, there = tmp_path / "here", tmp_path / "there"
+    pool.run(spark, pool.PoolJob(gt_file, [str(folder)], str(here), pool_plan="per-file"))
+    result = pool.run(spark, pool.PoolJob(gt_file, [remote], str(there)))
+    assert all(s.source.startswith(f"{remote}/") for s in result.submissions)
+    # the per-file plan only: one scoring phase, no sort of the rows
+    phases = json.loads((there / "leaderboard.json").read_text())["run"]["phase_seconds"]
+    assert "score" in phases and "sort" not in phases and "read" not in phases, phases
+    for name in ("leaderboard.csv", "leaderboard.md"):
+        local_text = (here / name).read_text().replace(str(folder), remote)
+        assert (there / name).read_text() == local_text, name
+    assert leaderboard_rows(there) == [
+        {**r, "reason": r["reason"] and r["reason"].replace(str(folder), remote)}
+        for r in leaderboard_rows(here)
+    ]
+    curves = sorted(p.name for p in (here / "pr_curves").iterdir())
+    assert curves == sorted(p.name for p in (there / "pr_curves").iterdir()) and curves
+    for curve in curves:
+        assert (there / "pr_curves" / curve).read_bytes() == (here / "pr_curves" / curve).read_bytes()
+    bad = {s.name: s.reason for s in result.submissions}["repeats"]
+    assert bad.startswith(f"{remote}/repeats.csv: lines 1 and 3: duplicate pair (Q1, R1) appears 2")
+
+
+def test_one_submission_through_viewfs_is_scored_in_one_task_as_the_local_file(spark, tmp_path, gt_file):
+    from disc21spark.matching.job import MatchingJob
+    from disc21spark.matching.job import run as run_one
+
+    folder = tmp_path / "one"
+    frame = write_pool(folder, 9, 2)["team01"]
+    remote = mount(spark, folder)
+    auto = engine.choose([f"{remote}/team01.csv"], gt_file)
+    assert auto == engine.Choice("spark", "auto", "auto")
+    got = run_one(spark, MatchingJob(gt_file, f"{remote}/team01.csv", str(tmp_path / "o"), choice=auto))
+    want = evaluate(frame.query_id, frame.reference_id, frame.score.to_numpy(), ground_truth())
+    assert got.to_dict() == want.to_dict()
+    assert np.array_equal(got.curve.precision, want.curve.precision)
+    phases = json.loads((tmp_path / "o" / "metrics.json").read_text())["run"]["phase_seconds"]
+    assert "sort" not in phases and "read" not in phases, phases
+    (folder / "bad.csv").write_text("Q1,R1,0.5\nQ2,R2,nan\n")
+    with pytest.raises(InputError) as info:
+        run_one(spark, MatchingJob(gt_file, f"{remote}/bad.csv", None, choice=auto))
+    with pytest.raises(InputError) as spread:
+        run_one(spark, MatchingJob(gt_file, f"{remote}/bad.csv", None))  # the distributed plan
+    assert str(info.value) == str(spread.value) == f"{remote}/bad.csv: line 2: score 'nan' is not finite"

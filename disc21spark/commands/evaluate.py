@@ -8,10 +8,9 @@ import logging
 import math
 from typing import Any
 
+from disc21spark import engine
 from disc21spark.commands.common import add_option, add_run_arguments, defaults
 from disc21spark.core.config import parse_size, parse_span
-from disc21spark.core.errors import InputError
-from disc21spark.core.fs import is_uri
 
 NAME = "evaluate"
 SUMMARY = "score a submission, a pool of submissions, or descriptors"
@@ -166,92 +165,58 @@ def _below_one(value: int | None) -> bool:
 
 
 class Evaluation:
-    """The evaluate command's job: picks the engine before anything starts, then the job
-    that scores the input (telling one submission from a pool looks at the file system,
-    so on Spark that waits for the session), and delegates."""
+    """The evaluate command's job: the engine is chosen before anything starts
+    (``engine.choose``), then the job that scores the input (telling one submission from
+    a pool looks at the file system, so on Spark that waits for the session)."""
 
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
         self.overwrite = args.overwrite
+        self.choice = engine.DISTRIBUTED
         self.chosen: Any = None
 
     def check(self) -> None:
         """The engine: decided here, so that the runner starts Spark only if it is used."""
-        self.args.engine = choose_engine(self.args)
+        self.choice = choice_of(self.args)
 
     @property
     def needs_spark(self) -> bool:
-        return self.args.engine == "spark"
+        return self.choice.needs_spark
 
     def output_folder(self) -> str | None:
         return self.args.output
 
     def execute(self, spark: Any) -> Any:
-        self.chosen = pick(spark, self.args)
+        self.chosen = pick(spark, self.args, self.choice)
         return self.chosen.execute(spark)
 
     def summary(self, result: Any) -> list[str]:
         return self.chosen.summary(result)
 
 
-def choose_engine(args: argparse.Namespace) -> str:
-    """spark or local for this command line (see --engine); InputError when local is asked
-    for and cannot be used."""
-    import os
-
-    from disc21spark.matching import local
-
-    if "PYSPARK_GATEWAY_PORT" in os.environ:  # started by spark-submit: always Spark
-        if args.engine == "local":
-            log.info("spark-submit: the Spark engine scores the input (--engine local ignored)")
-        return "spark"
-    if args.engine == "spark":
-        return "spark"
-    why = _not_local(args, local)
-    if args.engine == "local":
-        if why:
-            gone = _missing_local_file(args)
-            if gone:  # Spark could not read it either: say so, not "use --engine spark"
-                raise InputError(gone, "no such file or directory")
-            raise InputError("--engine local", f"{why}; use --engine spark")
-        return "local"
-    if why or args.master:
-        return "spark"
-    size = os.path.getsize(local.local_path(args.predictions[0]))
-    return "local" if size <= args.local_max_bytes else "spark"
+def choice_of(args: argparse.Namespace) -> engine.Choice:
+    """``engine.choose`` for this command line (see --engine, --pool-plan,
+    --local-max-bytes); InputError when local is asked for and cannot be used."""
+    return engine.choose(
+        args.predictions or [],
+        args.ground_truth,
+        track=args.track,
+        engine=args.engine,
+        plan=args.pool_plan,
+        local_max_bytes=args.local_max_bytes,
+        master=args.master,
+        output=args.output,
+        submission_column=args.submission_column,
+        predictions_format=args.predictions_format,
+    )
 
 
-def _not_local(args: argparse.Namespace, local: Any) -> str | None:
-    """Why the in-process engine cannot score this command line, or None."""
-    if args.track == "descriptor":
-        return "the descriptor track runs on Spark"
-    if args.submission_column or len(args.predictions) != 1:
-        return "a pool runs on Spark"
-    reason = local.unsupported(args.predictions[0], args.predictions_format)
-    if reason is None and local.local_path(args.ground_truth) is None:
-        reason = f"{args.ground_truth}: the ground truth is not a local file"
-    if reason is None and args.output and is_uri(args.output):
-        reason = f"{args.output}: an output written through Hadoop's file systems"
-    return reason
+def pick(spark: Any, args: argparse.Namespace, choice: engine.Choice) -> Any:
+    """The descriptor track, a pool, or one submission scored strictly, on ``choice``."""
+    from disc21spark.matching.job import MatchingJob
 
-
-def _missing_local_file(args: argparse.Namespace) -> str | None:
-    """The first input named as a plain local path (no scheme, no glob) that is not there."""
-    import os
-
-    for path in [*(args.predictions or []), args.ground_truth]:
-        plain = "://" not in path and not any(c in path for c in "*?[{")
-        if plain and not os.path.exists(path):
-            return path
-    return None
-
-
-def pick(spark: Any, args: argparse.Namespace) -> Any:
-    """The descriptor track, a pool, or one submission scored strictly."""
-    if spark is None:  # the in-process engine: one local file, checked by choose_engine
-        from disc21spark.matching.job import MatchingJob
-
-        return MatchingJob.from_args(args)
+    if not choice.needs_spark:  # one local file, checked by engine.choose
+        return MatchingJob.from_args(args, choice)
     if args.track == "descriptor":
         from disc21spark.descriptors.job import DescriptorJob
 
@@ -262,9 +227,7 @@ def pick(spark: Any, args: argparse.Namespace) -> Any:
         return PoolJob.from_args(args)
     if args.previous or args.fail_on_invalid:
         log.info("one submission: --previous and --fail-on-invalid do not apply")
-    from disc21spark.matching.job import MatchingJob
-
-    return MatchingJob.from_args(args)  # args.engine: spark, or local without a session
+    return MatchingJob.from_args(args, choice)
 
 
 def build(args: argparse.Namespace) -> Evaluation:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from disc21spark.core.errors import InputError, first_line
+from disc21spark.core.fs import HadoopPath
 from disc21spark.core.fs import failure as fs_failure
 
 if TYPE_CHECKING:  # the in-process engine uses detect_format without importing PySpark
@@ -24,39 +25,40 @@ def detect_format(path: str, fmt: str = "auto") -> str:
     return "parquet" if stripped.lower().endswith(PARQUET_SUFFIXES) else "csv"
 
 
-def _hadoop_fs(spark: SparkSession, path: str):
-    jvm = spark.sparkContext._jvm
-    hpath = jvm.org.apache.hadoop.fs.Path(path)
-    return hpath, hpath.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
-
-
 def is_directory(spark: SparkSession, path: str) -> bool:
     """Whether an existing path (no glob) is a folder, on any Hadoop file system."""
-    hpath, fs = _hadoop_fs(spark, path)
-    return bool(fs.getFileStatus(hpath).isDirectory())
+    return HadoopPath(spark, path).is_dir()
 
 
 def data_files(spark: SparkSession, path: str) -> list[str]:
     """The files a path (file, folder or glob) stands for; an InputError when there are none."""
+    return list(sized_files(spark, path))
+
+
+def sized_files(spark: SparkSession, path: str) -> dict[str, int]:
+    """``data_files`` with each file's size in bytes (from the same listing), in order."""
     try:
-        hpath, fs = _hadoop_fs(spark, path)
-        statuses = fs.globStatus(hpath) or []
-        files: list[str] = []
+        where = HadoopPath(spark, path)
+        fs = where.fs
+        statuses = fs.globStatus(where.path) or []
+        files: dict[str, int] = {}
         for status in statuses:
             if status.isDirectory():
                 for child in fs.listStatus(status.getPath()) or []:
                     name = child.getPath().getName()
                     if child.isFile() and not name.startswith(("_", ".")):
-                        files.append(child.getPath().toString())
+                        files[child.getPath().toString()] = int(child.getLen())
             else:
-                files.append(status.getPath().toString())
+                files[status.getPath().toString()] = int(status.getLen())
+    except InputError:  # the file system itself (a scheme without its connector)
+        raise
     except Exception as exc:  # any filesystem failure is the user's path, not our bug
         raise fs_failure(path, exc) from None
     if not statuses:
         raise InputError(path, "no such file or directory")
     if not files:
         raise InputError(path, "folder holds no data file")
-    return sorted(files)
+    return dict(sorted(files.items()))
 
 
 def read_parquet(spark: SparkSession, path: str | list[str], columns: tuple[str, ...]) -> DataFrame:

@@ -28,6 +28,9 @@ from typing import Any
 from disc21spark.core.errors import InputError, OutputError, first_line
 
 SUCCESS = "_SUCCESS"
+GLOB_CHARACTERS = "*?[{"
+# the codecs Hadoop's CompressionCodecFactory picks by a file's suffix
+HADOOP_CODECS = (".gz", ".bz2", ".zst", ".lz4", ".snappy", ".deflate")
 # a scheme of two letters or more: "C:" is a Windows drive, not a file system
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+):")
 # Hadoop's connector artefacts for the schemes users ask for most
@@ -51,6 +54,11 @@ def is_uri(path: str) -> bool:
     return scheme(path) is not None
 
 
+def is_glob(path: str) -> bool:
+    """Whether Hadoop's globbing would expand the path (``*``, ``?``, ``[...]``, ``{a,b}``)."""
+    return any(c in path for c in GLOB_CHARACTERS)
+
+
 def active_session() -> Any:
     """The running SparkSession, or None (plain paths need none)."""
     import sys
@@ -61,9 +69,9 @@ def active_session() -> Any:
 
 def _session(path: str, error: type[Exception]) -> Any:
     spark = active_session()
-    if spark is None:
-        raise error(f"{path}: a URI is read through Spark's file systems; run with the Spark engine")
-    return spark
+    if spark:
+        return spark
+    raise error(f"{path}: a URI is read through Spark's file systems; run with the Spark engine")
 
 
 class HadoopPath:

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from disc21spark.matching.arrays import numbers, strings
 from disc21spark.matching.model import GroundTruth, MatchingMetrics
 
 if TYPE_CHECKING:
@@ -126,8 +127,6 @@ def check_local(
 
 def _local_ids(query: pa.Array, reference: pa.Array, gt: GroundTruth) -> IdCheck:
     import pyarrow.compute as pc
-
-    from disc21spark.matching.local import numbers, strings
 
     queries, references = strings(gt.query_ids), strings(_reference_set(gt))
     # each distinct id is looked at once; the counts are of predictions

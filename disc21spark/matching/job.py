@@ -1,8 +1,10 @@
 """The matching-track job: read → validate → label → sort → aggregate → report.
 
-Two engines score one submission: Spark (the plan of ``score.py``) and, for the everyday
-local file, this process (``local.py``: Arrow and the numpy specification). Their figures
-are the specification's; the tests hold them equal, errors included.
+One submission is scored on the plan its ``Choice`` names (``engine.py`` decides):
+``per-file`` (``local.py``: Arrow and the numpy specification, in this process, from
+the file or, on Spark, from its bytes read in one Spark task) or ``one-sort`` (the plan
+of ``score.py``). Their figures are the specification's; the tests hold them equal,
+errors included.
 """
 
 from __future__ import annotations
@@ -12,12 +14,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from disc21spark import engine
 from disc21spark.core import config
 from disc21spark.core.errors import InputError, first_line
+from disc21spark.core.files import sized_files
 from disc21spark.core.output import check_writable, staged_output
 from disc21spark.core.phases import Phases
 from disc21spark.core.runner import BaseJob, job_fields
-from disc21spark.matching import report
+from disc21spark.matching import local, report
 from disc21spark.matching.ground_truth import ground_truth_phase
 from disc21spark.matching.model import GroundTruth, MatchingMetrics
 from disc21spark.stats.model import Resampling
@@ -40,23 +44,27 @@ class MatchingJob(BaseJob):
     predictions_format: str = config.value("evaluate", "predictions_format")
     ground_truth_format: str = config.value("evaluate", "ground_truth_format")
     title: str | None = config.value("evaluate", "title")
-    in_process: bool = False  # the local engine (evaluate --engine decides)
     resamples: int = config.value("evaluate", "resamples", int)
     confidence: float = config.value("evaluate", "confidence", float)
     seed: int = config.value("evaluate", "seed", int)
+    choice: engine.Choice = engine.DISTRIBUTED  # engine and plan (engine.choose decides)
+
+    @property
+    def resampling(self) -> Resampling:
+        """The bootstrap settings (resamples, confidence, seed)."""
+        return Resampling(self.resamples, self.confidence, self.seed)
 
     @property
     def needs_spark(self) -> bool:
-        return not self.in_process
+        return self.choice.needs_spark
 
     @classmethod
-    def from_args(cls, args: Namespace) -> MatchingJob:
+    def from_args(cls, args: Namespace, choice: engine.Choice = engine.DISTRIBUTED) -> MatchingJob:
         """`disc21spark evaluate` with one submission (its --predictions names one path)."""
         predictions = args.predictions
         if not isinstance(predictions, str):
             (predictions,) = predictions
-        in_process = getattr(args, "engine", "spark") == "local"
-        return cls(**job_fields(cls, args, predictions=predictions, in_process=in_process))
+        return cls(**job_fields(cls, args, predictions=predictions, choice=choice))
 
     def execute(self, spark: SparkSession | None) -> MatchingMetrics:
         return run(spark, self)
@@ -71,15 +79,62 @@ class MatchingJob(BaseJob):
 def score_predictions(
     spark: SparkSession | None, job: MatchingJob, gt: GroundTruth, phases: Phases
 ) -> MatchingMetrics:
-    """The submission's metrics, or the InputError naming its first problem: in this
-    process without a session, else on Spark."""
-    if spark is None:
-        from disc21spark.matching import local
+    """The submission's metrics, or the InputError naming its first problem, on the
+    plan of ``job.choice`` (settled here by the file's size on Spark)."""
+    plan, files = job.choice.plan, {}
+    if job.choice.needs_spark and plan != "one-sort":
+        files = sized_files(spark, job.predictions)
+        fmt = job.predictions_format
+        # a folder of part files is one submission: the distributed plan reads it
+        one = len(files) == 1
+        plan = engine.plan_for(job.choice, list(files.items()), fmt, pool=False) if one else "one-sort"
+    if plan == "per-file":
+        metrics = _in_process(spark, job, files, gt, phases)
+        if metrics is not None:
+            return metrics
+    return _distributed(spark, job, gt, phases)
 
-        return local.score_file(
-            job.predictions, job.predictions_format, gt, job.max_results, job.curve_points, phases,
-            resampling=resampling(job),
+
+def _in_process(
+    spark: SparkSession | None,
+    job: MatchingJob,
+    files: dict[str, int],
+    gt: GroundTruth,
+    phases: Phases,
+) -> MatchingMetrics | None:
+    """The per-file plan: a local file read here, any other path (``files``: the one
+    file listed, with its size) in one Spark task that reads its bytes; None when only
+    Spark's reader reads the file as Spark does."""
+    if local.local_path(job.predictions) is not None:
+        try:
+            return local.score_file(
+                job.predictions, job.predictions_format, gt, job.max_results, job.curve_points,
+                phases, resampling=job.resampling,
+            )  # fmt: skip
+        except local.NotForThisEngine:
+            return None
+    from disc21spark.matching import coverage
+    from disc21spark.pool import per_file
+
+    with phases.phase("score") as note:
+        (outcome,) = per_file.score_files(
+            spark, list(files), gt, job.predictions_format, job.max_results, job.curve_points,
+            files, job.resampling,
         )  # fmt: skip
+        if outcome.needs_spark:
+            return None
+        if outcome.error is not None:
+            raise outcome.input_error()
+        note["rows"] = outcome.metrics.n_predictions
+        note["detail"] = "in process, one Spark task"
+    coverage.announce(job.predictions, outcome.metrics.warnings)
+    return outcome.metrics
+
+
+def _distributed(
+    spark: SparkSession, job: MatchingJob, gt: GroundTruth, phases: Phases
+) -> MatchingMetrics:
+    """The one-sort plan of ``score.py``."""
     # here, not above: the in-process engine never pays for importing PySpark
     from pyspark.sql import functions as F
 
@@ -95,7 +150,7 @@ def score_predictions(
         job.partitions,
         job.max_results,
         sources={0: job.predictions},
-        resampling=resampling(job),
+        resampling=job.resampling,
     )
     try:
         scored = score(spark, pairs, [0], scoring, phases)
@@ -104,11 +159,6 @@ def score_predictions(
     if 0 in scored.errors:
         raise scored.errors[0]
     return coverage.check_spark(spark, pairs, gt, scored.metrics, {0: job.predictions})[0]
-
-
-def resampling(job: MatchingJob) -> Resampling:
-    """The bootstrap settings of a job (its resamples, confidence and seed)."""
-    return Resampling(job.resamples, job.confidence, job.seed)
 
 
 def run(spark: SparkSession | None, job: MatchingJob) -> MatchingMetrics:
@@ -126,7 +176,7 @@ def run(spark: SparkSession | None, job: MatchingJob) -> MatchingMetrics:
                 ground_truth=job.ground_truth,
                 predictions=job.predictions,
                 max_results=job.max_results,
-                **resampling(job).settings(),
+                **job.resampling.settings(),
             )
             title = job.title or f"DISC21 matching track: {Path(job.predictions).name}"
             report.write_matching_report(stage, metrics, run_info, title)

@@ -15,19 +15,18 @@ with the same rules and words (``rows.line_problem``). Nothing here imports PySp
 
 from __future__ import annotations
 
-import os
 import sys
 from dataclasses import dataclass, replace
-from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from disc21spark.core.errors import InputError, display_path, first_line
-from disc21spark.core.files import detect_format
+from disc21spark.core.errors import InputError, first_line
 from disc21spark.core.phases import Phases
 from disc21spark.matching import coverage, spec
+from disc21spark.matching.arrays import numbers, strings
 from disc21spark.matching.model import GroundTruth, MatchingMetrics
 from disc21spark.matching.rows import (
     PREDICTION_COLUMNS,
@@ -39,18 +38,11 @@ from disc21spark.matching.rows import (
     parquet_problem,
     parse_csv_line,
 )
+from disc21spark.matching.source import NotForThisEngine, Source, file_format, local_path
 from disc21spark.stats import local as stats_local
 from disc21spark.stats.model import Resampling
 
-# what Arrow reads from a local path (compression from the name, as Spark's codecs do)
-CSV_SUFFIXES = (".csv", ".txt", ".csv.gz", ".txt.gz", ".csv.bz2", ".txt.bz2")
-# codecs Hadoop reads and Arrow does not take from a file name
-HADOOP_ONLY = (".zst", ".lz4", ".snappy", ".deflate")
-
-
-class NotForThisEngine(Exception):
-    """The input needs the Spark engine (a remote path, a folder, a format Arrow reads
-    differently from Spark); ``--engine auto`` then starts Spark."""
+__all__ = ["NotForThisEngine", "Source", "local_path", "read_pairs", "score_source", "unsupported"]
 
 
 @dataclass(frozen=True)
@@ -62,63 +54,25 @@ class Pairs:
     score: np.ndarray
 
 
-def strings(values) -> pa.Array:
-    """An Arrow string array of Python strings. Built from buffers: ``pa.array`` and every
-    Python-to-Arrow conversion first probe for pandas, whose import alone is a sixth of
-    a 500,000-pair run."""
-    data = [str(v).encode() for v in values]
-    offsets = np.zeros(len(data) + 1, dtype=np.int32)
-    np.cumsum([len(d) for d in data], out=offsets[1:])
-    return pa.Array.from_buffers(
-        pa.string(), len(data), [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(data))]
-    )
-
-
-def numbers(array: pa.Array) -> np.ndarray:
-    """A numeric Arrow array without nulls as numpy, read from its buffer (``to_numpy``
-    probes for pandas too)."""
-    dtype = _DTYPES[str(array.type)]
-    data = array.buffers()[1]
-    return np.frombuffer(data, dtype=dtype, count=len(array), offset=array.offset * dtype.itemsize)
-
-
-_DTYPES = {"double": np.dtype(np.float64), "int32": np.dtype(np.int32), "int64": np.dtype(np.int64),
-           "int8": np.dtype(np.int8), "int16": np.dtype(np.int16)}  # fmt: skip
 _HEADER = strings(PREDICTION_COLUMNS)
 
 
-def local_path(path: str) -> str | None:
-    """The plain local file a path names, or None (another file system, a glob, a folder)."""
-    if "://" in path and not path.startswith("file://"):
-        return None
-    plain = display_path(path)  # file:/x and file:///x, as Hadoop lists local files
-    if any(c in plain for c in "*?[{") or not os.path.isfile(plain):
-        return None
-    return plain
-
-
-def file_format(path: str, fmt: str) -> str:
-    """csv or parquet, as the Spark job decides (``detect_format``); NotForThisEngine for
-    a codec Arrow does not read."""
-    if detect_format(path, fmt) == "parquet":
-        return "parquet"
-    name = path.lower()
-    plain = "." not in Path(name).name
-    if name.endswith(CSV_SUFFIXES) or plain or (fmt == "csv" and not name.endswith(HADOOP_ONLY)):
-        return "csv"
-    raise NotForThisEngine(f"{path}: a file Arrow does not read as Spark does")
-
-
 def unsupported(path: str, fmt: str = "auto") -> str | None:
-    """Why this engine cannot read ``path`` as Spark would (None: it can)."""
+    """Why this engine cannot read the local file ``path`` as Spark would (None: it can)."""
     plain = local_path(path)
     if plain is None:
         return f"{path}: not one local file"
+    return format_problem(path, fmt, plain)
+
+
+def format_problem(path: str, fmt: str, plain: str | None = None) -> str | None:
+    """Why this engine cannot read ``path`` (any file system) as Spark would, from its
+    name, and for a local Parquet file (``plain``) from its schema; None: it can."""
     try:
-        kind = file_format(plain, fmt)
+        kind = file_format(path, fmt)
     except NotForThisEngine as exc:
         return str(exc)
-    if kind == "parquet":
+    if kind == "parquet" and plain is not None:
         import pyarrow.parquet as pq
 
         try:
@@ -139,18 +93,14 @@ def _plain_types(schema: pa.Schema) -> bool:
     return text(q) and text(r) and (pa.types.is_floating(s) or pa.types.is_integer(s))
 
 
-def read_pairs(path: str, fmt: str = "auto") -> Pairs:
-    """The checked pairs of one local file; an InputError naming the first bad row."""
-    plain = local_path(path)
-    if plain is None:
-        raise NotForThisEngine(f"{path}: not a local file")
-    where = os.path.abspath(plain)  # the Spark job names files by their full path
-    if file_format(plain, fmt) == "parquet":
-        return _read_parquet(plain, where)
-    return _read_csv(plain, where)
+def read_pairs(source: Source, fmt: str = "auto") -> Pairs:
+    """The checked pairs of one file; an InputError naming the first bad row."""
+    if source.fmt(fmt) == "parquet":
+        return _read_parquet(source)
+    return _read_csv(source)
 
 
-def _read_csv(path: str, where: str) -> Pairs:
+def _read_csv(source: Source) -> Pairs:
     import pyarrow.csv as csv
 
     bad_rows: list[object] = []
@@ -166,7 +116,7 @@ def _read_csv(path: str, where: str) -> Pairs:
     sys.unraisablehook = lambda _: None
     try:
         table = csv.read_csv(
-            path,
+            source.arrow_input(),
             read_options=csv.ReadOptions(column_names=list(PREDICTION_COLUMNS)),
             parse_options=csv.ParseOptions(
                 quote_char=False, escape_char=False, invalid_row_handler=invalid
@@ -181,9 +131,9 @@ def _read_csv(path: str, where: str) -> Pairs:
         if "Empty CSV file" in str(exc):
             return Pairs(strings([]), strings([]), np.zeros(0))
         # bytes that are not UTF-8, a line Arrow's handler could not see: the line by name
-        raise _first_bad_line(path, where, f"cannot be read ({first_line(exc)})") from None
+        raise _first_bad_line(source, f"cannot be read ({first_line(exc)})") from None
     except (OSError, EOFError) as exc:
-        raise InputError(where, f"cannot be read ({first_line(exc)})") from None
+        raise InputError(source.where, f"cannot be read ({first_line(exc)})") from None
     finally:
         sys.unraisablehook = hook
     query, reference, raw = (
@@ -198,7 +148,7 @@ def _read_csv(path: str, where: str) -> Pairs:
         query, reference, raw = query.filter(keep), reference.filter(keep), raw.filter(keep)
     score = _scores(raw)
     if bad_rows or score is None or _any_empty(query, reference) or _any_replaced(query, reference):
-        raise _first_bad_line(path, where)
+        raise _first_bad_line(source)
     return Pairs(query, reference, score)
 
 
@@ -227,12 +177,13 @@ LONGEST_LINE = 1 << 20  # characters: a DISC21 prediction line has under a hundr
 
 
 def _first_bad_line(
-    path: str, where: str, otherwise: str = "cannot be read (a line Arrow refused)"
+    source: Source, otherwise: str = "cannot be read (a line Arrow refused)"
 ) -> InputError:
     """The first bad line of the file, named with the Spark job's words. A line is read
     LONGEST_LINE characters at most: a gzip bomb's one 1.5 GB line is refused in bounded
     memory instead of being read whole (5.4 GB before)."""
-    with open_text(path) as fh:
+    where = source.where
+    with source.open_text() as fh:
         for number, line in enumerate(iter(lambda: fh.readline(LONGEST_LINE + 2), ""), start=1):
             if len(line.rstrip("\r\n")) > LONGEST_LINE:
                 return InputError(where, f"longer than {LONGEST_LINE:,} characters (not a "
@@ -245,17 +196,6 @@ def _first_bad_line(
     return InputError(where, otherwise)
 
 
-def open_text(path: str):
-    """A local text file, decompressed by its name (.gz, .bz2) as Spark's codecs do."""
-    import bz2
-    import gzip
-
-    name = path.lower()
-    opener = gzip.open if name.endswith(".gz") else bz2.open if name.endswith(".bz2") else open
-    # utf-8-sig: a leading byte-order mark is dropped, as Hadoop's line reader and Arrow do
-    return opener(path, "rt", encoding="utf-8-sig", errors="replace", newline="")
-
-
 def _parse_float(text: str) -> float | None:
     """A score as Arrow reads it (the fast path's rule), or None."""
     try:
@@ -264,11 +204,12 @@ def _parse_float(text: str) -> float | None:
         return None
 
 
-def _read_parquet(path: str, where: str) -> Pairs:
+def _read_parquet(source: Source) -> Pairs:
     import pyarrow.parquet as pq
 
+    where = source.where
     try:
-        table = pq.read_table(path)
+        table = pq.read_table(source.arrow_input())
         names = table.column_names  # a name that is not UTF-8 fails here (tests/test_fuzz.py)
     except (pa.ArrowInvalid, OSError, UnicodeDecodeError) as exc:
         raise InputError(where, f"cannot be read ({first_line(exc)})") from None
@@ -277,7 +218,7 @@ def _read_parquet(path: str, where: str) -> Pairs:
         has = ", ".join(names)
         raise InputError(where, f"missing column {missing[0]!r} (has: {has})")
     if not _plain_types(table.schema):
-        raise NotForThisEngine(f"{path}: ids that are not strings or a score that is not a number")
+        raise NotForThisEngine(f"{where}: ids that are not strings or a score that is not a number")
     query, reference = (table.column(c).combine_chunks() for c in PREDICTION_COLUMNS[:2])
     score = table.column("score").combine_chunks().cast(pa.float64())
     values = score.to_numpy(zero_copy_only=False)
@@ -324,34 +265,44 @@ def _index_in(values: pa.Array, value_set: pa.Array) -> np.ndarray:
     return numbers(pc.coalesce(found, missing)).astype(np.int64)
 
 
-def score_file(
-    path: str,
+def score_file(path: str, *args: Any, **kw: Any) -> MatchingMetrics:
+    """``score_source`` of the local file ``path``; ``path`` as given names it in the
+    --max-results message and the warnings, as on Spark."""
+    return score_source(Source.local(path), *args, given=path, **kw)
+
+
+def score_source(
+    source: Source,
     fmt: str,
     gt: GroundTruth,
     max_results: int,
     curve_points: int,
     phases: Phases | None = None,
     announce: bool = True,
+    given: str | None = None,
     resampling: Resampling | None = None,
 ) -> MatchingMetrics:
-    """One submission file's metrics, in this process; the Spark job's checks and errors.
-    ``announce``: print the coverage warnings here (a pool's task leaves it to the driver);
-    ``resampling``: add the intervals and tie sensitivity (stats/)."""
+    """One submission's metrics, in this process; the Spark job's checks and errors
+    (InputError naming ``source.where``, NotForThisEngine). ``announce``: print the
+    coverage warnings here (a pool's task leaves it to the driver); ``given``: the name
+    the user gave (default ``source.where``); ``resampling``: add the intervals and tie
+    sensitivity (stats/)."""
     phases = phases or Phases()
+    given = given or source.where
     with phases.phase("read") as note:
-        pairs = read_pairs(path, fmt)
+        pairs = read_pairs(source, fmt)
         note["rows"] = len(pairs.score)
         note["detail"] = "Arrow, in process"
     with phases.phase("validate") as note:
-        error = max_results_error(path, len(pairs.score), max_results)
+        error = max_results_error(given, len(pairs.score), max_results)
         if error is not None:
             raise error
         encoded = encode(pairs, gt)
-        _check_repeats(path, pairs, encoded)
+        _check_repeats(source, pairs, encoded)
         note["rows"] = len(pairs.score)
     with phases.phase("score") as note:
         metrics = spec.evaluate_encoded(encoded, gt, curve_points)
-        where = path if announce else None
+        where = given if announce else None
         metrics = coverage.check_local(pairs.query, pairs.reference, gt, metrics, where)
         note["rows"] = metrics.n_predictions
         note["detail"] = f"{metrics.n_true_positives:,} true positives"
@@ -364,7 +315,7 @@ def score_file(
     return metrics
 
 
-def _check_repeats(path: str, pairs: Pairs, encoded: spec.Encoded) -> None:
+def _check_repeats(source: Source, pairs: Pairs, encoded: spec.Encoded) -> None:
     """A repeated pair, named as the Spark job names it (the first repeat in the file)."""
     order = np.argsort(encoded.pair, kind="stable")
     same = encoded.pair[order][1:] == encoded.pair[order][:-1]
@@ -373,18 +324,17 @@ def _check_repeats(path: str, pairs: Pairs, encoded: spec.Encoded) -> None:
     row = int(order[1:][same].min())  # the earliest row that repeats an earlier one
     copies = int(np.count_nonzero(encoded.pair == encoded.pair[row]))
     q, r = pairs.query[row].as_py(), pairs.reference[row].as_py()
-    where = os.path.abspath(local_path(path) or path)
-    lines = _lines_of(path, (q, r)) if file_format(where, "auto") == "csv" else []
+    lines = _lines_of(source, (q, r)) if source.fmt("auto") == "csv" else []
     raise InputError(
-        where,
+        source.where,
         duplicate_reason(q, r, copies),
         f"lines {lines[0]} and {lines[1]}" if len(lines) == 2 else None,
     )
 
 
-def _lines_of(path: str, wanted: tuple[str, str], limit: int = 2) -> list[int]:
+def _lines_of(source: Source, wanted: tuple[str, str], limit: int = 2) -> list[int]:
     found = []
-    with open_text(path) as fh:
+    with source.open_text() as fh:
         for number, line in enumerate(fh, start=1):
             if parse_csv_line(line.rstrip("\n"))[:2] == wanted:
                 found.append(number)

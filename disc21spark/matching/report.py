@@ -8,11 +8,12 @@ import math
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from disc21spark.core import record
 from disc21spark.core.output import staged_output
 from disc21spark.core.phases import Phases
+from disc21spark.engine import engine_of
 from disc21spark.matching.model import MatchingMetrics
 from disc21spark.stats.report import uncertainty_lines
 
@@ -45,7 +46,7 @@ def metrics_document(metrics: MatchingMetrics, run: dict) -> dict:
     return doc
 
 
-def run_document(spark: SparkSession | None, phases: Phases, **inputs) -> dict:
+def run_document(spark: SparkSession | None, phases: Phases, **inputs: Any) -> dict:
     """The ``run`` part of a result file: the inputs and settings given, the run record
     (core/record.py: command, times, versions, inputs with SHA-256...), then the engine
     that ran the job (Spark's master and version; none in process) and the seconds of
@@ -53,9 +54,7 @@ def run_document(spark: SparkSession | None, phases: Phases, **inputs) -> dict:
     return {
         **inputs,
         **record.current().document(spark),
-        "engine": "local" if spark is None else "spark",
-        "spark_master": None if spark is None else spark.sparkContext.master,
-        "spark_version": None if spark is None else spark.version,
+        **engine_of(spark).describe(),
         "phase_seconds": phases.seconds,
     }
 
@@ -93,25 +92,10 @@ def write_curve_csv(path: Path, metrics: MatchingMetrics) -> None:
 
 
 def plot_curves(path: Path, curves: list[tuple[str, MatchingMetrics]], title: str) -> None:
-    # a Figure of its own, not pyplot: no global state, and 0.14 s less to import (a
-    # tenth of an in-process run); Figure.savefig renders with Agg all the same
-    from matplotlib.figure import Figure
+    """The PR curves of (label, metrics) as a PNG (``curve_png``: Pillow, no matplotlib)."""
+    from disc21spark.matching.curve_png import draw_curves
 
-    fig = Figure(figsize=(7, 5.5), dpi=110)
-    ax = fig.subplots()
-    for label, metrics in curves:
-        curve = metrics.curve
-        ax.plot(
-            curve.recall, curve.precision, lw=1.4, label=f"{label} (μAP {metrics.micro_ap:.4f})"
-        )
-        if metrics.recall_at_p90 is not None:
-            ax.plot([metrics.recall_at_p90], [metrics.precision_at_p90], "o", ms=4, color="k")
-    ax.axhline(0.9, color="grey", lw=0.8, ls="--")
-    ax.set(xlabel="recall", ylabel="precision", title=title, xlim=(0, 1.02), ylim=(0, 1.02))
-    ax.grid(alpha=0.3)
-    ax.legend(loc="lower left", fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path)
+    draw_curves(path, curves, title)
 
 
 def json_safe(value: object) -> object:

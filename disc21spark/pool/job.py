@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import logging
 from argparse import Namespace
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from pathlib import PurePosixPath
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from disc21spark import engine
 from disc21spark.core import config, fs, record
 from disc21spark.core.errors import (
     InputError,
@@ -27,7 +26,7 @@ from disc21spark.core.errors import (
     first_line,
     is_read_failure,
 )
-from disc21spark.core.files import data_files, detect_format, is_directory, read_parquet
+from disc21spark.core.files import data_files, detect_format, read_parquet
 from disc21spark.core.output import check_writable
 from disc21spark.core.phases import Phases
 from disc21spark.core.runner import BaseJob, job_fields
@@ -39,10 +38,16 @@ from disc21spark.matching.rows import PREDICTION_COLUMNS
 from disc21spark.matching.score import Scoring, UnreadableInput, score
 from disc21spark.pool import per_file
 from disc21spark.pool import report as pool_report
+from disc21spark.pool.listing import (  # noqa: F401 (is_pool, submission_name: the pool's face)
+    file_checksums,
+    is_pool,
+    sized_pool_files,
+    submission_name,
+    table_checksums,
+)
 from disc21spark.stats.model import Resampling
 
 log = logging.getLogger("disc21spark")
-SUFFIXES = (".csv", ".txt", ".parquet", ".pq", ".parq", ".gz", ".bz2", ".zst", ".lz4", ".snappy")
 
 
 @dataclass(frozen=True)
@@ -71,6 +76,11 @@ class PoolJob(BaseJob):
     def resampling(self) -> Resampling:
         return Resampling(self.resamples, self.confidence, self.seed)
 
+    @property
+    def choice(self) -> engine.Choice:
+        """The plan as asked (``engine.plan_for`` settles auto by the files' sizes)."""
+        return engine.Choice("spark", self.pool_plan, local_max_bytes=self.local_max_bytes)
+
     @classmethod
     def from_args(cls, args: Namespace) -> PoolJob:
         """`disc21spark evaluate` with a pool (see is_pool)."""
@@ -97,68 +107,6 @@ class PoolResult:
     @property
     def n_invalid(self) -> int:
         return sum(s.status != "ok" for s in self.submissions)
-
-
-def submission_name(file: str) -> str:
-    """'pool/team_a.csv.gz' -> 'team_a'."""
-    name = PurePosixPath(display_path(file)).name
-    while name.lower().endswith(SUFFIXES):
-        name = name[: name.rfind(".")]
-    return name
-
-
-def is_pool(spark: SparkSession, predictions: list[str], submission_column: str | None) -> bool:
-    """Several paths, a glob, a folder of submissions (not of one dataset's part files),
-    or a submission column: a pool. One file: a single submission, scored strictly."""
-    if submission_column or len(predictions) > 1:
-        return True
-    path = predictions[0]
-    if any(c in path for c in "*?[{"):
-        return True
-    files = data_files(spark, path)  # a clear error when the path does not exist
-    if not is_directory(spark, path):
-        return False
-    return not all(PurePosixPath(f).name.startswith("part-") for f in files)
-
-
-def pool_files(spark: SparkSession, patterns: list[str]) -> dict[str, str]:
-    """Submission name -> file, for every file of the patterns; names must be unique."""
-    found: dict[str, str] = {}
-    for pattern in patterns:
-        for file in data_files(spark, pattern):
-            name = submission_name(file)
-            if name in found and found[name] != file:
-                raise InputError(
-                    display_path(file),
-                    f"two submissions would be named {name!r} (also {display_path(found[name])})",
-                )
-            found[name] = file
-    return dict(sorted(found.items()))
-
-
-def file_checksums(spark: SparkSession, files: list[str]) -> dict[str, str]:
-    """SHA-256 of each file's bytes, streamed through its file system (any size, any
-    Hadoop path); a few files at a time, as the digests run in the JVM or in hashlib,
-    both outside Python's lock."""
-    with ThreadPoolExecutor(max_workers=4) as threads:
-        sums = list(threads.map(lambda f: record.sha256(f, spark), files))
-    return dict(zip(files, sums))
-
-
-def table_checksums(table: DataFrame, column: str) -> dict[str, str]:
-    """Per submission of a table: an order-free digest of its rows (a permutation of the
-    rows cannot change any metric, so it must not change the checksum)."""
-    h = F.xxhash64("query_id", "reference_id", F.col("score").cast("string"))
-    rows = (
-        table.groupBy(F.col(column).cast("string").alias("name"))
-        .agg(
-            F.count(F.lit(1)).alias("n"),
-            F.bit_xor(h).alias("x"),
-            F.sum(F.pmod(h, F.lit(2**31 - 1))).alias("s"),
-        )
-        .collect()
-    )
-    return {r["name"]: f"rows:{r['n']}:{r['x']:x}:{r['s']:x}" for r in rows}
 
 
 def _settings(spark: SparkSession, job: PoolJob, gt_path: str) -> dict:
@@ -235,7 +183,7 @@ def run(spark: SparkSession, job: PoolJob) -> PoolResult:
     gt = ground_truth_phase(spark, job.ground_truth, job.ground_truth_format, phases)
     settings = _settings(spark, job, job.ground_truth)
     with phases.phase("pool") as note:
-        subs = _list_submissions(spark, job)
+        subs, sizes = _list_submissions(spark, job)
         previous = pool_report.read_previous(job.previous, settings) if job.previous else {}
         for s in subs:
             old = previous.get(s.name)
@@ -245,7 +193,7 @@ def run(spark: SparkSession, job: PoolJob) -> PoolResult:
         note["rows"] = len(subs)
         note["detail"] = f"{len(todo)} to score, {len(subs) - len(todo)} reused"
     if todo:
-        _score(spark, job, gt, todo, phases)
+        _score(spark, job, gt, todo, sizes, phases)
     result = PoolResult(subs, settings)
     if job.fail_on_invalid and result.n_invalid:
         first = next(s for s in subs if s.status != "ok")
@@ -267,7 +215,10 @@ def run(spark: SparkSession, job: PoolJob) -> PoolResult:
     return result
 
 
-def _list_submissions(spark: SparkSession, job: PoolJob) -> list[Submission]:
+def _list_submissions(
+    spark: SparkSession, job: PoolJob
+) -> tuple[list[Submission], dict[str, int]]:
+    """The pool's submissions, and each submission file's size in bytes."""
     if job.submission_column:
         table = _table(spark, job)
         sums = table_checksums(table, "_submission")
@@ -283,43 +234,44 @@ def _list_submissions(spark: SparkSession, job: PoolJob) -> list[Submission]:
                     f"submission name {name!r} cannot name a file "
                     "(no '/', '\\', leading '.' or control character)",
                 )
-        return [Submission(name, f"table:{name}", sums[name]) for name in sorted(sums)]
-    files = pool_files(spark, job.predictions)
-    sums = file_checksums(spark, list(files.values()))
-    return [Submission(name, file, sums[file]) for name, file in files.items()]
+        return [Submission(name, f"table:{name}", sums[name]) for name in sorted(sums)], {}
+    files = sized_pool_files(spark, job.predictions)
+    sums = file_checksums(spark, [file for file, _ in files.values()])
+    subs = [Submission(name, file, sums[file]) for name, (file, _) in files.items()]
+    return subs, dict(files.values())
 
 
 def _score(
-    spark: SparkSession, job: PoolJob, gt: GroundTruth, subs: list[Submission], phases: Phases
+    spark: SparkSession,
+    job: PoolJob,
+    gt: GroundTruth,
+    subs: list[Submission],
+    sizes: dict[str, int],
+    phases: Phases,
 ) -> None:
-    """Every submission of ``subs`` scored; fills its status and metrics."""
-    plan = per_file.plan_for(job.pool_plan, subs, job.predictions_format, job.local_max_bytes)
-    if plan == "per-file":
-        subs = _score_per_file(spark, job, gt, subs, phases)
+    """Every submission of ``subs`` scored; fills its status and metrics. On the
+    per-file plan each file is a task of its own, and what only Spark reads as Spark
+    does is left for the one-sort plan."""
+    files = [(s.source, sizes.get(s.source)) for s in subs]
+    if engine.plan_for(job.choice, files, job.predictions_format) == "per-file":
+        with phases.phase("score") as note:
+            outcomes = per_file.score_files(
+                spark, [s.source for s in subs], gt, job.predictions_format, job.max_results,
+                job.curve_points, sizes, job.resampling,
+            )  # fmt: skip
+            left = []
+            for s, outcome in zip(subs, outcomes):
+                if outcome.needs_spark:
+                    left.append(s)
+                elif outcome.error is not None:
+                    s.invalid(outcome.input_error())
+                else:
+                    s.metrics = outcome.metrics
+                    coverage.announce(s.name, s.metrics.warnings)  # as the one-sort plan does
+            note["rows"] = sum(s.metrics.n_predictions for s in subs if s.metrics)
+            note["detail"] = f"{len(subs) - len(left)} submissions, one task per file"
+        subs = left
     _score_one_sort(spark, job, gt, subs, phases)
-
-
-def _score_per_file(
-    spark: SparkSession, job: PoolJob, gt: GroundTruth, subs: list[Submission], phases: Phases
-) -> list[Submission]:
-    """Each file in a task of its own; what only Spark reads is left for the one-sort plan."""
-    with phases.phase("score") as note:
-        outcomes = per_file.score_files(
-            spark, subs, gt, job.predictions_format, job.max_results, job.curve_points,
-            job.resampling,
-        )  # fmt: skip
-        left = []
-        for s, outcome in zip(subs, outcomes):
-            if outcome.needs_spark:
-                left.append(s)
-            elif outcome.error is not None:
-                s.invalid(outcome.error)
-            else:
-                s.metrics = outcome.metrics
-                coverage.announce(s.name, s.metrics.warnings)  # named as the one-sort plan does
-        note["rows"] = sum(s.metrics.n_predictions for s in subs if s.metrics)
-        note["detail"] = f"{len(subs) - len(left)} submissions, one task per file"
-    return left
 
 
 def _score_one_sort(

@@ -1,97 +1,119 @@
-"""The per-file plan of a pool: each submission file is one Spark task.
+"""The per-file plan: each submission file is one Spark task, read through Spark.
 
 A challenge pool is many submissions of at most 500,000 pairs. Scoring them all through
 one shuffle and one global sort (the one-sort plan in ``matching/plan.py``) moves every
 row across the cluster to compute figures that never mix two submissions. Here each task
-reads one whole file with the in-process engine (``matching/local.py``: Arrow, integer
-codes, the numpy specification) and sends back its metrics or its one-line error; the
-ground truth travels once per executor as a broadcast. The figures are the
-specification's, the same function the one-sort plan is held equal to, so both plans
-give the same leaderboard to the last digit.
+gets one whole file's bytes from Spark's ``binaryFile`` source (any path Spark reads:
+local, hdfs://, s3a://, gs://, abfs://, viewfs://...), scores them with the in-process
+engine (``matching/local.py``: Arrow reading from memory, .gz and .bz2 decompressed by
+the name as Hadoop's codecs do, integer codes, the numpy specification) and sends back
+its metrics or its one-line error; the ground truth travels once per executor as a
+broadcast. The figures are the specification's, the same function the one-sort plan is
+held equal to, so both plans give the same leaderboard to the last digit.
 
-It needs files every executor can open as local files (``local[*]``, or a cluster whose
-nodes share the path) of a size one Python worker holds comfortably; ``plan_for``
-decides, and anything else goes through the one-sort plan.
+``engine.plan_for`` decides which runs take this plan (by the files' names and sizes,
+not their scheme); a file the task finds it cannot read as Spark does (a Parquet column
+type, a file Spark returned no bytes for) is left for the one-sort plan.
 """
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
+from urllib.parse import unquote
 
 from pyspark.sql import SparkSession
 
 from disc21spark.core import faults
-from disc21spark.core.errors import InputError
+from disc21spark.core.errors import InputError, display_path
+from disc21spark.core.spark import spark_conf
 from disc21spark.matching import local
-from disc21spark.matching.model import GroundTruth, MatchingMetrics, Submission
+from disc21spark.matching.model import GroundTruth, MatchingMetrics
+from disc21spark.matching.source import Source
 from disc21spark.stats.model import Resampling
 
-PLANS = ("auto", "per-file", "one-sort")
+# each file a partition of its own (the binaryFile source never splits a file): the
+# scheduler then spreads the files over every core, one task each
+ONE_FILE_PER_TASK = {
+    "spark.sql.files.maxPartitionBytes": "1",
+    "spark.sql.files.openCostInBytes": "0",
+}
 
 
 @dataclass(frozen=True)
 class Outcome:
-    """What one task sends back: metrics, or the submission's one-line error."""
+    """What one task sends back: metrics, or the submission's error as InputError's
+    (source, reason, where), or that the one-sort plan must read the file."""
 
     metrics: MatchingMetrics | None = None
-    error: str | None = None
-    needs_spark: bool = False  # found only on reading (e.g. a Parquet column type)
+    error: tuple[str, str, str | None] | None = None
+    needs_spark: bool = False
 
-
-def plan_for(plan: str, subs: list[Submission], fmt: str, max_bytes: int) -> str:
-    """per-file or one-sort for these submissions (``--pool-plan``). InputError when
-    per-file is asked for files it cannot read."""
-    if plan == "one-sort" or not subs:
-        return "one-sort"
-    why = next(filter(None, (_not_per_file(s, fmt, max_bytes if plan == "auto" else None)
-                             for s in subs)), None)  # fmt: skip
-    if why is None:
-        return "per-file"
-    if plan == "per-file":
-        raise InputError("--pool-plan per-file", f"{why}; use --pool-plan one-sort")
-    return "one-sort"
-
-
-def _not_per_file(s: Submission, fmt: str, max_bytes: int | None) -> str | None:
-    if s.source.startswith("table:"):
-        return "a table with a submission column"
-    why = local.unsupported(s.source, fmt)
-    if why is not None:
-        return why
-    size = os.path.getsize(local.local_path(s.source))
-    if max_bytes is not None and size > max_bytes:
-        return f"{s.source}: {size:,} bytes, more than --local-max-bytes"
-    return None
+    def input_error(self) -> InputError:
+        return InputError(*self.error)
 
 
 def score_files(
     spark: SparkSession,
-    subs: list[Submission],
+    files: list[str],
+    gt: GroundTruth,
+    fmt: str,
+    max_results: int,
+    curve_points: int,
+    sizes: dict[str, int] | None = None,
+    resampling: Resampling | None = None,
+) -> list[Outcome]:
+    """One Outcome per file of ``files`` (paths as listed by ``data_files``), in order;
+    one Spark task per file. ``sizes``: bytes per file, when listed (a file of zero
+    bytes, for which the binaryFile source returns no row, is scored here)."""
+    sc = spark.sparkContext
+    truth = sc.broadcast(gt)
+    try:
+        reader = spark.read.format("binaryFile")
+        # a file gone or unreadable gives no row (and goes to the one-sort plan, whose
+        # messages name it) rather than failing every other file's task
+        reader = reader.option("ignoreCorruptFiles", "true").option("ignoreMissingFiles", "true")
+
+        def one(row) -> tuple[str, Outcome]:
+            faults.in_task()
+            source = Source.of_bytes(row.path, bytes(row.content))
+            return row.path, score_source(
+                source, truth.value, fmt, max_results, curve_points, resampling
+            )
+
+        with spark_conf(spark, ONE_FILE_PER_TASK):
+            frame = reader.load(files).select("path", "content")
+            found = dict(frame.rdd.map(one).collect())
+    finally:
+        truth.unpersist()
+    # the rows name a file by its decoded path, the listing (and a user) may give its URI
+    by_name = {display_path(unquote(path)): outcome for path, outcome in found.items()}
+    empty = {f for f in files if (sizes or {}).get(f) == 0}
+    return [
+        by_name.get(display_path(unquote(f)))
+        or (score_source(Source.of_bytes(f, b""), gt, fmt, max_results, curve_points, resampling)
+            if f in empty else Outcome(needs_spark=True))
+        for f in files
+    ]  # fmt: skip
+
+
+def score_source(
+    source: Source,
     gt: GroundTruth,
     fmt: str,
     max_results: int,
     curve_points: int,
     resampling: Resampling | None = None,
-) -> list[Outcome]:
-    """One Outcome per submission, in order; one Spark task per file."""
-    sc = spark.sparkContext
-    truth = sc.broadcast(gt)
+) -> Outcome:
+    """One file in this process: what a task of ``score_files`` computes."""
     try:
-        files = [s.source for s in subs]
-        tasks = sc.parallelize(list(enumerate(files)), len(files))
-
-        def one(task: tuple[int, str]) -> tuple[int, Outcome]:
-            index, path = task
-            faults.in_task()
-            return index, score_one(path, truth.value, fmt, max_results, curve_points, resampling)
-
-        # largest files first would balance better, but a file's size is its row count
-        # only roughly; one task each is enough for the scheduler to fill every core
-        found = dict(tasks.map(one).collect())
-    finally:
-        truth.unpersist()
-    return [found[i] for i in range(len(subs))]
+        metrics = local.score_source(
+            source, fmt, gt, max_results, curve_points, announce=False, resampling=resampling
+        )
+        return Outcome(metrics=metrics)
+    except InputError as error:
+        return Outcome(error=(error.source, error.reason, error.where))
+    except local.NotForThisEngine:
+        return Outcome(needs_spark=True)
 
 
 def score_one(
@@ -102,16 +124,8 @@ def score_one(
     curve_points: int,
     resampling: Resampling | None = None,
 ) -> Outcome:
-    """One file in this process: what the task of ``score_files`` computes."""
-    plain = local.local_path(path)  # Hadoop lists local files as file:/x
-    if plain is None:
-        return Outcome(needs_spark=True)
-    try:
-        metrics = local.score_file(
-            plain, fmt, gt, max_results, curve_points, announce=False, resampling=resampling
-        )
-        return Outcome(metrics=metrics)
-    except InputError as error:
-        return Outcome(error=str(error))
-    except local.NotForThisEngine:
-        return Outcome(needs_spark=True)
+    """One local file in this process, as a task would score its bytes."""
+    with open(display_path(path), "rb") as fh:
+        data = fh.read()
+    source = Source.of_bytes(path, data)
+    return score_source(source, gt, fmt, max_results, curve_points, resampling)

@@ -1,0 +1,248 @@
+"""Which engine scores an input, and which plan each submission follows: decided here,
+from plain values, and handed to the jobs (none of them looks at a session to tell).
+
+Engines: ``local`` (this process: Arrow and the numpy specification, no JVM) and
+``spark`` (a SparkSession: local[*], a standalone cluster, YARN...). Plans, per run:
+
+* ``per-file``: each submission file is scored whole by the in-process engine from its
+  bytes: in this process (the local engine; one local file on Spark's driver) or in a
+  Spark task of its own that reads the bytes through Spark (``binaryFile``: every path
+  Spark reads, hdfs://, s3a://, gs://, abfs://, viewfs://...);
+* ``one-sort``: the distributed plan (``matching/plan.py``, ``score.py``): the rows
+  spread over the cluster, for files larger than one Python worker holds comfortably.
+
+The rule (``--engine``, ``--pool-plan``, ``--local-max-bytes``; the docs hold it as a table):
+
+1. a Spark DataFrame, spark-submit, ``--engine spark``, ``--master``, a pool, the
+   descriptor track, a path that is no local file (or an output URI), or a file larger
+   than ``local_max_bytes``: Spark; else the local engine (``--engine local`` insists,
+   and says why it cannot);
+2. on Spark, plan ``auto`` is ``per-file`` when every submission file is read alike by
+   Arrow (by its name: CSV, .gz, .bz2, Parquet with string ids) and at most
+   ``local_max_bytes``, whatever its file system; else ``one-sort``. One submission with
+   ``--engine spark`` asked for keeps the distributed plan unless per-file is asked.
+
+``choose`` takes plain values (for ``disc21spark.evaluate`` as for the command line);
+``plan_for`` finishes the choice once the files and their sizes are listed on Spark.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from disc21spark.core.config import parse_size, value
+from disc21spark.core.errors import InputError
+from disc21spark.core.fs import is_glob, is_uri
+
+if TYPE_CHECKING:
+    from disc21spark.matching.rows import Row
+
+ENGINES = ("auto", "spark", "local")
+PLANS = ("auto", "per-file", "one-sort")
+INPUT_KINDS = ("path", "pandas", "arrow", "spark-dataframe")
+LOCAL_MAX_BYTES: int = value("evaluate", "local_max_bytes", parse_size)
+log = logging.getLogger("disc21spark")
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The engine of a run (``local`` or ``spark``) and its plan as asked (``auto``,
+    ``per-file``, ``one-sort``; ``plan_for`` settles ``auto`` on Spark)."""
+
+    engine: str
+    plan: str = "auto"
+    asked: str = "auto"  # the engine the user asked for
+    local_max_bytes: int = LOCAL_MAX_BYTES
+
+    @property
+    def needs_spark(self) -> bool:
+        return self.engine == "spark"
+
+
+LOCAL = Choice("local", "per-file", "local")
+DISTRIBUTED = Choice("spark", "one-sort", "spark")
+
+
+def choose(
+    predictions: Sequence[str] = (),
+    ground_truth: str | None = None,
+    *,
+    track: str = "matching",
+    engine: str = "auto",
+    plan: str = "auto",
+    local_max_bytes: int = LOCAL_MAX_BYTES,
+    master: str | None = None,
+    output: str | None = None,
+    submission_column: str | None = None,
+    predictions_format: str = "auto",
+    input_kind: str = "path",
+    spark_submit: bool | None = None,
+) -> Choice:
+    """The engine for these inputs, before anything starts.
+
+    Parameters: ``predictions`` the paths as given (empty for an in-memory input),
+    ``ground_truth`` its path (None: in memory), ``track`` ``matching`` or
+    ``descriptor``, ``engine`` one of ENGINES, ``plan`` one of PLANS, ``master`` the
+    Spark master asked for, ``output`` the output folder, ``input_kind`` one of
+    INPUT_KINDS (what ``predictions`` is), ``spark_submit`` whether spark-submit
+    started this process (None: from the environment).
+
+    Raises InputError when ``engine="local"`` cannot score these inputs (the message
+    names the input and says to use the Spark engine).
+    """
+    if engine not in ENGINES or plan not in PLANS or input_kind not in INPUT_KINDS:
+        raise InputError("", f"unknown engine {engine!r}, plan {plan!r} or input {input_kind!r}")
+    spark = Choice("spark", plan, engine, local_max_bytes)
+    if input_kind == "spark-dataframe":
+        if engine == "local":
+            raise InputError("--engine local", "a Spark DataFrame is scored on Spark")
+        return Choice("spark", "one-sort" if plan == "auto" else plan, engine, local_max_bytes)
+    if spark_submit if spark_submit is not None else "PYSPARK_GATEWAY_PORT" in os.environ:
+        if engine == "local":
+            log.info("spark-submit: the Spark engine scores the input (--engine local ignored)")
+        return spark
+    if engine == "spark":
+        return spark
+    why = _not_local(track, predictions, ground_truth, output, submission_column,
+                     predictions_format, input_kind)  # fmt: skip
+    if engine == "local":
+        if why:
+            gone = _missing_local_file([*predictions, *filter(None, [ground_truth])])
+            if gone:  # Spark could not read it either: say so, not "use --engine spark"
+                raise InputError(gone, "no such file or directory")
+            raise InputError("--engine local", f"{why}; use --engine spark")
+        return Choice("local", "per-file", engine, local_max_bytes)
+    if why or master:
+        return spark
+    if input_kind == "path" and os.path.getsize(_local_path(predictions[0])) > local_max_bytes:
+        return spark
+    return Choice("local", "per-file", engine, local_max_bytes)
+
+
+def _not_local(
+    track: str,
+    predictions: Sequence[str],
+    ground_truth: str | None,
+    output: str | None,
+    submission_column: str | None,
+    fmt: str,
+    input_kind: str,
+) -> str | None:
+    """Why the in-process engine cannot score these inputs, or None."""
+    # here, not above: parsing a command line and --help need neither numpy nor Arrow
+    from disc21spark.matching import local
+
+    if track == "descriptor":
+        return "the descriptor track runs on Spark"
+    if submission_column or (input_kind == "path" and len(predictions) != 1):
+        return "a pool runs on Spark"
+    reason = local.unsupported(predictions[0], fmt) if input_kind == "path" else None
+    if reason is None and ground_truth is not None and local.local_path(ground_truth) is None:
+        reason = f"{ground_truth}: the ground truth is not a local file"
+    if reason is None and output and is_uri(output):
+        reason = f"{output}: an output written through Hadoop's file systems"
+    return reason
+
+
+def _local_path(path: str) -> str:
+    from disc21spark.matching.source import local_path
+
+    return local_path(path) or path
+
+
+def _missing_local_file(paths: Sequence[str]) -> str | None:
+    """The first input named as a plain local path (no scheme, no glob) that is not there."""
+    for path in paths:
+        plain = "://" not in path and not is_glob(path)
+        if plain and not os.path.exists(path):
+            return path
+    return None
+
+
+def plan_for(
+    choice: Choice, files: Sequence[tuple[str, int | None]], fmt: str = "auto", pool: bool = True
+) -> str:
+    """``per-file`` or ``one-sort`` for the submission files ``(path or "table:<name>",
+    size in bytes or None)`` of a run on ``choice``; ``pool``: several submissions (one
+    submission on an asked-for Spark engine keeps the distributed plan under ``auto``).
+
+    Raises InputError when per-file is asked for files it cannot read."""
+    if choice.engine == "local":
+        return "per-file"
+    plan = choice.plan
+    if plan == "one-sort" or not files or (plan == "auto" and not pool and choice.asked == "spark"):
+        return "one-sort"
+    limit = choice.local_max_bytes if plan == "auto" else None
+    why = next(filter(None, (_not_per_file(path, size, fmt, limit) for path, size in files)), None)
+    if why is None:
+        return "per-file"
+    if plan == "per-file":
+        raise InputError("--pool-plan per-file", f"{why}; use --pool-plan one-sort")
+    return "one-sort"
+
+
+def _not_per_file(path: str, size: int | None, fmt: str, max_bytes: int | None) -> str | None:
+    from disc21spark.matching import local
+
+    if path.startswith("table:"):
+        return "a table with a submission column"
+    why = local.format_problem(path, fmt, local.local_path(path))
+    if why is not None:
+        return why
+    if max_bytes is not None and (size is None or size > max_bytes):
+        return f"{path}: {size:,} bytes, more than --local-max-bytes" if size else f"{path}: size unknown"
+    return None
+
+
+class Engine:
+    """What a job asks of the engine it runs on, whichever it is: small tables read on
+    the driver, and the engine's part of the run document."""
+
+    name = "local"
+    spark: Any = None
+
+    def table_rows(self, path: str, columns: tuple[str, ...], fmt: str = "auto") -> list[Row]:
+        """A small table (the ground truth) as records with their line or row numbers;
+        InputError naming ``path`` when it cannot be read."""
+        raise NotImplementedError
+
+    def describe(self) -> dict[str, Any]:
+        """The engine part of a run document: engine, spark_master, spark_version."""
+        return {"engine": self.name, "spark_master": None, "spark_version": None}
+
+
+class LocalEngine(Engine):
+    """This process: files on this machine, no session."""
+
+    def table_rows(self, path: str, columns: tuple[str, ...], fmt: str = "auto") -> list[Row]:
+        from disc21spark.matching.source import read_small_table
+
+        return read_small_table(path, columns, fmt)
+
+
+class SparkEngine(Engine):
+    """A SparkSession: any path Spark reads."""
+
+    name = "spark"
+
+    def __init__(self, spark: Any) -> None:
+        self.spark = spark
+
+    def table_rows(self, path: str, columns: tuple[str, ...], fmt: str = "auto") -> list[Row]:
+        # here, not above: the in-process engine never pays for importing PySpark
+        from disc21spark.matching import read
+
+        return read.read_small_table(self.spark, path, columns, fmt)
+
+    def describe(self) -> dict[str, Any]:
+        sc = self.spark.sparkContext
+        return {"engine": self.name, "spark_master": sc.master, "spark_version": self.spark.version}
+
+
+def engine_of(spark: Any) -> Engine:
+    """The engine a job runs on: the session the runner started, or this process (None)."""
+    return LocalEngine() if spark is None else SparkEngine(spark)

@@ -1,0 +1,140 @@
+"""One input file of the in-process engine: a local file, or its bytes in memory.
+
+The per-file plan reads a submission's bytes on an executor through Spark (the
+``binaryFile`` source serves every Hadoop path: hdfs://, s3a://, gs://, abfs://,
+viewfs://...), so the in-process reader takes either a local path or those bytes, and
+the name of the file decides its format and codec as Spark's readers decide them.
+Nothing here imports PySpark.
+"""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import io
+import os
+import zlib
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+from typing import IO
+
+from disc21spark.core.errors import InputError, display_path, first_line
+from disc21spark.core.files import detect_format
+from disc21spark.core.fs import HADOOP_CODECS, is_glob
+from disc21spark.matching.rows import Row, parse_csv_line
+
+# what Arrow reads from a local path (compression from the name, as Spark's codecs do)
+CSV_SUFFIXES = (".csv", ".txt", ".csv.gz", ".txt.gz", ".csv.bz2", ".txt.bz2")
+# codecs Hadoop reads and Arrow does not take from a file name
+HADOOP_ONLY = tuple(c for c in HADOOP_CODECS if c not in (".gz", ".bz2"))
+# the codecs decompressed here, keyed by the suffix Hadoop's codec factory goes by
+_OPENERS = {".gz": gzip.open, ".bz2": bz2.open}
+
+
+class NotForThisEngine(Exception):
+    """The input needs the Spark engine (a remote path, a folder, a format Arrow reads
+    differently from Spark); ``--engine auto`` then starts Spark."""
+
+
+def local_path(path: str) -> str | None:
+    """The plain local file a path names, or None (another file system, a glob, a folder)."""
+    if "://" in path and not path.startswith("file://"):
+        return None
+    plain = display_path(path)  # file:/x and file:///x, as Hadoop lists local files
+    if is_glob(plain) or not os.path.isfile(plain):
+        return None
+    return plain
+
+
+def file_format(path: str, fmt: str) -> str:
+    """csv or parquet, as the Spark job decides (``detect_format``); NotForThisEngine for
+    a codec Arrow does not read. Only the name is looked at: any file system."""
+    if detect_format(path, fmt) == "parquet":
+        return "parquet"
+    name = PurePosixPath(path.lower().rstrip("/")).name
+    plain = "." not in name
+    if name.endswith(CSV_SUFFIXES) or plain or (fmt == "csv" and not name.endswith(HADOOP_ONLY)):
+        return "csv"
+    raise NotForThisEngine(f"{path}: a file Arrow does not read as Spark does")
+
+
+@dataclass(frozen=True)
+class Source:
+    """A file's bytes (``path`` on this machine, else ``data`` as stored) and ``where``,
+    the name every message gives it."""
+
+    where: str
+    path: str | None = None
+    data: bytes | None = None
+
+    @classmethod
+    def local(cls, path: str) -> Source:
+        """A local file, named by its full path as the Spark job names files."""
+        plain = local_path(path)
+        if plain is None:
+            raise NotForThisEngine(f"{path}: not a local file")
+        return cls(os.path.abspath(plain), path=plain)
+
+    @classmethod
+    def of_bytes(cls, uri: str, data: bytes) -> Source:
+        """Bytes read through Spark; ``uri`` as Spark lists the file (file:/x is /x)."""
+        return cls(display_path(uri), data=data)
+
+    def fmt(self, fmt: str) -> str:
+        return file_format(self.where, fmt)
+
+    def _codec(self):
+        return _OPENERS.get(PurePosixPath(self.where.lower()).suffix)
+
+    def arrow_input(self):
+        """What pyarrow's readers take: the local path (Arrow decompresses by the name),
+        else a buffer of the decompressed bytes."""
+        import pyarrow as pa
+
+        if self.path is not None:
+            return self.path
+        codec = self._codec()
+        try:
+            data = self.data if codec is None else codec(io.BytesIO(self.data)).read()
+        except (EOFError, zlib.error) as exc:  # a truncated or damaged stream
+            raise OSError(f"{type(exc).__name__}: {exc}") from None
+        return pa.BufferReader(data)
+
+    def open_binary(self) -> IO[bytes]:
+        """The decompressed bytes as a stream (.gz, .bz2 by the name, as Spark's codecs)."""
+        raw: IO[bytes] = open(self.path, "rb") if self.path is not None else io.BytesIO(self.data)
+        codec = self._codec()
+        return raw if codec is None else codec(raw)
+
+    def open_text(self) -> IO[str]:
+        # utf-8-sig: a leading byte-order mark is dropped, as Hadoop's line reader and Arrow do
+        return io.TextIOWrapper(
+            self.open_binary(), encoding="utf-8-sig", errors="replace", newline=""
+        )
+
+
+def read_small_table(path: str, columns: tuple[str, ...], fmt: str = "auto") -> list[Row]:
+    """Records of a small local CSV (plain, .gz or .bz2) or Parquet file (the ground
+    truth) with their line or row numbers: ``read.read_small_table`` without Spark.
+    Raises InputError naming ``path`` (missing, unreadable, a column missing)."""
+    plain = local_path(path)
+    if plain is None:
+        raise InputError(path, "no such file or directory")
+    try:
+        if file_format(plain, fmt) == "parquet":
+            import pyarrow.parquet as pq
+
+            table = pq.read_table(plain)
+            missing = [c for c in columns if c not in table.column_names]
+            if missing:
+                has = ", ".join(table.column_names)
+                raise InputError(path, f"missing column {missing[0]!r} (has: {has})")
+            values = [table.column(c).cast("string").to_pylist() for c in columns]
+            return [Row(f"row {i}", fields) for i, fields in enumerate(zip(*values), start=1)]
+        with Source(path, path=plain).open_text() as fh:
+            lines = fh.read().splitlines()
+    except InputError:
+        raise
+    except Exception as exc:  # unreadable: the user's file, in one line
+        raise InputError(path, f"cannot be read ({first_line(exc)})") from None
+    return [Row(f"line {i}", parse_csv_line(line)) for i, line in enumerate(lines, 1) if line.strip()]

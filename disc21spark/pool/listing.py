@@ -1,0 +1,87 @@
+"""Which submissions a pool holds: their names, files, sizes and content checksums.
+
+A pool is a glob, a folder or several paths (one file = one submission, named by its
+file name without extension), or one Parquet table with a submission column.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import PurePosixPath
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from disc21spark.core import fs, record
+from disc21spark.core.errors import InputError, display_path
+from disc21spark.core.files import PARQUET_SUFFIXES, data_files, is_directory, sized_files
+
+SUFFIXES = (".csv", ".txt", *PARQUET_SUFFIXES, *fs.HADOOP_CODECS)
+
+
+def submission_name(file: str) -> str:
+    """'pool/team_a.csv.gz' -> 'team_a'."""
+    name = PurePosixPath(display_path(file)).name
+    while name.lower().endswith(SUFFIXES):
+        name = name[: name.rfind(".")]
+    return name
+
+
+def is_pool(spark: SparkSession, predictions: list[str], submission_column: str | None) -> bool:
+    """Several paths, a glob, a folder of submissions (not of one dataset's part files),
+    or a submission column: a pool. One file: a single submission, scored strictly."""
+    if submission_column or len(predictions) > 1:
+        return True
+    path = predictions[0]
+    if fs.is_glob(path):
+        return True
+    files = data_files(spark, path)  # a clear error when the path does not exist
+    if not is_directory(spark, path):
+        return False
+    return not all(PurePosixPath(f).name.startswith("part-") for f in files)
+
+
+def pool_files(spark: SparkSession, patterns: list[str]) -> dict[str, str]:
+    """Submission name -> file, for every file of the patterns; names must be unique."""
+    return {name: file for name, (file, _) in sized_pool_files(spark, patterns).items()}
+
+
+def sized_pool_files(spark: SparkSession, patterns: list[str]) -> dict[str, tuple[str, int]]:
+    """Submission name -> (file, size in bytes); names must be unique (InputError)."""
+    found: dict[str, tuple[str, int]] = {}
+    for pattern in patterns:
+        for file, size in sized_files(spark, pattern).items():
+            name = submission_name(file)
+            if name in found and found[name][0] != file:
+                raise InputError(
+                    display_path(file),
+                    f"two submissions would be named {name!r} "
+                    f"(also {display_path(found[name][0])})",
+                )
+            found[name] = (file, size)
+    return dict(sorted(found.items()))
+
+
+def file_checksums(spark: SparkSession, files: list[str]) -> dict[str, str]:
+    """SHA-256 of each file's bytes, streamed through its file system (any size, any
+    Hadoop path); a few files at a time, as the digests run in the JVM or in hashlib,
+    both outside Python's lock."""
+    with ThreadPoolExecutor(max_workers=4) as threads:
+        sums = list(threads.map(lambda f: record.sha256(f, spark), files))
+    return dict(zip(files, sums))
+
+
+def table_checksums(table: DataFrame, column: str) -> dict[str, str]:
+    """Per submission of a table: an order-free digest of its rows (a permutation of the
+    rows cannot change any metric, so it must not change the checksum)."""
+    h = F.xxhash64("query_id", "reference_id", F.col("score").cast("string"))
+    rows = (
+        table.groupBy(F.col(column).cast("string").alias("name"))
+        .agg(
+            F.count(F.lit(1)).alias("n"),
+            F.bit_xor(h).alias("x"),
+            F.sum(F.pmod(h, F.lit(2**31 - 1))).alias("s"),
+        )
+        .collect()
+    )
+    return {r["name"]: f"rows:{r['n']}:{r['x']:x}:{r['s']:x}" for r in rows}
