@@ -69,7 +69,12 @@ class PoolJob(BaseJob):
         return cls(**job_fields(cls, args, predictions=list(args.predictions)))
 
     def execute(self, spark: SparkSession) -> PoolResult:
-        return run(spark, self)
+        result = run(spark, self)
+        # the command line says the coverage warnings; the library API returns them only
+        for s in result.submissions:
+            if s.metrics is not None and not s.reused:
+                coverage.announce(s.name, s.metrics.warnings)
+        return result
 
     def summary(self, result: PoolResult) -> list[str]:
         lines = [pool_report.format_table(result.submissions), summary_line(result)]
@@ -306,7 +311,6 @@ def _score_per_file(
                 s.invalid(outcome.error)
             else:
                 s.metrics = outcome.metrics
-                coverage.announce(s.name, s.metrics.warnings)  # named as the one-sort plan does
         note["rows"] = sum(s.metrics.n_predictions for s in subs if s.metrics)
         note["detail"] = f"{len(subs) - len(left)} submissions, one task per file"
     return left
@@ -340,7 +344,7 @@ def _score_one_sort(
         for i, error in scored.errors.items():
             live[i].invalid(error)
         names = {i: s.name for i, s in enumerate(live)}
-        for i, metrics in coverage.check_spark(spark, pairs, gt, scored.metrics, names).items():
+        for i, metrics in coverage.check_spark(spark, pairs, gt, scored.metrics, names, False).items():
             live[i].metrics = metrics
         return
 
