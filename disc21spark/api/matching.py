@@ -215,8 +215,11 @@ def _pool_of_files(
     from disc21spark.pool import job as pool_job
 
     if kind(ground_truth) != PATH:
-        raise InputError(label("ground_truth", ground_truth), "a pool of files needs the ground truth as a path")
-    paths = [os.fspath(predictions)] if kind(predictions) == PATH else [os.fspath(p) for p in predictions]
+        source = label("ground_truth", ground_truth)
+        raise InputError(source, "a pool of files needs the ground truth as a path")
+    if isinstance(predictions, (str, os.PathLike)):
+        predictions = [predictions]
+    paths = [os.fspath(p) for p in predictions]
     given = {"pool_plan": plan} if plan else {}
     args = inputs.command_options(
         "evaluate", ground_truth=os.fspath(ground_truth), predictions=paths, output=None,
