@@ -228,7 +228,7 @@ def _pool_of_files(
     if engine == "local":
         raise InputError("engine='local'", "a pool runs on Spark; use engine='spark'")
     spark = inputs.spark_session(engine, [])
-    result = pool_job.run(spark, pool_job.PoolJob.from_args(args))
+    result = pool_job.run(spark, pool_job.PoolJob.from_args(args), announce=False)
     return Leaderboard(result.submissions)
 
 

@@ -69,12 +69,7 @@ class PoolJob(BaseJob):
         return cls(**job_fields(cls, args, predictions=list(args.predictions)))
 
     def execute(self, spark: SparkSession) -> PoolResult:
-        result = run(spark, self)
-        # the command line says the coverage warnings; the library API returns them only
-        for s in result.submissions:
-            if s.metrics is not None and not s.reused:
-                coverage.announce(s.name, s.metrics.warnings)
-        return result
+        return run(spark, self)
 
     def summary(self, result: PoolResult) -> list[str]:
         lines = [pool_report.format_table(result.submissions), summary_line(result)]
@@ -223,8 +218,9 @@ def _table(spark: SparkSession, job: PoolJob) -> DataFrame:
     return raw.withColumnRenamed(job.submission_column, "_submission")
 
 
-def run(spark: SparkSession, job: PoolJob) -> PoolResult:
-    """Score a pool; writes job.output (when given) whole or not at all."""
+def run(spark: SparkSession, job: PoolJob, announce: bool = True) -> PoolResult:
+    """Score a pool; writes job.output (when given) whole or not at all. ``announce``:
+    say each scored submission's coverage warnings on stderr (the library API does not)."""
     if job.output:
         check_writable(job.output, job.overwrite)
     phases = Phases()
@@ -242,6 +238,9 @@ def run(spark: SparkSession, job: PoolJob) -> PoolResult:
         note["detail"] = f"{len(todo)} to score, {len(subs) - len(todo)} reused"
     if todo:
         _score(spark, job, gt, todo, phases)
+    for s in todo if announce else []:
+        if s.metrics is not None:
+            coverage.announce(s.name, s.metrics.warnings)
     result = PoolResult(subs, settings)
     if job.fail_on_invalid and result.n_invalid:
         first = next(s for s in subs if s.status != "ok")
@@ -344,7 +343,8 @@ def _score_one_sort(
         for i, error in scored.errors.items():
             live[i].invalid(error)
         names = {i: s.name for i, s in enumerate(live)}
-        for i, metrics in coverage.check_spark(spark, pairs, gt, scored.metrics, names, False).items():
+        checked = coverage.check_spark(spark, pairs, gt, scored.metrics, names, False)
+        for i, metrics in checked.items():
             live[i].metrics = metrics
         return
 
