@@ -190,7 +190,7 @@ def _choose_engine(
     for value, fmt in zip(inputs, formats):
         if why is not None:
             break
-        _check_exists(value)
+        check_exists(value)
         if kind(value) == SPARK:
             why = f"{label('input', value)} lives in Spark"
         elif kind(value) == PATH:
@@ -205,7 +205,7 @@ def _choose_engine(
 
 
 
-def _check_exists(value: Any) -> None:
+def check_exists(value: Any) -> None:
     """A plain local path (no scheme, no glob) that is not there: said at once, in the
     words Spark's listing would use, rather than after starting Spark to find out."""
     if kind(value) != PATH:

@@ -61,10 +61,8 @@ def evaluate_descriptors(
         Pairs kept over all queries when ``knn`` is None.
     metric : {"l2", "ip"}
         l2: score = -squared distance; ip: inner product.
-    index : str or None
-        A FAISS factory string (None: the default, Flat, exact).
-    nprobe : int or None
-        IVF lists visited per query.
+    index, nprobe : str or None, int or None
+        A FAISS factory string (None: Flat, exact) and the IVF lists visited per query.
     score_norm : path(s) or None
         Background descriptors for score normalisation.
     return_pairs : bool
@@ -91,8 +89,8 @@ def evaluate_descriptors(
 
     if engine == "local":
         raise InputError("engine='local'", "the descriptor track runs on Spark; use engine='spark'")
-    if inputs.kind(ground_truth) == inputs.PATH:
-        inputs._choose_engine(engine, [ground_truth], ["auto"], 0)  # a missing file, said early
+    for value in [ground_truth, *_paths(queries), *_paths(references)]:
+        inputs.check_exists(value)  # said at once, not after starting Spark
     args = inputs.command_options(
         "evaluate", ground_truth=inputs.label("ground_truth", ground_truth),
         query_descriptors=_paths(queries), reference_descriptors=_paths(references),
@@ -101,6 +99,14 @@ def evaluate_descriptors(
         **_given(index=index, nprobe=nprobe), **options,
     )  # fmt: skip
     job = descriptor_job.DescriptorJob.from_args(args)
+    return _search_and_score(job, ground_truth, engine, return_pairs)
+
+
+def _search_and_score(job: Any, ground_truth: Any, engine: Any, return_pairs: bool) -> DescriptorResult:
+    """The descriptor job's search then its scoring (``descriptors/job.py``), on Spark;
+    the search's cached frames released whatever happens."""
+    from disc21spark.descriptors import job as descriptor_job
+
     chosen = inputs.Engine("spark", inputs.spark_session(engine, [ground_truth]))
     phases = Phases()
     gt = inputs.ground_truth(ground_truth, job.ground_truth_format, chosen)
