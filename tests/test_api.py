@@ -178,3 +178,27 @@ def test_descriptors_give_the_command_lines_figures(spark, case, tmp_path):
     assert ds.evaluate_descriptors(case["gt_path"], q, r, knn=3).pairs is None
     with pytest.raises(ds.InputError, match="--knn, --max-dim and --nprobe must be ≥ 1"):
         ds.evaluate_descriptors(case["gt_path"], q, r, knn=0)
+
+
+def test_make_queries_and_rank_eval_as_functions(spark, tmp_path):
+    from PIL import Image
+
+    from disc21spark.library import images
+
+    lib = tmp_path / "library"
+    lib.mkdir()
+    for i in range(16):
+        Image.fromarray(images.dead_leaves(5, i, 96, 72)).save(lib / f"dl_{i:03d}.png")
+    made = ds.make_queries(lib, tmp_path / "bench", tests=["crop:50", "jumble:4x4"],
+                           queries_per_test=4, distractors=0.25, seed=3)  # fmt: skip
+    assert made["counts"]["queries"] == 8 and (tmp_path / "bench" / "ground_truth.csv").is_file()
+    out = tmp_path / "cli_report"
+    assert main(["rank-eval", "--bench", str(tmp_path / "bench"), "--descriptors", "colorhist",
+                 "--output", str(out), "--knn", "3", "--resamples", "10", "--quiet"]) == 0  # fmt: skip
+    doc = ds.rank_eval(tmp_path / "bench", tmp_path / "report", methods=["colorhist"], knn=3,
+                       resamples=10)  # fmt: skip
+    assert doc["summary"] == json.loads((out / "rank_eval.json").read_text())["summary"]
+    with pytest.raises(ds.InputError, match="unknown descriptor method 'sift'"):
+        ds.rank_eval(tmp_path / "bench", tmp_path / "r2", methods="sift")
+    with pytest.raises(ds.OutputError):
+        ds.make_queries(lib, tmp_path / "bench", tests="crop:50")
