@@ -61,14 +61,11 @@ def evaluate(
         "auto": a Spark DataFrame, a remote path, a glob, a folder or a file larger
         than ``local_max_bytes`` → Spark; a table in memory or a local file → this
         process (no JVM). A SparkSession: Spark, in that session.
-    curve_points : int
-        Points kept in ``pr_curve`` (the figures are always exact).
-    partitions : int or None
-        Range partitions of the Spark sort (None: from the size).
+    curve_points, partitions : int, int or None
+        Points kept in ``pr_curve`` (figures are exact); range partitions of the sort.
     predictions_format, ground_truth_format : {"auto", "csv", "parquet"}
         The format of a path (auto: from its name).
     local_max_bytes : int
-        The largest file "auto" scores in this process.
 
     Returns
     -------
@@ -79,10 +76,11 @@ def evaluate(
     Raises
     ------
     InputError
-        Bad input, one line naming the file (or the table: ``predictions (DataFrame)``),
-        the line or row (a pandas index label, a pyarrow row position) and the reason;
-        an option out of range. A Spark DataFrame is scored where it is (no files); the
-        rows the scorer caches are released before the call returns, error or not.
+        Bad input: one line naming the file (a table: ``predictions (DataFrame)``), the
+        line or row (a pandas index label, an Arrow position) and the reason.
+
+    A Spark DataFrame is scored where it is (no files); what the scorer caches is
+    released before the call returns, error or not.
     """
     args = inputs.command_options(
         "evaluate", ground_truth=label("ground_truth", ground_truth),
@@ -151,16 +149,14 @@ def evaluate_pool(
     ground_truth : path, pandas.DataFrame, pyarrow.Table or Spark DataFrame
         As for ``evaluate`` (a pool of files needs it as a path, as the command does).
     predictions : path, sequence of paths, table, or mapping name → table
-        Paths (files, globs, folders; one file = one submission named by its file name
-        without extension) are scored on Spark by the command's pool plan; one table
-        (pandas, Arrow or Spark) with the column ``submission`` naming each row's
-        submission; or a mapping of submission name → table (a table each).
+        Paths (files, globs, folders; a file per submission, named by its file name)
+        scored on Spark by the command's pool job; one table (pandas, Arrow, Spark) and
+        its column ``submission``; or a mapping of submission name → table.
     submission : str or None
         The column of a table (or of a Parquet pool file) that names the submission.
     max_results, engine, curve_points, partitions, predictions_format,
     ground_truth_format : as for ``evaluate``
     pool_plan : {"auto", "per-file", "one-sort"} or None
-        Pools of files: a Spark task per file, or every row through one sort.
 
     Returns
     -------
@@ -171,8 +167,8 @@ def evaluate_pool(
     Raises
     ------
     InputError
-        Bad ground truth, options or pool (no file, two submissions of one name, rows
-        with no submission); a bad submission is reported in the leaderboard instead.
+        Bad ground truth, options or pool (no file, rows with no submission); a bad
+        submission is reported in the leaderboard instead.
     """
     options = dict(
         max_results=max_results, curve_points=curve_points, partitions=partitions,

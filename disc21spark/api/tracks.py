@@ -54,11 +54,8 @@ def evaluate_descriptors(
     queries, references : path or sequence of paths
         Vectors: HDF5 (``vectors`` float32 (n, d), ``image_names``), .npy with
         ``<name>_ids.txt``, or Parquet; globs allowed.
-    knn : int or None
-        K nearest references per query; None: the best ``max_results`` pairs over all
-        queries (the DISC21 rule).
-    max_results : int
-        Pairs kept over all queries when ``knn`` is None.
+    knn, max_results : int or None, int
+        K nearest references per query; None: the best ``max_results`` pairs overall.
     metric : {"l2", "ip"}
         l2: score = -squared distance; ip: inner product.
     index, nprobe : str or None, int or None
@@ -68,10 +65,8 @@ def evaluate_descriptors(
     return_pairs : bool
         Also return the searched pairs as a pandas DataFrame (collected to the driver).
     engine : "spark" or SparkSession
-        The track runs on Spark (the caller's session when given).
     **options
-        Any other option of the command by its name (``broadcast_limit``,
-        ``score_norm_weight``, ``query_partitions``, ``curve_points``...).
+        Any other option of the command by name (broadcast_limit, query_partitions...).
 
     Returns
     -------
@@ -81,9 +76,8 @@ def evaluate_descriptors(
     Raises
     ------
     InputError
-        The command line's messages (a file that is not vectors, dimensions that
-        differ, an option out of range). What the search caches is released before the
-        call returns.
+        The command line's messages (not vectors, dimensions that differ...); what the
+        search caches is released before the call returns.
     """
     from disc21spark.descriptors import job as descriptor_job
 
