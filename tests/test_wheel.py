@@ -159,3 +159,46 @@ def test_library_queries_extract_and_rank_eval(fresh, env, work):
         "error: unknown descriptor method 'sift' (built-in: colorhist, correlogram, tiny, pdq; "
         "or module:function)"
     ]
+
+
+API_SCRIPT = """
+import json
+import pandas as pd
+import disc21spark as ds
+assert ds.__file__.startswith({venv!r}), ds.__file__  # the wheel's copy, not a checkout
+gt, preds = "gt.csv", pd.read_csv("preds.csv", header=None, names=["query_id", "reference_id", "score"])
+out = {{"path": ds.evaluate(gt, "preds.csv").to_dict(), "pandas": ds.evaluate(gt, preds).to_dict()}}
+try:
+    ds.evaluate(gt, "bad.csv")
+except ds.InputError as e:
+    out["error"] = str(e)
+from disc21spark.core.session import spark_session
+spark = spark_session("local", master="local[2]")
+out["spark"] = ds.evaluate(gt, spark.createDataFrame(preds)).to_dict()
+board = ds.evaluate_pool(gt, ["preds.csv", "other.csv"]).table
+out["pool"] = board[["submission", "micro_ap"]].values.tolist()
+print(json.dumps(out))
+"""
+
+
+def test_the_api_from_the_installed_wheel(fresh, env, work):
+    """disc21spark.evaluate on a path, a pandas DataFrame and a Spark DataFrame, and
+    evaluate_pool, from the wheel with no checkout on sys.path: the command line's figures."""
+    (work / "gt.csv").write_text("query_id,reference_id\nQ1,R1\nQ2,R2\nQ3,\n")
+    (work / "preds.csv").write_text("Q1,R1,0.9\nQ2,R9,0.8\nQ2,R2,0.5\nQ3,R3,0.4\n")
+    (work / "other.csv").write_text("Q1,R1,0.3\nQ2,R2,0.8\n")
+    (work / "bad.csv").write_text("Q1,R1,0.9\nQ1,R2,abc\n")
+    done = disc21spark(
+        fresh, env, work, "evaluate", "--ground-truth", "gt.csv", "--predictions", "preds.csv",
+        "--output", "out", "--engine", "local", "--quiet",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    cli = json.loads((work / "out" / "metrics.json").read_text())
+    code = API_SCRIPT.format(venv=str(fresh))
+    ran = call(str(fresh / "bin" / "python"), "-c", code, env=env, cwd=work)
+    assert ran.returncode == 0, (ran.stdout + ran.stderr)[-3000:]
+    got = json.loads(ran.stdout.strip().splitlines()[-1])
+    for engine in ("path", "pandas", "spark"):
+        assert got[engine] == {k: cli[k] for k in got[engine]}, engine
+    assert got["error"] == f"{work / 'bad.csv'}: line 2: score 'abc' is not a number"
+    assert got["pool"] == [["other", 1.0], ["preds", cli["micro_ap"]]]

@@ -22,7 +22,7 @@ from disc21spark.core.errors import InputError
 from disc21spark.core.output import staged_output
 from disc21spark.core.phases import Phases
 from disc21spark.core.runner import BaseJob, job_fields
-from disc21spark.library import spec
+from disc21spark.library import images
 from disc21spark.queries import codec
 
 ITEMS_PER_TASK = 64
@@ -48,14 +48,14 @@ class LibraryJob(BaseJob):
     def check(self) -> None:
         """The plan checks every argument (size, seed, dimensions) before Spark starts."""
         try:
-            spec.library_plan(self.size, self.seed, self.width, self.height, self.photos)
+            images.library_plan(self.size, self.seed, self.width, self.height, self.photos)
         except ValueError as exc:  # its message names the option and the value
             raise InputError("", str(exc)) from None
-        if self.leaves not in spec.LEAVES:
-            raise InputError("--leaves", f"'{self.leaves}' is not one of {', '.join(spec.LEAVES)}")
+        if self.leaves not in images.LEAVES:
+            raise InputError("--leaves", f"'{self.leaves}' is not one of {', '.join(images.LEAVES)}")
         if self.leaves == "textured":
             try:
-                spec.patch_sources()
+                images.patch_sources()
             except RuntimeError as exc:
                 raise InputError("--leaves textured", str(exc)) from None
 
@@ -71,12 +71,12 @@ class LibraryJob(BaseJob):
 
 
 def _about(leaves: str) -> str:
-    low, high = spec.SCENE_SOURCES
+    low, high = images.SCENE_SOURCES
     fill = (f"each leaf a window of one of {low}-{high} shipped photographs per image, each "
             "photograph owning a region of the frame" if leaves == "textured"
             else "one random palette per image")  # fmt: skip
     return (f"scikit-image's shipped photographs, then dead-leaves images (Lee, Mumford & Huang "
-            f"2001; {fill}), JPEG quality {spec.JPEG_QUALITY}")  # fmt: skip
+            f"2001; {fill}), JPEG quality {images.JPEG_QUALITY}")  # fmt: skip
 
 
 def _versions() -> dict:
@@ -88,7 +88,7 @@ def _versions() -> dict:
 
 def run(spark: SparkSession, job: LibraryJob) -> dict:
     phases = Phases()
-    items = spec.library_plan(job.size, job.seed, job.width, job.height, job.photos)
+    items = images.library_plan(job.size, job.seed, job.width, job.height, job.photos)
     with staged_output(job.output, job.overwrite) as stage:
         for folder in {os.path.dirname(i.name) for i in items}:
             (stage / folder).mkdir(parents=True, exist_ok=True)
@@ -97,8 +97,8 @@ def run(spark: SparkSession, job: LibraryJob) -> dict:
             for batch in batches:
                 out = {"name": [], "bytes": [], "sha256": [], "data": []}
                 for row in batch.to_pylist():
-                    item = spec.LibraryItem(row["name"], row["kind"], row["index"], row["source"])
-                    data = spec.render(item, job.seed, job.width, job.height, job.leaves)
+                    item = images.LibraryItem(row["name"], row["kind"], row["index"], row["source"])
+                    data = images.render(item, job.seed, job.width, job.height, job.leaves)
                     out["name"].append(item.name)
                     out["bytes"].append(len(data))
                     out["sha256"].append(codec.sha256(data))
@@ -140,8 +140,8 @@ def run(spark: SparkSession, job: LibraryJob) -> dict:
             "about": _about(job.leaves),
         }
         if job.leaves == "textured":
-            document["patch_sources"] = list(spec.patch_sources().names)
-            document["scene_sources"] = list(spec.SCENE_SOURCES)
+            document["patch_sources"] = list(images.patch_sources().names)
+            document["scene_sources"] = list(images.SCENE_SOURCES)
         document["versions"] = _versions()
         (stage / "library.json").write_text(json.dumps(document, indent=2) + "\n")
     document["seconds"] = phases.seconds

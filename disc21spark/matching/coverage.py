@@ -167,16 +167,19 @@ def check_spark(
     gt: GroundTruth,
     metrics: dict[int, MatchingMetrics],
     where: dict[int, str],
+    announce_here: bool = True,
 ) -> dict[int, MatchingMetrics]:
     """``metrics`` of each submission of ``pairs`` (``submission``, ``query_id``,
     ``reference_id``) with its warnings; one pass over the pairs of the submissions that
-    need their ids looked at again (none, for well-named submissions)."""
+    need their ids looked at again (none, for well-named submissions). ``announce_here``
+    False: the caller says them (the library API never prints)."""
     todo = [s for s, m in metrics.items() if needs_id_check(m)]
     ids = _spark_ids(spark, pairs, gt, todo) if todo else {}
     out = {}
     for sub, m in metrics.items():
         found = warnings(m, ids.get(sub, _NOTHING) if sub in todo else None)
-        announce(where.get(sub, "predictions"), found)
+        if announce_here:
+            announce(where.get(sub, "predictions"), found)
         out[sub] = replace(m, warnings=found)
     return out
 

@@ -21,7 +21,7 @@ from disc21spark.core.files import sized_files
 from disc21spark.core.output import check_writable, staged_output
 from disc21spark.core.phases import Phases
 from disc21spark.core.runner import BaseJob, job_fields
-from disc21spark.matching import local, report
+from disc21spark.matching import coverage, local, report
 from disc21spark.matching.ground_truth import ground_truth_phase
 from disc21spark.matching.model import GroundTruth, MatchingMetrics
 from disc21spark.stats.model import Resampling
@@ -67,7 +67,10 @@ class MatchingJob(BaseJob):
         return cls(**job_fields(cls, args, predictions=predictions, choice=choice))
 
     def execute(self, spark: SparkSession | None) -> MatchingMetrics:
-        return run(spark, self)
+        metrics = run(spark, self)
+        # the command line says the coverage warnings; the library API returns them only
+        coverage.announce(self.predictions, metrics.warnings)
+        return metrics
 
     def summary(self, metrics: MatchingMetrics) -> list[str]:
         lines = [report.format_table(metrics, f"DISC21 matching track: {self.predictions}")]
@@ -109,11 +112,10 @@ def _in_process(
         try:
             return local.score_file(
                 job.predictions, job.predictions_format, gt, job.max_results, job.curve_points,
-                phases, resampling=job.resampling,
+                phases, announce=False, resampling=job.resampling,
             )  # fmt: skip
         except local.NotForThisEngine:
             return None
-    from disc21spark.matching import coverage
     from disc21spark.pool import per_file
 
     with phases.phase("score") as note:
@@ -127,38 +129,47 @@ def _in_process(
             raise outcome.input_error()
         note["rows"] = outcome.metrics.n_predictions
         note["detail"] = "in process, one Spark task"
-    coverage.announce(job.predictions, outcome.metrics.warnings)
     return outcome.metrics
 
 
 def _distributed(
     spark: SparkSession, job: MatchingJob, gt: GroundTruth, phases: Phases
 ) -> MatchingMetrics:
-    """The one-sort plan of ``score.py``."""
+    """The one-sort plan of ``score.py``. Says nothing: the warnings are returned."""
     # here, not above: the in-process engine never pays for importing PySpark
-    from pyspark.sql import functions as F
-
-    from disc21spark.matching import coverage, labels, validate
     from disc21spark.matching.read import read_predictions
-    from disc21spark.matching.score import Scoring, UnreadableInput, score
 
     raw = read_predictions(spark, job.predictions, job.predictions_format)
+    return score_frame(spark, raw, job.predictions, gt, job, phases)
+
+
+def score_frame(
+    spark: SparkSession, raw, source: str, gt: GroundTruth, job: MatchingJob, phases: Phases
+):
+    """One submission's raw predictions (``read.read_predictions`` or ``read.typed_table``
+    of a caller's DataFrame) checked and scored on Spark; ``source`` names it in messages.
+    What the scorer caches is released before it returns."""
+    from pyspark.sql import functions as F
+
+    from disc21spark.matching import labels, validate
+    from disc21spark.matching.score import Scoring, UnreadableInput, score
+
     pairs = validate.typed_predictions(raw).withColumn(labels.SUBMISSION, F.lit(0))
     scoring = Scoring(
         gt,
         job.curve_points,
         job.partitions,
         job.max_results,
-        sources={0: job.predictions},
+        sources={0: source},
         resampling=job.resampling,
     )
     try:
         scored = score(spark, pairs, [0], scoring, phases)
     except UnreadableInput as exc:  # an unreadable file fails at its first read
-        raise InputError(job.predictions, f"cannot be read ({first_line(exc.cause)})") from None
+        raise InputError(source, f"cannot be read ({first_line(exc.cause)})") from None
     if 0 in scored.errors:
         raise scored.errors[0]
-    return coverage.check_spark(spark, pairs, gt, scored.metrics, {0: job.predictions})[0]
+    return coverage.check_spark(spark, pairs, gt, scored.metrics, {0: source}, False)[0]
 
 
 def run(spark: SparkSession | None, job: MatchingJob) -> MatchingMetrics:

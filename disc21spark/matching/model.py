@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from matplotlib.figure import Figure
 
 
 @dataclass(frozen=True)
@@ -28,7 +32,8 @@ class GroundTruth:
 
 @dataclass(frozen=True)
 class PRCurve:
-    """Points of the precision/recall curve, in the scorer's sorted order."""
+    """Points of the precision/recall curve, in the scorer's sorted order (as
+    pr_curve.csv holds them): three float64 arrays of one length."""
 
     precision: np.ndarray
     recall: np.ndarray
@@ -37,10 +42,35 @@ class PRCurve:
     def __len__(self) -> int:
         return len(self.precision)
 
+    def to_pandas(self) -> pd.DataFrame:
+        """The points as a pandas DataFrame: columns precision, recall, threshold (float64)."""
+        import pandas as pd
+
+        return pd.DataFrame(
+            {"precision": self.precision, "recall": self.recall, "threshold": self.threshold}
+        )
+
 
 @dataclass(frozen=True)
 class MatchingMetrics:
-    """Every figure of metrics.json; all exact, whatever the size of the input."""
+    """Every figure of metrics.json; all exact, whatever the size of the input.
+
+    Attributes
+    ----------
+    micro_ap : float
+        Micro average precision over all pairs of all queries (pessimistic ties).
+    recall_at_p90, threshold_at_p90, precision_at_p90 : float or None
+        The operating point of highest recall at precision ≥ 0.9 (None: never reached).
+    recall_at_rank1, recall_at_rank10 : float
+        Share of the positive pairs found at rank ≤ 1 (≤ 10) of their query.
+    n_predictions, n_positives, n_true_positives, n_queries,
+    n_queries_with_predictions, n_unknown_query_predictions : int
+        The counts of metrics.json.
+    curve : PRCurve
+        The precision/recall points (``pr_curve`` gives them as a pandas DataFrame).
+    warnings : tuple of str
+        Signs of misnamed ids (never a figure; see matching/coverage.py).
+    """
 
     micro_ap: float
     recall_at_p90: float | None
@@ -61,11 +91,26 @@ class MatchingMetrics:
     uncertainty: Any = field(default=None, compare=False, repr=False)
 
     def to_dict(self) -> dict:
-        """The figures (the curve, the warnings and the uncertainty are written on their own)."""
+        """The figures of metrics.json, by name (the curve, the warnings and the
+        uncertainty are written on their own: pr_curve.csv, metrics.json's ``warnings``
+        and ``uncertainty``)."""
         out = asdict(replace(self, uncertainty=None))
         for key in ("curve", "warnings", "uncertainty"):
             out.pop(key)
         return out
+
+    @property
+    def pr_curve(self) -> pd.DataFrame:
+        """The precision/recall curve as pr_curve.csv holds it: a pandas DataFrame with
+        float64 columns precision, recall, threshold, one row per point."""
+        return self.curve.to_pandas()
+
+    def plot(self, title: str = "DISC21 matching track", label: str = "submission") -> Figure:
+        """The PR curve as pr_curve.png draws it: a new matplotlib Figure (matplotlib is
+        imported here only)."""
+        from disc21spark.matching.curve_figure import curves_figure
+
+        return curves_figure([(label, self)], title)
 
 
 @dataclass

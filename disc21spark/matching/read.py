@@ -3,7 +3,7 @@ s3a://...): nothing is checked here."""
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from disc21spark.core.errors import InputError, display_path, first_line
@@ -32,16 +32,7 @@ def read_predictions(
         data_files(spark, p)
     if fmt == "parquet":
         df = read_parquet(spark, paths, PREDICTION_COLUMNS + keep)
-        return df.select(
-            *keep,
-            F.col("_metadata.file_path").alias("file"),
-            F.lit(False).alias("from_csv"),
-            F.col("query_id").cast("string").alias("query_id"),
-            F.col("reference_id").cast("string").alias("reference_id"),
-            F.lit(None).cast("string").alias("score_raw"),
-            F.col("score").try_cast("double").alias("score"),
-            F.lit(None).cast("string").alias("extra"),
-        )
+        return typed_table(df, F.col("_metadata.file_path"), keep)
     # the official reader's rule: strip the line, split on commas (no quoting); a plain
     # text scan with split is also ~40% faster here than Spark's CSV parser
     line = F.trim(F.col("value"), F.lit(WHITESPACE))
@@ -59,6 +50,22 @@ def read_predictions(
             F.lit(None).cast("double").alias("score"),
             F.when(F.size(fields) > 3, F.get(fields, 3)).alias("extra"),
         )
+    )
+
+
+def typed_table(df: DataFrame, file: Column, keep: tuple[str, ...] = ()) -> DataFrame:
+    """A table of typed columns (Parquet, or a caller's DataFrame) as raw predictions:
+    ids cast to strings, the score to a double (null when it is no number); ``file``
+    names the rows' source in messages."""
+    return df.select(
+        *keep,
+        file.alias("file"),
+        F.lit(False).alias("from_csv"),
+        F.col("query_id").cast("string").alias("query_id"),
+        F.col("reference_id").cast("string").alias("reference_id"),
+        F.lit(None).cast("string").alias("score_raw"),
+        F.col("score").try_cast("double").alias("score"),
+        F.lit(None).cast("string").alias("extra"),
     )
 
 

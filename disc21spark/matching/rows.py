@@ -85,6 +85,16 @@ def spark_double_text(value: float) -> str:
 def parquet_problem(query, reference, score, values: np.ndarray):
     """((query id, reference id), reason) of the first bad Parquet row, or None.
     ``query``, ``reference``, ``score``: Arrow arrays; ``values``: the scores as floats."""
+    found = first_bad_row(query, reference, score, values)
+    if found is None:
+        return None
+    i, reason = found
+    return (query[i].as_py(), reference[i].as_py()), reason
+
+
+def first_bad_row(query, reference, score, values: np.ndarray) -> tuple[int, str] | None:
+    """(position, reason) of the first bad row of typed columns (Parquet, or a table in
+    memory), or None; the arguments as for ``parquet_problem``."""
     null_s = np.asarray(score.is_null().to_numpy(zero_copy_only=False))
     bad_score = null_s | ~np.isfinite(np.where(null_s, 0.0, values))
     empty_q, empty_r = _empty(query), _empty(reference)
@@ -92,14 +102,13 @@ def parquet_problem(query, reference, score, values: np.ndarray):
     if rows.size == 0:
         return None
     i = int(rows[0])
-    ids = (query[i].as_py(), reference[i].as_py())
     if empty_q[i]:
-        return ids, "empty query_id"
+        return i, "empty query_id"
     if empty_r[i]:
-        return ids, "empty reference_id"
+        return i, "empty reference_id"
     if null_s[i]:
-        return ids, NON_NUMERIC
-    return ids, not_finite(spark_double_text(float(values[i])))
+        return i, NON_NUMERIC
+    return i, not_finite(spark_double_text(float(values[i])))
 
 
 def _empty(column) -> np.ndarray:

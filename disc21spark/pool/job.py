@@ -175,8 +175,9 @@ def _table(spark: SparkSession, job: PoolJob) -> DataFrame:
     return raw.withColumnRenamed(job.submission_column, "_submission")
 
 
-def run(spark: SparkSession, job: PoolJob) -> PoolResult:
-    """Score a pool; writes job.output (when given) whole or not at all."""
+def run(spark: SparkSession, job: PoolJob, announce: bool = True) -> PoolResult:
+    """Score a pool; writes job.output (when given) whole or not at all. ``announce``:
+    say each scored submission's coverage warnings on stderr (the library API does not)."""
     if job.output:
         check_writable(job.output, job.overwrite)
     phases = Phases()
@@ -194,6 +195,9 @@ def run(spark: SparkSession, job: PoolJob) -> PoolResult:
         note["detail"] = f"{len(todo)} to score, {len(subs) - len(todo)} reused"
     if todo:
         _score(spark, job, gt, todo, sizes, phases)
+    for s in todo if announce else []:
+        if s.metrics is not None:
+            coverage.announce(s.name, s.metrics.warnings)
     result = PoolResult(subs, settings)
     if job.fail_on_invalid and result.n_invalid:
         first = next(s for s in subs if s.status != "ok")
@@ -267,7 +271,6 @@ def _score(
                     s.invalid(outcome.input_error())
                 else:
                     s.metrics = outcome.metrics
-                    coverage.announce(s.name, s.metrics.warnings)  # as the one-sort plan does
             note["rows"] = sum(s.metrics.n_predictions for s in subs if s.metrics)
             note["detail"] = f"{len(subs) - len(left)} submissions, one task per file"
         subs = left
@@ -303,7 +306,8 @@ def _score_one_sort(
         for i, error in scored.errors.items():
             live[i].invalid(error)
         names = {i: s.name for i, s in enumerate(live)}
-        for i, metrics in coverage.check_spark(spark, pairs, gt, scored.metrics, names).items():
+        checked = coverage.check_spark(spark, pairs, gt, scored.metrics, names, False)
+        for i, metrics in checked.items():
             live[i].metrics = metrics
         return
 

@@ -1,0 +1,15 @@
+"""The public Python API: what ``disc21spark`` exports (see disc21spark/__init__.py)."""
+
+from disc21spark.api.matching import evaluate, evaluate_pool
+from disc21spark.api.results import DescriptorResult, Leaderboard
+from disc21spark.api.tracks import evaluate_descriptors, make_queries, rank_eval
+
+__all__ = [
+    "DescriptorResult",
+    "Leaderboard",
+    "evaluate",
+    "evaluate_descriptors",
+    "evaluate_pool",
+    "make_queries",
+    "rank_eval",
+]

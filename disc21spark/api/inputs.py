@@ -1,0 +1,216 @@
+"""What a library call is given: paths, pandas DataFrames, pyarrow Tables, Spark DataFrames.
+
+Each input is told by its type without importing pandas or PySpark (a notebook that
+never started Spark never pays for it); the options of a call are the command's options
+(defaults from conf/defaults.ini through the command's own parser, its checks raising
+InputError instead of exiting); and ``_choose_engine`` decides, once per call, which
+engine scores it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from disc21spark.core.errors import InputError
+from disc21spark.matching.model import GroundTruth
+from disc21spark.matching.rows import Row, parse_ground_truth
+
+PATH, ARROW, SPARK = "path", "arrow", "spark"
+
+
+@dataclass(frozen=True)
+class Engine:
+    """The decision of one call: ``name`` "local" (this process) or "spark", and the
+    session Spark runs in (None in process)."""
+
+    name: str
+    spark: Any = None
+
+
+def kind(value: Any) -> str:
+    """path, arrow (a pandas DataFrame or a pyarrow Table) or spark (a Spark DataFrame);
+    TypeError for anything else."""
+    if isinstance(value, (str, os.PathLike)):
+        return PATH
+    if isinstance(value, pa.Table):
+        return ARROW
+    module = type(value).__module__
+    if module.startswith("pandas") and type(value).__name__ == "DataFrame":
+        return ARROW
+    if module.startswith("pyspark.sql") and type(value).__name__ == "DataFrame":
+        return SPARK
+    raise TypeError(
+        f"expected a path, a pandas DataFrame, a pyarrow Table or a Spark DataFrame, "
+        f"got {type(value).__name__}"
+    )
+
+
+def label(name: str, value: Any) -> str:
+    """How an input names itself in a message: its path, or ``name`` and its type
+    (``predictions (DataFrame)``), which names no file a reader could open by mistake."""
+    if kind(value) == PATH:
+        return os.fspath(value)
+    return f"{name} ({type(value).__name__})"
+
+
+def arrow_table(value: Any, source: str, columns: tuple[str, ...]) -> tuple[pa.Table, list]:
+    """A pandas DataFrame or a pyarrow Table as an Arrow table of ``columns`` (ids as
+    strings), and the label of each row in messages: the pandas index, else the position.
+    InputError for a missing column or ids that are neither text nor integers."""
+    if isinstance(value, pa.Table):
+        table, index = value, None
+    else:
+        table, index = pa.Table.from_pandas(value, preserve_index=False), list(value.index)
+    missing = [c for c in columns if c not in table.column_names]
+    if missing:
+        has = ", ".join(table.column_names)
+        raise InputError(source, f"missing column {missing[0]!r} (has: {has})")
+    out = {}
+    for name in columns:
+        column = table.column(name).combine_chunks()
+        if name != "score":
+            column = _ids(column, name, source)
+        out[name] = column
+    return pa.table(out), index if index is not None else list(range(table.num_rows))
+
+
+def _ids(column: pa.Array, name: str, source: str) -> pa.Array:
+    """Ids as Spark casts a Parquet column: text as it is, integers as their digits."""
+    if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
+        return column.cast(pa.string())
+    if pa.types.is_integer(column.type) or pa.types.is_null(column.type):
+        return column.cast(pa.string())
+    raise InputError(source, f"column {name!r} holds {column.type}, not ids (text or integers)")
+
+
+def ground_truth(value: Any, fmt: str, engine: Engine) -> GroundTruth:
+    """The ground truth of a call, checked with the command line's rules and words: a
+    path read as the command reads it (through Spark on the Spark engine), a table row
+    by row (an empty or missing reference_id marks a distractor query)."""
+    from disc21spark.matching.ground_truth import load_ground_truth
+
+    source = label("ground_truth", value)
+    if kind(value) == PATH:
+        return load_ground_truth(engine.spark, os.fspath(value), fmt)
+    if kind(value) == SPARK:
+        rows = value.select("query_id", "reference_id").collect() if _has_ids(value) else None
+        if rows is None:
+            raise InputError(source, f"missing column (has: {', '.join(value.columns)})")
+        records = [Row(f"row {i}", tuple(_text(v) for v in r)) for i, r in enumerate(rows, 1)]
+        return parse_ground_truth(records, source)
+    table, index = arrow_table(value, source, ("query_id", "reference_id"))
+    columns = [table.column(c).to_pylist() for c in ("query_id", "reference_id")]
+    records = [Row(f"row {i}", fields) for i, fields in zip(index, zip(*columns))]
+    return parse_ground_truth(records, source)
+
+
+def _has_ids(frame: Any) -> bool:
+    return {"query_id", "reference_id"} <= set(frame.columns)
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+class _Parser(argparse.ArgumentParser):
+    """A command's parser whose checks raise InputError: a library never exits."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise InputError("", message)
+
+
+def command_options(command: str, **given: Any) -> argparse.Namespace:
+    """The options of ``command`` as its parser makes them (defaults from
+    conf/defaults.ini, converted by each option's type), ``given`` over them, then the
+    command's own checks (InputError with the command line's words)."""
+    from disc21spark.commands import COMMANDS
+
+    module = COMMANDS[command]
+    parser = _Parser(prog=f"disc21spark {command}", add_help=False)
+    module.add_arguments(parser)
+    # required options get a placeholder, replaced by ``given`` below
+    required = [a for a in parser._actions if a.required]
+    args = parser.parse_args([item for a in required for item in (a.option_strings[0], "-")])
+    unknown = sorted(set(given) - set(vars(args)))
+    if unknown:
+        raise TypeError(f"unknown option {unknown[0]!r} of {command}")
+    vars(args).update(given)
+    module.check(parser, args)
+    return args
+
+
+def spark_session(engine: Any, inputs: list[Any]) -> Any:
+    """The session of the Spark engine: the caller's (a SparkSession given as ``engine``,
+    or the one a Spark DataFrame lives in), the active one, else one started from the
+    local profile (left running for the next call, as ``getOrCreate`` does)."""
+    if type(engine).__name__ == "SparkSession":
+        return engine
+    for value in inputs:
+        if kind(value) == SPARK:
+            return value.sparkSession
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active
+    from disc21spark.core.session import spark_session as start
+
+    return start("local")
+
+
+# --------------------------------------------------------------------------------------
+# ENGINE CHOICE (the one place the library decides; point it at disc21spark/engine.py,
+# the command line's decision, when that lands)
+# --------------------------------------------------------------------------------------
+
+
+def _choose_engine(
+    engine: Any,
+    inputs: list[Any],
+    formats: list[str],
+    local_max_bytes: int,
+    spark_only: str | None = None,
+) -> Engine:
+    """The engine that scores ``inputs`` (with their ``formats``): a Spark DataFrame, a
+    remote path, a glob, a folder or a file larger than ``local_max_bytes`` → Spark;
+    pandas, Arrow and local files that fit → this process. ``engine`` "local" or "spark"
+    forces (InputError when local cannot read an input); a SparkSession means Spark in
+    that session. ``spark_only``: why this call runs on Spark whatever the inputs."""
+    from disc21spark.matching import local
+
+    if engine not in ("auto", "local", "spark") and type(engine).__name__ != "SparkSession":
+        raise InputError("", f"engine={engine!r}: give 'auto', 'local', 'spark' or a SparkSession")
+    why = spark_only
+    big = False
+    for value, fmt in zip(inputs, formats):
+        if why is not None:
+            break
+        check_exists(value)
+        if kind(value) == SPARK:
+            why = f"{label('input', value)} lives in Spark"
+        elif kind(value) == PATH:
+            path = os.fspath(value)
+            why = local.unsupported(path, fmt)
+            big = big or (why is None and os.path.getsize(local.local_path(path)) > local_max_bytes)
+    if engine == "local" and why:
+        raise InputError("engine='local'", f"{why}; use engine='spark'")
+    if engine == "local" or (engine == "auto" and not why and not big):
+        return Engine("local")
+    return Engine("spark", spark_session(engine, inputs))
+
+
+
+def check_exists(value: Any) -> None:
+    """A plain local path (no scheme, no glob) that is not there: said at once, in the
+    words Spark's listing would use, rather than after starting Spark to find out."""
+    if kind(value) != PATH:
+        return
+    path = os.fspath(value)
+    plain = "://" not in path and not path.startswith("file:") and not any(c in path for c in "*?[{")
+    if plain and not os.path.exists(path):
+        raise InputError(path, "no such file or directory")

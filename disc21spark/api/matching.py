@@ -1,0 +1,262 @@
+"""The matching track from Python: ``evaluate`` (one submission) and ``evaluate_pool``.
+
+Both call the functions the command line's jobs call (``matching.job.score_predictions``
+for a file, ``score_frame`` for a Spark DataFrame, ``pool.job.run`` for a pool of files,
+the in-process engine's for a table in memory), so their figures are the command line's
+to the last digit; they write nothing, print nothing and log through ``logging``
+("disc21spark"). Bad input raises ``InputError`` with the command line's message.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from disc21spark.api import inputs
+from disc21spark.api.inputs import ARROW, PATH, SPARK, Engine, kind, label
+from disc21spark.api.results import Leaderboard
+from disc21spark.api.tables import score_table
+from disc21spark.core import config
+from disc21spark.core.errors import InputError
+from disc21spark.core.phases import Phases
+from disc21spark.matching.job import MatchingJob, score_frame, score_predictions
+from disc21spark.matching.model import GroundTruth, MatchingMetrics, Submission
+
+_MAX_RESULTS = config.value("evaluate", "max_results", int)
+_CURVE_POINTS = config.value("evaluate", "curve_points", int)
+_LOCAL_MAX_BYTES = config.value("evaluate", "local_max_bytes", config.parse_size)
+
+
+def evaluate(
+    ground_truth: Any,
+    predictions: Any,
+    *,
+    max_results: int = _MAX_RESULTS,
+    engine: Any = "auto",
+    curve_points: int = _CURVE_POINTS,
+    partitions: int | None = None,
+    predictions_format: str = "auto",
+    ground_truth_format: str = "auto",
+    local_max_bytes: int = _LOCAL_MAX_BYTES,
+) -> MatchingMetrics:
+    """Score one matching-track submission: μAP, recall at precision 0.9, recall at rank
+    1 and 10, exactly as ``disc21spark evaluate`` (and the official ISC2021 scorer).
+
+    Parameters
+    ----------
+    ground_truth : str, os.PathLike, pandas.DataFrame, pyarrow.Table or Spark DataFrame
+        Columns ``query_id``, ``reference_id`` (text; an empty or missing
+        reference_id marks a distractor query). A path is any path Spark reads (CSV,
+        .csv.gz, Parquet; hdfs://, s3a://...).
+    predictions : str, os.PathLike, pandas.DataFrame, pyarrow.Table or Spark DataFrame
+        Columns ``query_id``, ``reference_id`` (text or integers) and ``score``
+        (numbers; higher is more confident), n rows. A path is read as the command
+        reads ``--predictions`` (a glob or a folder is read as one submission here:
+        see ``evaluate_pool`` for many).
+    max_results : int
+        More predictions than this is an error, as the official scorer says (0: no
+        limit); default from conf/defaults.ini (500,000).
+    engine : {"auto", "local", "spark"} or SparkSession
+        "auto": a Spark DataFrame, a remote path, a glob, a folder or a file larger
+        than ``local_max_bytes`` → Spark; a table in memory or a local file → this
+        process (no JVM). A SparkSession: Spark, in that session.
+    curve_points, partitions : int, int or None
+        Points kept in ``pr_curve`` (figures are exact); range partitions of the sort.
+    predictions_format, ground_truth_format : {"auto", "csv", "parquet"}
+        The format of a path (auto: from its name).
+    local_max_bytes : int
+
+    Returns
+    -------
+    MatchingMetrics
+        The figures as attributes, ``to_dict()`` (metrics.json's figures), ``pr_curve``
+        (a pandas DataFrame), ``plot()`` (a matplotlib Figure), ``warnings``.
+
+    Raises
+    ------
+    InputError
+        Bad input: one line naming the file (a table: ``predictions (DataFrame)``), the
+        line or row (a pandas index label, an Arrow position) and the reason.
+
+    A Spark DataFrame is scored where it is (no files); what the scorer caches is
+    released before the call returns, error or not.
+    """
+    args = inputs.command_options(
+        "evaluate", ground_truth=label("ground_truth", ground_truth),
+        predictions=[label("predictions", predictions)], output=None, max_results=max_results,
+        curve_points=curve_points, partitions=partitions, predictions_format=predictions_format,
+        ground_truth_format=ground_truth_format,
+    )  # fmt: skip
+    chosen = inputs._choose_engine(
+        engine, [ground_truth, predictions], [ground_truth_format, predictions_format],
+        local_max_bytes,
+    )  # fmt: skip
+    gt = inputs.ground_truth(ground_truth, ground_truth_format, chosen)
+    return _score_one(chosen, gt, predictions, args)
+
+
+def _score_one(
+    engine: Engine, gt: GroundTruth, predictions: Any, args: Any, name: str = "predictions"
+) -> MatchingMetrics:
+    """One submission on the chosen engine, through the command line's functions;
+    ``name``: how a table names itself in messages."""
+    args.engine = engine.name
+    job = MatchingJob.from_args(args)
+    if kind(predictions) == PATH:
+        return score_predictions(engine.spark, job, gt, Phases())
+    source = label(name, predictions)
+    if engine.spark is None:
+        return score_table(predictions, source, gt, job.max_results, job.curve_points)
+    return score_frame(engine.spark, _spark_raw(engine.spark, predictions, source), source, gt,
+                       job, Phases())  # fmt: skip
+
+
+def _spark_raw(spark: Any, value: Any, source: str, keep: tuple[str, ...] = ()) -> Any:
+    """A table (Spark, pandas or Arrow) as raw predictions on Spark (``read.typed_table``)."""
+    from pyspark.sql import functions as F
+
+    from disc21spark.matching.read import typed_table
+    from disc21spark.matching.rows import PREDICTION_COLUMNS
+
+    if kind(value) == ARROW:  # a table in memory forced onto Spark
+        value = spark.createDataFrame(value if not hasattr(value, "to_pandas") else value.to_pandas())
+    missing = [c for c in (*PREDICTION_COLUMNS, *keep) if c not in value.columns]
+    if missing:
+        has = ", ".join(value.columns)
+        raise InputError(source, f"missing column {missing[0]!r} (has: {has})")
+    return typed_table(value, F.lit(source), keep)
+
+
+def evaluate_pool(
+    ground_truth: Any,
+    predictions: Any,
+    *,
+    submission: str | None = None,
+    max_results: int = _MAX_RESULTS,
+    engine: Any = "auto",
+    curve_points: int = _CURVE_POINTS,
+    partitions: int | None = None,
+    predictions_format: str = "auto",
+    ground_truth_format: str = "auto",
+    pool_plan: str | None = None,
+) -> Leaderboard:
+    """Score many submissions at once; a bad one is marked invalid with its one-line
+    message and does not sink the others (as ``disc21spark evaluate`` with a pool).
+
+    Parameters
+    ----------
+    ground_truth : path, pandas.DataFrame, pyarrow.Table or Spark DataFrame
+        As for ``evaluate`` (a pool of files needs it as a path, as the command does).
+    predictions : path, sequence of paths, table, or mapping name → table
+        Paths (files, globs, folders; a file per submission, named by its file name)
+        scored on Spark by the command's pool job; one table (pandas, Arrow, Spark) and
+        its column ``submission``; or a mapping of submission name → table.
+    submission : str or None
+        The column of a table (or of a Parquet pool file) that names the submission.
+    max_results, engine, curve_points, partitions, predictions_format,
+    ground_truth_format : as for ``evaluate``
+    pool_plan : {"auto", "per-file", "one-sort"} or None
+
+    Returns
+    -------
+    Leaderboard
+        ``table`` (a pandas DataFrame, as leaderboard.csv), ``submissions``,
+        ``board[name]`` (a submission's MatchingMetrics), ``invalid``, ``plot()``.
+
+    Raises
+    ------
+    InputError
+        Bad ground truth, options or pool (no file, rows with no submission); a bad
+        submission is reported in the leaderboard instead.
+    """
+    options = dict(
+        max_results=max_results, curve_points=curve_points, partitions=partitions,
+        predictions_format=predictions_format, ground_truth_format=ground_truth_format,
+    )  # fmt: skip
+    if _all_paths(predictions):
+        return _pool_of_files(ground_truth, predictions, submission, engine, pool_plan, options)
+    tables = _named_tables(predictions, submission)
+    args = inputs.command_options(
+        "evaluate", ground_truth=label("ground_truth", ground_truth), predictions=["-"],
+        output=None, **options,
+    )  # fmt: skip
+    chosen = inputs._choose_engine(
+        engine, [ground_truth, *tables.values()], [ground_truth_format] + ["auto"] * len(tables),
+        _LOCAL_MAX_BYTES,
+    )  # fmt: skip
+    gt = inputs.ground_truth(ground_truth, ground_truth_format, chosen)
+    subs = []
+    for name, table in tables.items():
+        s = Submission(name, label(name, table))
+        try:
+            s.metrics = _score_one(chosen, gt, table, args, name)
+        except InputError as error:
+            s.invalid(error)
+        subs.append(s)
+    return Leaderboard(subs)
+
+
+def _all_paths(predictions: Any) -> bool:
+    if isinstance(predictions, (str, os.PathLike)):
+        return True
+    return isinstance(predictions, Sequence) and all(kind(p) == PATH for p in predictions)
+
+
+def _pool_of_files(
+    ground_truth: Any, predictions: Any, submission: str | None, engine: Any, plan: str | None,
+    options: dict,
+) -> Leaderboard:
+    """A pool of files through the command line's pool job, on Spark."""
+    from disc21spark.pool import job as pool_job
+
+    if kind(ground_truth) != PATH:
+        source = label("ground_truth", ground_truth)
+        raise InputError(source, "a pool of files needs the ground truth as a path")
+    if isinstance(predictions, (str, os.PathLike)):
+        predictions = [predictions]
+    paths = [os.fspath(p) for p in predictions]
+    given = {"pool_plan": plan} if plan else {}
+    args = inputs.command_options(
+        "evaluate", ground_truth=os.fspath(ground_truth), predictions=paths, output=None,
+        submission_column=submission, **given, **options,
+    )  # fmt: skip
+    if engine == "local":
+        raise InputError("engine='local'", "a pool runs on Spark; use engine='spark'")
+    spark = inputs.spark_session(engine, [])
+    result = pool_job.run(spark, pool_job.PoolJob.from_args(args), announce=False)
+    return Leaderboard(result.submissions)
+
+
+def _named_tables(predictions: Any, submission: str | None) -> dict[str, Any]:
+    """Submission name → table: a mapping as given, or one table split by its column."""
+    if isinstance(predictions, Mapping):
+        return {str(k): v for k, v in sorted(predictions.items(), key=lambda kv: str(kv[0]))}
+    if submission is None:
+        raise InputError("", "a pool of one table needs submission=<the column naming each row's>")
+    source = label("predictions", predictions)
+    if kind(predictions) == SPARK:
+        return _split_spark(predictions, submission, source)
+    frame = predictions.to_pandas() if hasattr(predictions, "to_pylist") else predictions
+    if submission not in frame.columns:
+        has = ", ".join(map(str, frame.columns))
+        raise InputError(source, f"missing column {submission!r} (has: {has})")
+    if frame[submission].isna().any():
+        raise InputError(source, f"rows without a {submission} (the submission)")
+    groups = frame.groupby(frame[submission].astype(str), sort=True)
+    return {name: group.drop(columns=[submission]) for name, group in groups}
+
+
+def _split_spark(frame: Any, submission: str, source: str) -> dict[str, Any]:
+    """A Spark DataFrame's submissions, each a filtered DataFrame (Spark reads the
+    table once per submission; a pool of thousands belongs in files, scored by the pool
+    plan)."""
+    from pyspark.sql import functions as F
+
+    if submission not in frame.columns:
+        raise InputError(source, f"missing column {submission!r} (has: {', '.join(frame.columns)})")
+    names = [r[0] for r in frame.select(F.col(submission).cast("string")).distinct().collect()]
+    if None in names:
+        raise InputError(source, f"rows without a {submission} (the submission)")
+    column = F.col(submission).cast("string")
+    return {n: frame.where(column == n).drop(submission) for n in sorted(names)}

@@ -1,0 +1,85 @@
+"""What the library's calls return beyond ``MatchingMetrics``: a pool's leaderboard and the
+descriptor track's result."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from disc21spark.matching.model import MatchingMetrics, Submission
+from disc21spark.pool import report as pool_report
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from matplotlib.figure import Figure
+
+
+@dataclass(frozen=True)
+class Leaderboard:
+    """A scored pool, ranked as leaderboard.csv ranks it (μAP, then recall at P90, then
+    name; invalid submissions last).
+
+    Attributes
+    ----------
+    submissions : list of Submission
+        Every submission, in name order: ``name``, ``status`` ("ok" or "invalid"),
+        ``reason`` (the one-line error of an invalid one), ``metrics``.
+    """
+
+    submissions: list[Submission]
+
+    @property
+    def table(self) -> pd.DataFrame:
+        """The leaderboard as leaderboard.csv holds it: one row per submission, the
+        columns ``pool.report.COLUMNS`` (rank, submission, status, reason, ..., warnings);
+        rank as pandas Int64 (<NA> for an invalid submission), figures float64 / int64."""
+        import pandas as pd
+
+        table = pd.DataFrame(self.to_dict()["submissions"], columns=pool_report.COLUMNS)
+        return table.astype({"rank": "Int64"})  # invalid submissions have no rank
+
+    def to_dict(self) -> dict:
+        """What leaderboard.json holds but for its ``run``: ``{"submissions": [...]}``."""
+        return {"submissions": pool_report.records(self.submissions)}
+
+    def __getitem__(self, name: str) -> MatchingMetrics:
+        """The metrics of the submission ``name``; KeyError if it has none (unknown or
+        invalid: see ``submissions`` for why)."""
+        for s in self.submissions:
+            if s.name == name and s.metrics is not None:
+                return s.metrics
+        raise KeyError(name)
+
+    def __len__(self) -> int:
+        return len(self.submissions)
+
+    @property
+    def invalid(self) -> dict[str, str]:
+        """Submission name → the reason it is invalid."""
+        return {s.name: s.reason or "" for s in self.submissions if s.status != "ok"}
+
+    def plot(self, top: int = pool_report.TOP_PLOTTED) -> Figure:
+        """The PR curves of the ``top`` best submissions, as pr_curves.png draws them."""
+        from disc21spark.matching.curve_figure import curves_figure
+
+        scored = [s for s in pool_report.ordered(self.submissions) if s.status == "ok"]
+        title = f"DISC21 matching track: top {min(top, len(scored))} of {len(self.submissions)}"
+        return curves_figure([(s.name, s.metrics) for s in scored[:top]], title)
+
+
+@dataclass(frozen=True)
+class DescriptorResult:
+    """The descriptor track of one call.
+
+    Attributes
+    ----------
+    metrics : MatchingMetrics
+        The figures of the searched pairs, as metrics.json holds them.
+    pairs : pandas.DataFrame or None
+        With ``return_pairs=True``: the pairs (query_id, reference_id: str, score:
+        float64) sorted by query, then score descending, then reference, as
+        predictions.csv holds them; else None.
+    """
+
+    metrics: MatchingMetrics
+    pairs: pd.DataFrame | None = None

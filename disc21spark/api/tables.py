@@ -1,0 +1,74 @@
+"""A submission held in memory (a pandas DataFrame, a pyarrow Table) scored in this
+process: the in-process engine's functions (``matching/local.py``: integer codes, the
+numpy specification, the coverage warnings) on a table instead of a file.
+
+The table is read as a Parquet table is (typed columns, ids not stripped) and a bad one
+gets the Parquet reader's reason, naming the row by its pandas index label (or, for a
+pyarrow Table, its position) instead of by its ids.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from disc21spark.api.inputs import arrow_table
+from disc21spark.core.errors import InputError
+from disc21spark.matching import coverage, local, spec
+from disc21spark.matching.model import GroundTruth, MatchingMetrics
+from disc21spark.matching.rows import (
+    PREDICTION_COLUMNS,
+    duplicate_reason,
+    first_bad_row,
+    max_results_error,
+)
+
+
+def table_pairs(value: Any, source: str) -> tuple[local.Pairs, list]:
+    """The checked pairs of a table and each row's label; InputError naming the first
+    bad row (a missing column, an empty id, a score that is null or not finite)."""
+    table, index = arrow_table(value, source, PREDICTION_COLUMNS)
+    query, reference, score = (table.column(c).combine_chunks() for c in PREDICTION_COLUMNS)
+    if not (pa.types.is_floating(score.type) or pa.types.is_integer(score.type)):
+        if not pa.types.is_null(score.type):
+            raise InputError(source, f"column 'score' holds {score.type}, not numbers")
+    score = score.cast(pa.float64())
+    values = score.to_numpy(zero_copy_only=False)
+    bad = first_bad_row(query, reference, score, values)
+    if bad is not None:
+        row, reason = bad
+        raise InputError(source, reason, f"row {index[row]}")
+    # + 0.0: -0.0 and 0.0 tie in the official sort, as the file readers make them
+    return local.Pairs(query, reference, values + 0.0), index
+
+
+def score_table(
+    value: Any, source: str, gt: GroundTruth, max_results: int, curve_points: int
+) -> MatchingMetrics:
+    """One submission in memory scored as ``local.score_file`` scores a file: the same
+    checks in the same order (bad row, --max-results, a repeated pair), the same
+    specification, the same warnings (returned, not printed)."""
+    pairs, index = table_pairs(value, source)
+    error = max_results_error(source, len(pairs.score), max_results)
+    if error is not None:
+        raise error
+    encoded = local.encode(pairs, gt)
+    _check_repeats(source, pairs, encoded, index)
+    metrics = spec.evaluate_encoded(encoded, gt, curve_points)
+    return coverage.check_local(pairs.query, pairs.reference, gt, metrics, None)
+
+
+def _check_repeats(source: str, pairs: local.Pairs, encoded: spec.Encoded, index: list) -> None:
+    """A repeated pair, named by its first two rows."""
+    codes = encoded.pair
+    order = np.argsort(codes, kind="stable")
+    same = codes[order][1:] == codes[order][:-1]
+    if not same.any():
+        return
+    row = int(order[1:][same].min())  # the earliest row that repeats an earlier one
+    rows = np.flatnonzero(codes == codes[row])
+    q, r = pairs.query[row].as_py(), pairs.reference[row].as_py()
+    where = f"rows {index[rows[0]]} and {index[rows[1]]}"
+    raise InputError(source, duplicate_reason(q, r, len(rows)), where)

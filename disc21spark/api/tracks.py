@@ -1,0 +1,237 @@
+"""The descriptor track and the image side from Python: ``evaluate_descriptors``,
+``make_queries``, ``rank_eval``. Each builds the command's own job from the command's
+options (defaults from conf/defaults.ini) and runs the job's functions on Spark."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any
+
+from disc21spark.api import inputs
+from disc21spark.api.results import DescriptorResult
+from disc21spark.core import config
+from disc21spark.core.errors import InputError
+from disc21spark.core.phases import Phases
+
+Paths = str | os.PathLike | Sequence[str | os.PathLike]
+
+
+def _paths(value: Paths) -> list[str]:
+    if isinstance(value, (str, os.PathLike)):
+        return [os.fspath(value)]
+    return [os.fspath(v) for v in value]
+
+
+def _given(**options: Any) -> dict[str, Any]:
+    """The options a caller set (None: the command's default)."""
+    return {k: v for k, v in options.items() if v is not None}
+
+
+def evaluate_descriptors(
+    ground_truth: Any,
+    queries: Paths,
+    references: Paths,
+    *,
+    knn: int | None = None,
+    max_results: int = config.value("evaluate", "max_results", int),
+    metric: str = config.value("evaluate", "metric"),
+    index: str | None = None,
+    nprobe: int | None = None,
+    score_norm: Paths | None = None,
+    return_pairs: bool = False,
+    engine: Any = "spark",
+    **options: Any,
+) -> DescriptorResult:
+    """The descriptor track as ``disc21spark evaluate --query-descriptors ...``: every
+    query vector searched against the references with FAISS on Spark, the pairs scored
+    by the matching track's scorer.
+
+    Parameters
+    ----------
+    ground_truth : path, pandas.DataFrame, pyarrow.Table or Spark DataFrame
+        As for ``evaluate``.
+    queries, references : path or sequence of paths
+        Vectors: HDF5 (``vectors`` float32 (n, d), ``image_names``), .npy with
+        ``<name>_ids.txt``, or Parquet; globs allowed.
+    knn, max_results : int or None, int
+        K nearest references per query; None: the best ``max_results`` pairs overall.
+    metric : {"l2", "ip"}
+        l2: score = -squared distance; ip: inner product.
+    index, nprobe : str or None, int or None
+        A FAISS factory string (None: Flat, exact) and the IVF lists visited per query.
+    score_norm : path(s) or None
+        Background descriptors for score normalisation.
+    return_pairs : bool
+        Also return the searched pairs as a pandas DataFrame (collected to the driver).
+    engine : "spark" or SparkSession
+    **options
+        Any other option of the command by name (broadcast_limit, query_partitions...).
+
+    Returns
+    -------
+    DescriptorResult
+        ``metrics`` (MatchingMetrics) and ``pairs`` (None unless ``return_pairs``).
+
+    Raises
+    ------
+    InputError
+        The command line's messages (not vectors, dimensions that differ...); what the
+        search caches is released before the call returns.
+    """
+    from disc21spark.descriptors import job as descriptor_job
+
+    if engine == "local":
+        raise InputError("engine='local'", "the descriptor track runs on Spark; use engine='spark'")
+    for value in [ground_truth, *_paths(queries), *_paths(references)]:
+        inputs.check_exists(value)  # said at once, not after starting Spark
+    args = inputs.command_options(
+        "evaluate", ground_truth=inputs.label("ground_truth", ground_truth),
+        query_descriptors=_paths(queries), reference_descriptors=_paths(references),
+        output=None, knn=knn, max_results=max_results, metric=metric,
+        score_norm=_paths(score_norm) if score_norm else None,
+        **_given(index=index, nprobe=nprobe), **options,
+    )  # fmt: skip
+    job = descriptor_job.DescriptorJob.from_args(args)
+    return _search_and_score(job, ground_truth, engine, return_pairs)
+
+
+def _search_and_score(job: Any, ground_truth: Any, engine: Any, return_pairs: bool) -> DescriptorResult:
+    """The descriptor job's search then its scoring (``descriptors/job.py``), on Spark;
+    the search's cached frames released whatever happens."""
+    from disc21spark.descriptors import job as descriptor_job
+
+    chosen = inputs.Engine("spark", inputs.spark_session(engine, [ground_truth]))
+    phases = Phases()
+    gt = inputs.ground_truth(ground_truth, job.ground_truth_format, chosen)
+    outcome = descriptor_job.search_pairs(chosen.spark, job, phases)
+    try:
+        metrics = descriptor_job.score_pairs(chosen.spark, job, gt, outcome, phases)
+        pairs = _pairs_table(outcome.pairs) if return_pairs else None
+    finally:
+        outcome.release()
+    return DescriptorResult(metrics, pairs)
+
+
+def _pairs_table(pairs: Any) -> Any:
+    """The searched pairs as predictions.csv orders them (query, score descending,
+    reference), as pandas."""
+    from pyspark.sql import functions as F
+
+    ordered = pairs.orderBy("query_id", F.desc("score"), "reference_id")
+    return ordered.select("query_id", "reference_id", "score").toPandas()
+
+
+def _run_command(command: str, engine: Any, **given: Any) -> dict:
+    """A command whose result is a folder (make-queries, rank-eval): its job built from
+    its options, checked, and run as the runner runs it (the folder checked first, then
+    Spark); the document it returns."""
+    from disc21spark.commands import COMMANDS
+    from disc21spark.core.output import check_writable
+
+    args = inputs.command_options(command, **given)
+    job = COMMANDS[command].build(args)
+    job.check()
+    check_writable(job.output_folder(), job.overwrite)
+    return job.execute(inputs.spark_session(engine, []))
+
+
+def make_queries(
+    images: Paths,
+    output: str | os.PathLike,
+    *,
+    tests: str | Sequence[str] | None = None,
+    queries_per_test: int | None = None,
+    distractors: float | None = None,
+    seed: int | None = None,
+    format: str | None = None,
+    sheet_per_test: int | None = None,
+    partitions: int | None = None,
+    overwrite: bool = False,
+    engine: Any = "spark",
+) -> dict:
+    """Write a Howe-style benchmark folder as ``disc21spark make-queries``: altered
+    copies of library images as queries, their originals as references.
+
+    Parameters
+    ----------
+    images : path or sequence of paths
+        Image files: folders (searched recursively), globs.
+    output : path
+        The benchmark folder (ground_truth.csv, queries.parquet, references.parquet,
+        bench.json, queries/), written whole or not at all.
+    tests : str or sequence of str or None
+        Alterations such as "crop:50", "jumble:4x4" (None: the command's default).
+    queries_per_test, distractors, seed, format, sheet_per_test, partitions
+        As the command's options (None: its default from conf/defaults.ini).
+    overwrite : bool
+        Replace a non-empty ``output``.
+    engine : "spark" or SparkSession
+
+    Returns
+    -------
+    dict
+        bench.json's content (``counts``, ``settings``...) and ``seconds`` per phase.
+
+    Raises
+    ------
+    InputError
+        A bad test, no image found, an option out of range. OutputError: ``output`` is
+        not empty and ``overwrite`` is False.
+    """
+    if tests is not None and not isinstance(tests, str):
+        tests = ",".join(tests)
+    return _run_command(
+        "make-queries", engine, images=_paths(images), output=os.fspath(output),
+        overwrite=overwrite,
+        **_given(tests=tests, queries_per_test=queries_per_test, distractors=distractors,
+                 seed=seed, format=format, sheet_per_test=sheet_per_test, partitions=partitions),
+    )  # fmt: skip
+
+
+def rank_eval(
+    bench: str | os.PathLike,
+    output: str | os.PathLike,
+    *,
+    methods: str | Sequence[str] | None = None,
+    knn: int | None = None,
+    overwrite: bool = False,
+    engine: Any = "spark",
+    **options: Any,
+) -> dict:
+    """Howe's rank of the original and DISC21's μAP per test and method, as
+    ``disc21spark rank-eval``; the report folder is written whole or not at all.
+
+    Parameters
+    ----------
+    bench : path
+        A folder written by ``make_queries``.
+    output : path
+        The report folder (report.md, summary.csv, ranks.parquet, plots).
+    methods : str or sequence of str or None
+        Built-in methods (colorhist, correlogram, tiny, pdq), ``module:function`` or
+        ``name=folder`` of precomputed vectors (None: the command's default).
+    knn : int or None
+        Pairs per query for μAP.
+    overwrite : bool
+    engine : "spark" or SparkSession
+    **options
+        Any other option of the command by its name (subsets, sizes, seed, resamples,
+        partitions, ties, distance).
+
+    Returns
+    -------
+    dict
+        rank_eval.json's content and ``seconds`` per phase.
+
+    Raises
+    ------
+    InputError
+        An unknown method, a bad bench folder, an option out of range.
+    """
+    if methods is not None and not isinstance(methods, str):
+        methods = ",".join(methods)
+    return _run_command(
+        "rank-eval", engine, bench=os.fspath(bench), output=os.fspath(output),
+        overwrite=overwrite, **_given(descriptors=methods, knn=knn), **options,
+    )  # fmt: skip

@@ -1,0 +1,204 @@
+"""The public API (disc21spark.evaluate & co.): the command line's figures to the last
+digit, whatever the input holds them (a CSV path, pandas, Arrow, a Spark DataFrame), and
+the command line's messages for bad input."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pytest
+
+import disc21spark as ds
+from disc21spark.commands import main
+from disc21spark.testing.synth import (
+    read_ground_truth_csv,
+    simulate_submission,
+    write_descriptor_set,
+    write_submission,
+)
+
+IDS = {"query_id": str, "reference_id": str}
+FIGURES = [k for k in ds.MatchingMetrics.__dataclass_fields__ if k not in ("curve", "warnings")]
+
+
+@pytest.fixture(scope="module")
+def case(tmp_path_factory, dev_gt_path):
+    """2,000 dev queries, two submissions as CSV files and as pandas frames."""
+    root = tmp_path_factory.mktemp("api")
+    gt = read_ground_truth_csv(dev_gt_path).iloc[:2000]
+    gt_path = root / "gt.csv"
+    gt.to_csv(gt_path, index=False)
+    paths = {}
+    for name, seed in (("team_a", 1), ("team_b", 2)):
+        paths[name] = root / "pool" / f"{name}.csv"
+        write_submission(simulate_submission(gt, 6000, seed=seed, decimals=2), paths[name])
+    frames = {n: pd.read_csv(p, dtype=IDS) for n, p in paths.items()}
+    return dict(root=root, gt=gt, gt_path=gt_path, paths=paths, frames=frames)
+
+
+def cli(*args: str) -> int:
+    return main(["evaluate", *args, "--quiet"])
+
+
+def cli_figures(case, name: str, *engine: str) -> dict:
+    out = case["root"] / f"cli_{name}_{'_'.join(engine) or 'auto'}"
+    given = ["--ground-truth", str(case["gt_path"]), "--predictions", str(case["paths"][name])]
+    assert cli(*given, "--output", str(out), "--overwrite", *engine) == 0
+    doc = json.loads((out / "metrics.json").read_text())
+    return {k: doc[k] for k in FIGURES}
+
+
+def cli_error(capsys, *args: str) -> str:
+    capsys.readouterr()
+    assert cli(*args) == 2
+    (line,) = [x for x in capsys.readouterr().err.splitlines() if x.startswith("error: ")]
+    return line[len("error: ") :]
+
+
+def test_a_path_pandas_and_arrow_give_the_command_lines_figures(case):
+    expected = cli_figures(case, "team_a", "--engine", "local")
+    gt, frame = case["gt_path"], case["frames"]["team_a"]
+    for predictions in (str(case["paths"]["team_a"]), case["paths"]["team_a"], frame,
+                        pa.Table.from_pandas(frame)):  # fmt: skip
+        m = ds.evaluate(gt, predictions)
+        assert m.to_dict() == expected
+    in_memory = ds.evaluate(case["gt"], frame)  # the ground truth as a frame too
+    assert in_memory.to_dict() == expected
+    curve = m.pr_curve
+    assert list(curve.columns) == ["precision", "recall", "threshold"] and len(curve) > 1
+    written = pd.read_csv(case["root"] / "cli_team_a_--engine_local" / "pr_curve.csv", float_precision="round_trip")
+    np.testing.assert_array_equal(curve.to_numpy(), written.to_numpy())
+    figure = m.plot()
+    assert type(figure).__name__ == "Figure" and figure.axes[0].get_xlabel() == "recall"
+
+
+def test_the_local_api_starts_no_jvm(case, tmp_path):
+    code = (
+        "import sys, disc21spark as ds; "
+        f"m = ds.evaluate({str(case['gt_path'])!r}, {str(case['paths']['team_b'])!r}); "
+        "print(m.micro_ap, 'pyspark' in sys.modules)"
+    )
+    import subprocess
+
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    micro_ap, spark_loaded = done.stdout.split()
+    assert float(micro_ap) == cli_figures(case, "team_b", "--engine", "local")["micro_ap"]
+    assert spark_loaded == "False" and done.stderr == ""
+
+
+def test_a_spark_dataframe_is_scored_in_its_session(spark, case):
+    expected = cli_figures(case, "team_a", "--engine", "local")
+    frame = spark.createDataFrame(case["frames"]["team_a"])
+    m = ds.evaluate(case["gt_path"], frame)
+    assert m.to_dict() == expected
+    assert spark.sparkContext._jsc.getPersistentRDDs().isEmpty()  # caching released
+    forced = ds.evaluate(case["gt_path"], case["frames"]["team_a"], engine=spark)
+    assert forced.to_dict() == expected
+
+
+def test_bad_input_raises_the_command_lines_message(case, capsys, tmp_path):
+    bad = tmp_path / "bad.csv"
+    bad.write_text("Q00001,R000001,0.9\nQ00002,R000002,abc\n")
+    gt = str(case["gt_path"])
+    said = cli_error(capsys, "--ground-truth", gt, "--predictions", str(bad), "--output",
+                     str(tmp_path / "o"), "--engine", "local")  # fmt: skip
+    with pytest.raises(ds.InputError) as raised:
+        ds.evaluate(gt, bad)
+    assert str(raised.value) == said == f"{bad}: line 2: score 'abc' is not a number"
+    frame = case["frames"]["team_a"].copy()
+    frame.loc[17, "reference_id"] = ""
+    with pytest.raises(ds.InputError, match=r"^predictions \(DataFrame\): row 17: empty reference_id$"):
+        ds.evaluate(gt, frame)
+    with pytest.raises(ds.InputError, match="missing column 'score'"):
+        ds.evaluate(gt, frame.drop(columns="score"))
+    with pytest.raises(ds.InputError, match=r"^predictions \(DataFrame\): 6,000 predictions, more than"):
+        ds.evaluate(gt, case["frames"]["team_a"], max_results=10)
+    with pytest.raises(ds.InputError, match="no such file or directory"):
+        ds.evaluate(gt, tmp_path / "missing.csv")
+    with pytest.raises(ds.InputError, match="--curve-points ≥ 2"):
+        ds.evaluate(gt, bad, curve_points=1)
+
+
+def test_a_repeated_pair_is_named_by_its_rows(case):
+    frame = case["frames"]["team_a"].iloc[:5]
+    twice = pd.concat([frame, frame.iloc[[3]]], ignore_index=True)
+    q, r = frame.iloc[3][["query_id", "reference_id"]]
+    with pytest.raises(ds.InputError) as raised:
+        ds.evaluate(case["gt_path"], twice)
+    assert str(raised.value) == (
+        f"predictions (DataFrame): rows 3 and 5: duplicate pair ({q}, {r}) appears 2 times; "
+        "the official scorer rejects duplicate predictions"
+    )
+
+
+def test_pools_in_memory_and_on_spark_give_the_command_lines_leaderboard(spark, case):
+    out = case["root"] / "cli_pool"
+    assert cli("--ground-truth", str(case["gt_path"]), "--predictions",
+               str(case["root"] / "pool"), "--output", str(out), "--overwrite") == 0  # fmt: skip
+    expected = pd.read_csv(out / "leaderboard.csv")
+    figures = ["submission", "micro_ap", "recall_at_p90", "recall_at_rank1", "n_predictions"]
+    broken = case["frames"]["team_b"].assign(score=case["frames"]["team_b"].score.astype(object))
+    broken.loc[4, "score"] = None
+    tables = {**case["frames"], "team_c": broken}
+    one_table = pd.concat([f.assign(team=n) for n, f in case["frames"].items()], ignore_index=True)
+    boards = [
+        ds.evaluate_pool(case["gt_path"], [str(p) for p in case["paths"].values()]),
+        ds.evaluate_pool(case["gt_path"], tables),
+        ds.evaluate_pool(case["gt_path"], one_table, submission="team"),
+        ds.evaluate_pool(case["gt_path"], spark.createDataFrame(one_table), submission="team"),
+    ]
+    for board in boards:
+        table = board.table
+        ok = table[table.status == "ok"].reset_index(drop=True)
+        pd.testing.assert_frame_equal(ok[figures], expected[figures], check_dtype=False)
+        assert board["team_a"].micro_ap == expected.micro_ap[expected.submission == "team_a"].item()
+    assert boards[1].invalid == {"team_c": "team_c (DataFrame): row 4: missing or non-numeric score"}
+    assert type(boards[0].plot()).__name__ == "Figure"
+
+
+def test_descriptors_give_the_command_lines_figures(spark, case, tmp_path):
+    q, r = write_descriptor_set(case["gt"], tmp_path / "set", 3000, 8, 1.0, seed=3)
+    out = tmp_path / "out"
+    assert cli("--ground-truth", str(case["gt_path"]), "--query-descriptors", str(q),
+               "--reference-descriptors", str(r), "--knn", "3", "--output", str(out),
+               "--master", "local[2]") == 0  # fmt: skip
+    doc = json.loads((out / "metrics.json").read_text())
+    result = ds.evaluate_descriptors(case["gt_path"], q, [r], knn=3, return_pairs=True)
+    assert all(doc[k] == v for k, v in result.metrics.to_dict().items())
+    assert len(result.pairs) == 3 * len(case["gt"]) and list(result.pairs.columns) == [
+        "query_id", "reference_id", "score",
+    ]  # fmt: skip
+    again = ds.evaluate(case["gt_path"], result.pairs, max_results=0)
+    assert again.micro_ap == result.metrics.micro_ap
+    assert ds.evaluate_descriptors(case["gt_path"], q, r, knn=3).pairs is None
+    with pytest.raises(ds.InputError, match="--knn, --max-dim and --nprobe must be ≥ 1"):
+        ds.evaluate_descriptors(case["gt_path"], q, r, knn=0)
+
+
+def test_make_queries_and_rank_eval_as_functions(spark, tmp_path):
+    from PIL import Image
+
+    from disc21spark.library import images
+
+    lib = tmp_path / "library"
+    lib.mkdir()
+    for i in range(16):
+        Image.fromarray(images.dead_leaves(5, i, 96, 72)).save(lib / f"dl_{i:03d}.png")
+    made = ds.make_queries(lib, tmp_path / "bench", tests=["crop:50", "jumble:4x4"],
+                           queries_per_test=4, distractors=0.25, seed=3)  # fmt: skip
+    assert made["counts"]["queries"] == 8 and (tmp_path / "bench" / "ground_truth.csv").is_file()
+    out = tmp_path / "cli_report"
+    assert main(["rank-eval", "--bench", str(tmp_path / "bench"), "--descriptors", "colorhist",
+                 "--output", str(out), "--knn", "3", "--resamples", "10", "--quiet"]) == 0  # fmt: skip
+    doc = ds.rank_eval(tmp_path / "bench", tmp_path / "report", methods=["colorhist"], knn=3,
+                       resamples=10)  # fmt: skip
+    assert doc["summary"] == json.loads((out / "rank_eval.json").read_text())["summary"]
+    with pytest.raises(ds.InputError, match="unknown descriptor method 'sift'"):
+        ds.rank_eval(tmp_path / "bench", tmp_path / "r2", methods="sift")
+    with pytest.raises(ds.OutputError):
+        ds.make_queries(lib, tmp_path / "bench", tests="crop:50")
