@@ -3,8 +3,8 @@
 Each input is told by its type without importing pandas or PySpark (a notebook that
 never started Spark never pays for it); the options of a call are the command's options
 (defaults from conf/defaults.ini through the command's own parser, its checks raising
-InputError instead of exiting); and ``_choose_engine`` decides, once per call, which
-engine scores it.
+InputError instead of exiting); and ``choose_engine`` asks ``disc21spark.engine``,
+once per call, which engine scores it.
 """
 
 from __future__ import annotations
@@ -163,46 +163,42 @@ def spark_session(engine: Any, inputs: list[Any]) -> Any:
     return start("local")
 
 
-# --------------------------------------------------------------------------------------
-# ENGINE CHOICE (the one place the library decides; point it at disc21spark/engine.py,
-# the command line's decision, when that lands)
-# --------------------------------------------------------------------------------------
+_INPUT_KINDS = {PATH: "path", ARROW: "arrow", SPARK: "spark-dataframe"}
 
 
-def _choose_engine(
+def choose_engine(
     engine: Any,
     inputs: list[Any],
     formats: list[str],
     local_max_bytes: int,
-    spark_only: str | None = None,
 ) -> Engine:
-    """The engine that scores ``inputs`` (with their ``formats``): a Spark DataFrame, a
+    """The engine that scores ``inputs`` (with their ``formats``), by the command line's
+    rule (``disc21spark.engine.choose``, asked once per input): a Spark DataFrame, a
     remote path, a glob, a folder or a file larger than ``local_max_bytes`` → Spark;
     pandas, Arrow and local files that fit → this process. ``engine`` "local" or "spark"
     forces (InputError when local cannot read an input); a SparkSession means Spark in
-    that session. ``spark_only``: why this call runs on Spark whatever the inputs."""
-    from disc21spark.matching import local
+    that session."""
+    from disc21spark import engine as engines
 
-    if engine not in ("auto", "local", "spark") and type(engine).__name__ != "SparkSession":
+    if type(engine).__name__ == "SparkSession":
+        return Engine("spark", engine)
+    if engine not in engines.ENGINES:
         raise InputError("", f"engine={engine!r}: give 'auto', 'local', 'spark' or a SparkSession")
-    why = spark_only
-    big = False
-    for value, fmt in zip(inputs, formats):
-        if why is not None:
-            break
+    for value in inputs:
         check_exists(value)
-        if kind(value) == SPARK:
-            why = f"{label('input', value)} lives in Spark"
-        elif kind(value) == PATH:
-            path = os.fspath(value)
-            why = local.unsupported(path, fmt)
-            big = big or (why is None and os.path.getsize(local.local_path(path)) > local_max_bytes)
-    if engine == "local" and why:
-        raise InputError("engine='local'", f"{why}; use engine='spark'")
-    if engine == "local" or (engine == "auto" and not why and not big):
+    on_spark = False
+    for value, fmt in zip(inputs, formats):
+        input_kind = _INPUT_KINDS[kind(value)]
+        paths = (os.fspath(value),) if input_kind == "path" else ()
+        # a notebook inside a spark-submit process still scores its tables here
+        choice = engines.choose(
+            paths, engine=engine, local_max_bytes=local_max_bytes, predictions_format=fmt,
+            input_kind=input_kind, spark_submit=False,
+        )  # fmt: skip
+        on_spark = on_spark or choice.needs_spark
+    if not on_spark:
         return Engine("local")
     return Engine("spark", spark_session(engine, inputs))
-
 
 
 def check_exists(value: Any) -> None:

@@ -88,7 +88,7 @@ def evaluate(
         curve_points=curve_points, partitions=partitions, predictions_format=predictions_format,
         ground_truth_format=ground_truth_format,
     )  # fmt: skip
-    chosen = inputs._choose_engine(
+    chosen = inputs.choose_engine(
         engine, [ground_truth, predictions], [ground_truth_format, predictions_format],
         local_max_bytes,
     )  # fmt: skip
@@ -181,7 +181,7 @@ def evaluate_pool(
         "evaluate", ground_truth=label("ground_truth", ground_truth), predictions=["-"],
         output=None, **options,
     )  # fmt: skip
-    chosen = inputs._choose_engine(
+    chosen = inputs.choose_engine(
         engine, [ground_truth, *tables.values()], [ground_truth_format] + ["auto"] * len(tables),
         _LOCAL_MAX_BYTES,
     )  # fmt: skip
