@@ -11,7 +11,7 @@ export SPARK_LOCAL_IP        = 127.0.0.1
 export SPARK_CONF_DIR        = $(CURDIR)/disc21spark/conf
 SUBMIT  = scripts/spark-submit
 
-.PHONY: venv demo test lint chromium airflow-venv test-airflow bench dist cluster-start cluster-stop clean
+.PHONY: venv demo test docs lint chromium airflow-venv test-airflow bench dist cluster-start cluster-stop clean
 
 venv: $(VENV)/.installed
 
@@ -22,7 +22,7 @@ $(VENV)/.installed: setup.cfg pyproject.toml
 	@$(BIN)/python -m pip --version >/dev/null 2>&1 || { echo "$(PYTHON) -m venv --clear $(VENV)"; \
 	    $(PYTHON) -m venv --clear $(VENV); }
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,docs]'
 	@touch $@
 
 demo: venv
@@ -39,6 +39,11 @@ demo: venv
 
 lint: venv
 	$(BIN)/ruff check .
+
+# the documentation site in site/, from docs/ (mkdocs.yml): strict, so a warning, a broken
+# link or a broken reference fails; the CLI and API references are generated as it builds
+docs: venv
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 
 # the leaderboard page test renders in Debian's headless Chromium; where apt-get cannot
 # install it (not root, no mirror) the test says so and is skipped

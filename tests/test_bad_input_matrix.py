@@ -14,7 +14,8 @@ Every case is also checked for:
 
 Most cases run in this process (``commands.main`` with the shared SparkSession, or the
 in-process engine); a few run the installed command and jobs/*.py as the user does.
-The README's table is generated from this one (``python -m tests.test_bad_input_matrix``).
+The docs' table (docs/errors.md) is generated from this one (``python -m tests.test_bad_input_matrix``
+rewrites that page).
 """
 
 from __future__ import annotations
@@ -1285,8 +1286,8 @@ def test_bad_input(case: Case, engine: str, tmp_path, capsys, read_only, request
 
 
 
-# ------------------------------------------------------------------ README table
-README = ROOT / "README.md"
+# ------------------------------------------------------------------ the docs' table
+PAGE = ROOT / "docs" / "errors.md"
 BEGIN, END = "<!-- bad-input-matrix: begin -->", "<!-- bad-input-matrix: end -->"
 SHOWN = {"{d}/": "", "{ro}": "/read-only", "{bench}": "bench", "…": "…"}
 
@@ -1298,7 +1299,7 @@ def shown(text: str) -> str:
 
 
 def readme_table() -> str:
-    """The matrix as the README shows it: input, what the user sees, exit code."""
+    """The matrix as docs/errors.md shows it: input, what the user sees, exit code."""
     lines = [BEGIN, "", "| | input | command | what the user sees | exit |", "|---|---|---|---|---|"]
     for case in CASES:
         engines = " and ".join(case.engines).replace("none", "before Spark").replace(
@@ -1315,11 +1316,11 @@ def readme_table() -> str:
     return "\n".join([*lines, "", END])
 
 
-def test_readme_holds_the_table():
-    text = README.read_text(encoding="utf-8")
+def test_the_docs_page_holds_the_table():
+    text = PAGE.read_text(encoding="utf-8")
     assert BEGIN in text and END in text, "run python -m tests.test_bad_input_matrix"
     current = text[text.index(BEGIN) : text.index(END) + len(END)]
-    assert current == readme_table(), "README is stale: python -m tests.test_bad_input_matrix"
+    assert current == readme_table(), "docs/errors.md is stale: python -m tests.test_bad_input_matrix"
 
 
 def test_the_matrix_covers_the_issue():
@@ -1331,7 +1332,8 @@ def test_the_matrix_covers_the_issue():
     }
 
 
-if __name__ == "__main__":  # rewrite the README's table from CASES
-    text = README.read_text(encoding="utf-8")
+if __name__ == "__main__":  # rewrite docs/errors.md's table from CASES
+    text = PAGE.read_text(encoding="utf-8")
     start, end = text.index(BEGIN), text.index(END) + len(END)
-    README.write_text(text[:start] + readme_table() + text[end:], encoding="utf-8")
+    PAGE.write_text(text[:start] + readme_table() + text[end:], encoding="utf-8")
+    print(f"{PAGE.relative_to(ROOT)}: the bad-input matrix rewritten")
