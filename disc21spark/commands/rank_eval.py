@@ -38,7 +38,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="a bench folder (make-queries --output)")  # fmt: skip
     methods = add_option(p, conf, "--methods", key="descriptors", dest="descriptors",
                          action=ValueList, metavar="METHOD",
-                         help="methods to compare (below), separated by spaces or commas")  # fmt: skip
+                         help="methods to compare (see above), separated by spaces or commas")  # fmt: skip
     add_old_name(p, "--descriptors", methods)
     p.add_argument("--output", required=True, metavar="PATH", help="the report folder to write")
     p.add_argument("--overwrite", action="store_true", help="replace a non-empty --output folder")

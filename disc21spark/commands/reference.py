@@ -13,6 +13,11 @@ def _cell(text: str) -> str:
     return " ".join(text.split()).replace("|", "\\|")
 
 
+def _sentence(text: str) -> str:
+    text = _cell(text)
+    return text[:1].upper() + text[1:] + "."
+
+
 def _value(action: argparse.Action) -> str:
     if action.nargs == 0:
         return "flag"
@@ -71,7 +76,7 @@ def command_markdown(name: str) -> str:
     parts = [
         f"## `disc21spark {name}`",
         "",
-        _cell(COMMANDS[name].SUMMARY).capitalize() + ".",
+        _sentence(COMMANDS[name].SUMMARY),
         "",
         "```text",
         usage.format_help().strip(),
