@@ -94,4 +94,4 @@ cluster-stop:
 	scripts/standalone.sh stop
 
 clean:
-	rm -rf demo benchmarks/results .pytest_cache .hypothesis dist build
+	rm -rf demo benchmarks/results .pytest_cache .hypothesis dist build site

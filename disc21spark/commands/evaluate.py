@@ -39,18 +39,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "a folder or several paths make a pool (one file = one submission)",
     )  # fmt: skip
     p.add_argument(
-        "--submission-column", metavar="NAME",
-        help="pool: one Parquet table whose column NAME names the submission of each row",
-    )  # fmt: skip
-    p.add_argument(
-        "--fail-on-invalid", action="store_true",
-        help="pool: any invalid submission fails the run (nothing written)",
-    )  # fmt: skip
-    p.add_argument(
-        "--previous", metavar="PATH",
-        help="pool: a previous run's --output; unchanged submissions reuse its results",
-    )  # fmt: skip
-    p.add_argument(
         "--output", required=True, metavar="PATH",
         help="folder for metrics.json, pr_curve.csv/png (a pool: leaderboard.*, pr_curves/)",
     )  # fmt: skip
@@ -60,6 +48,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="matching track: reject more predictions than N; descriptor track: keep the N "
         "best pairs over all queries; 0: no limit",
     )  # fmt: skip
+    _add_pool_arguments(p.add_argument_group("pools"), conf)
     _add_descriptor_arguments(p.add_argument_group("descriptor track"), conf)
     sort = add_option(p, conf, "--sort-partitions", key="partitions", dest="partitions",
                       type=int, metavar="N",
@@ -81,10 +70,25 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_option(p, conf, "--local-max-bytes", type=parse_size, metavar="SIZE",
                help="the largest file --engine auto scores in process, and --pool-plan auto "
                "in one task (such as 256M or 1G)")  # fmt: skip
-    add_option(p, conf, "--pool-plan", choices=("auto", "per-file", "one-sort"),
+    add_run_arguments(p, NAME)
+
+
+def _add_pool_arguments(g: argparse._ArgumentGroup, conf: dict[str, Any]) -> None:
+    g.add_argument(
+        "--submission-column", metavar="NAME",
+        help="pool: one Parquet table whose column NAME names the submission of each row",
+    )  # fmt: skip
+    g.add_argument(
+        "--fail-on-invalid", action="store_true",
+        help="pool: any invalid submission fails the run (nothing written)",
+    )  # fmt: skip
+    g.add_argument(
+        "--previous", metavar="PATH",
+        help="pool: a previous run's --output; unchanged submissions reuse its results",
+    )  # fmt: skip
+    add_option(g, conf, "--pool-plan", choices=("auto", "per-file", "one-sort"),
                help="pools: a Spark task per submission file, or every row through one "
                "sort")  # fmt: skip
-    add_run_arguments(p, NAME)
 
 
 def _add_descriptor_arguments(d: argparse._ArgumentGroup, conf: dict[str, Any]) -> None:
