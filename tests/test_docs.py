@@ -209,3 +209,16 @@ def test_the_site_leaves_the_branch_notes_out():
     config = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
     assert "strict: true" in config and re.search(r"exclude_docs: \|\n\s+_notes/", config)
     assert "make docs" in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("name", ["README.md", "CONTRIBUTING.md", "CHANGELOG.md"])
+def test_links_of_the_top_level_files_lead_somewhere(name):
+    """The site checks its own links (make docs, strict); these files are read on the
+    repository's page, outside the site."""
+    text = (ROOT / name).read_text(encoding="utf-8")
+    broken = [
+        target
+        for target in re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", text)
+        if "://" not in target and not (ROOT / target).exists()
+    ]
+    assert not broken, f"{name}: links to nothing: {broken}"
