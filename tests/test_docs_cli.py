@@ -194,3 +194,12 @@ def test_a_job_script_names_itself_in_a_message(tmp_path):
     assert proc.stderr.strip().splitlines()[-1] == (
         f"error: {tmp_path / 'nope'}: not a folder (give the --output of jobs/make_queries.py)"
     )
+
+
+@pytest.mark.parametrize("name", list(commands.COMMANDS))
+def test_help_needs_only_the_standard_library(name):
+    """`python3 jobs/<command>.py --help` answers even from an interpreter without the
+    project's dependencies (a user who has not activated the virtualenv yet)."""
+    proc, _ = imported(name, "--help", block="numpy PIL PIL.Image pyspark pandas pyarrow faiss")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.startswith("usage: disc21spark " + name)
