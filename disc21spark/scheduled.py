@@ -138,7 +138,7 @@ def plan_bench_run(params: Mapping, logical_date: datetime) -> dict:
             "--overwrite",
         ],
         "rank_eval": [
-            "--bench", str(bench), "--descriptors", params["descriptors"],
+            "--bench", str(bench), "--methods", params["descriptors"],
             "--output", str(report), "--overwrite",
             *[str(a) for a in params.get("rank_eval_args") or []],
         ],

@@ -1,9 +1,9 @@
 """Score a DISC21 submission on Spark: matching track (pairs) or descriptor track (vectors).
 
-spark-submit jobs/evaluate.py --ground-truth gt.csv --predictions preds.csv --output out/
-spark-submit jobs/evaluate.py --ground-truth gt.csv \
+scripts/spark-submit jobs/evaluate.py --ground-truth gt.csv --predictions preds.csv --output out/
+scripts/spark-submit jobs/evaluate.py --ground-truth gt.csv \
     --query-descriptors queries.h5 --reference-descriptors 'refs_*.h5' --output out/
-python jobs/evaluate.py ...          (no master given: local[*])
+.venv/bin/python jobs/evaluate.py ...   (no master given: one local file in process, else local[*])
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Describe images with a baseline descriptor on Spark; write what the descriptor track reads.
 
-spark-submit jobs/extract_descriptors.py --images 'library/**/*.jpg' --method colorhist --output refs.h5
-spark-submit jobs/extract_descriptors.py --bench bench/ --method tiny --output bench/descriptors/tiny/
+scripts/spark-submit jobs/extract_descriptors.py --images library/ --method colorhist --output refs.h5
+scripts/spark-submit jobs/extract_descriptors.py --bench bench/ --method tiny --output bench/descriptors/tiny/
 
 methods: colorhist (Swain & Ballard 1991), correlogram (Huang et al. 1997), tiny (16×16 grey
 thumbnail, Torralba et al. 2008), pdq (Meta's PDQ hash), or a user function module:function

@@ -2,7 +2,7 @@
 seeded dead-leaves images with natural-image statistics (no download, byte-identical for a
 seed).
 
-spark-submit jobs/make_library.py --output library/ --size 6000 --seed 1
+scripts/spark-submit jobs/make_library.py --output library/ --size 6000 --seed 1
 """
 
 from __future__ import annotations

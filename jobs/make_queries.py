@@ -1,8 +1,8 @@
 """Build an altered-image benchmark from an image library (Howe 2000; DISC21-style edits).
 
-spark-submit jobs/make_queries.py --images 'library/**/*.jpg' --output bench/ \
+scripts/spark-submit jobs/make_queries.py --images library/ --output bench/ \
     --tests crop:50,jumble:4x4,lowcon:80 --queries-per-test 500 --distractors 0.5 --seed 7
-python jobs/make_queries.py ...          (no master given: local[*])
+.venv/bin/python jobs/make_queries.py ...   (no master given: local[*])
 """
 
 from __future__ import annotations

@@ -1,12 +1,12 @@
 """Howe's rank of the original and DISC21's μAP for every (method, test) of a benchmark
-folder written by make_queries.
+folder written by make_queries.py (make-queries).
 
-spark-submit jobs/rank_eval.py --bench bench/ --descriptors colorhist,correlogram,tiny,pdq \
+scripts/spark-submit jobs/rank_eval.py --bench bench/ --methods colorhist,correlogram,tiny,pdq \
     --output report/ --subsets 3 --sizes 500,1000,2000,4000
 
---descriptors takes built-in methods (colorhist, correlogram, tiny, pdq), user functions
+--methods takes built-in methods (colorhist, correlogram, tiny, pdq), user functions
 (module:function) and precomputed vectors as name=folder (a folder written by
-extract_descriptors --bench).
+extract_descriptors.py --bench).
 """
 
 from __future__ import annotations

@@ -14,7 +14,8 @@ Every case is also checked for:
 
 Most cases run in this process (``commands.main`` with the shared SparkSession, or the
 in-process engine); a few run the installed command and jobs/*.py as the user does.
-The README's table is generated from this one (``python -m tests.test_bad_input_matrix``).
+The docs' table (docs/errors.md) is generated from this one (``python -m tests.test_bad_input_matrix``
+rewrites that page).
 """
 
 from __future__ import annotations
@@ -598,7 +599,7 @@ CASES += [
     Case("desc-glob-nothing", D, "a glob matching no descriptor file",
          evaluate_descriptors(q="{d}/none*.h5"), 2, "error: {d}/none*.h5: no query descriptor file found", descriptors()),
     Case("desc-score-norm-nan", D, "--score-norm-weight nan", evaluate_descriptors(
-         "--score-norm", "{d}/r.h5", "--score-norm-weight", "nan"), 2, "error: --score-norm-weight must be a finite number", descriptors(),
+         "--score-norm-descriptors", "{d}/r.h5", "--score-norm-weight", "nan"), 2, "error: --score-norm-weight must be a finite number", descriptors(),
          engines=("none",)),
 ]
 
@@ -775,15 +776,15 @@ EVAL = evaluate("{d}/p.csv")
 DESC = evaluate_descriptors()
 LIBRARY = ["make-library", "--output", "{d}/out", "--size", "3"]
 EXTRACT_BENCH = ["extract", "--bench", "{bench}", "--method", "tiny", "--output", "{d}/out"]
-RANK = ["rank-eval", "--bench", "{bench}", "--output", "{d}/out", "--descriptors", "tiny"]
-EVAL_RANGE = "error: --max-results must be ≥ 0, --partitions ≥ 1 and --curve-points ≥ 2"
+RANK = ["rank-eval", "--bench", "{bench}", "--output", "{d}/out", "--methods", "tiny"]
+EVAL_RANGE = "error: --max-results must be ≥ 0, --sort-partitions ≥ 1 and --curve-points ≥ 2"
 KNN_RANGE = "error: --knn, --max-dim and --nprobe must be ≥ 1"
 RANK_RANGE = "error: --knn and --subsets must be ≥ 1, --resamples ≥ 10, --seed ≥ 0"
-MQ_RANGE = "error: --seed must be ≥ 0 and --partitions ≥ 1"
+MQ_RANGE = "error: --seed must be ≥ 0 and --image-partitions ≥ 1"
 CASES += [
     usage("opt-max-results-negative", "--max-results -1", [*EVAL, "--max-results", "-1"], EVAL_RANGE),
-    usage("opt-partitions-zero", "--partitions 0", [*EVAL, "--partitions", "0"], EVAL_RANGE),
-    usage("opt-partitions-negative", "--partitions -3", [*EVAL, "--partitions", "-3"], EVAL_RANGE),
+    usage("opt-partitions-zero", "--sort-partitions 0", [*EVAL, "--sort-partitions", "0"], EVAL_RANGE),
+    usage("opt-partitions-negative", "--sort-partitions -3", [*EVAL, "--sort-partitions", "-3"], EVAL_RANGE),
     usage("opt-curve-points-zero", "--curve-points 0", [*EVAL, "--curve-points", "0"], EVAL_RANGE),
     usage("opt-max-results-text", "--max-results ten", [*EVAL, "--max-results", "ten"],
           "error: argument --max-results: invalid int value: 'ten'"),
@@ -794,8 +795,8 @@ CASES += [
     matching("opt-curve-points-absurd", OPT, "--curve-points 10^12 (more than there are points)",
              with_gt(text("p.csv", CLEAN)), 0, "the clean file's figures",
              extra=("--curve-points", str(10**12)), check=scores_like_clean),
-    Case("opt-partitions-absurd", OPT, "--partitions 100000 (more than there are rows)",
-         [*EVAL, "--partitions", "100000"], 0, "the clean file's figures",
+    Case("opt-partitions-absurd", OPT, "--sort-partitions 100000 (more than there are rows)",
+         [*EVAL, "--sort-partitions", "100000"], 0, "the clean file's figures",
          with_gt(text("p.csv", CLEAN)), outputs=MATCHING_FILES, check=scores_like_clean),
     usage("opt-knn-zero", "--knn 0", [*DESC, "--knn", "0"], KNN_RANGE),
     usage("opt-nprobe-zero", "--nprobe 0", [*DESC, "--nprobe", "0"], KNN_RANGE),
@@ -844,7 +845,7 @@ CASES += [
     usage("opt-distractors-nan", "make-queries --distractors nan",
           [*MAKE_QUERIES, "--distractors", "nan"], "error: --distractors: is a fraction in [0, 1) (got nan)"),
     usage("opt-queries-seed", "make-queries --seed -1", [*MAKE_QUERIES, "--seed", "-1"], MQ_RANGE),
-    usage("opt-queries-partitions", "make-queries --partitions 0", [*MAKE_QUERIES, "--partitions", "0"],
+    usage("opt-queries-partitions", "make-queries --image-partitions 0", [*MAKE_QUERIES, "--image-partitions", "0"],
           MQ_RANGE),
     usage("opt-sheet", "make-queries --sheet-per-test -1", [*MAKE_QUERIES, "--sheet-per-test", "-1"],
           "error: --sheet-per-test must be ≥ 0"),
@@ -865,8 +866,8 @@ CASES += [
           "error: test 'crop:50' is given twice"),
     usage("tests-unknown", "--tests blurr:2", [*MAKE_QUERIES, "--tests", "blurr:2"],
           "error: unknown test 'blurr:2' (known: …)"),
-    usage("extract-partitions", "extract --partitions 0", [*EXTRACT, "--partitions", "0"],
-          "error: --partitions must be ≥ 1"),
+    usage("extract-partitions", "extract --image-partitions 0", [*EXTRACT, "--image-partitions", "0"],
+          "error: --image-partitions must be ≥ 1"),
     usage("extract-method-unknown", "extract --method sift", [*EXTRACT[:4], "sift", *EXTRACT[5:]],
           "error: unknown descriptor method 'sift' (built-in: colorhist, correlogram, tiny, pdq; "
           "or module:function)"),
@@ -876,28 +877,28 @@ CASES += [
     usage("rank-subsets", "rank-eval --subsets 0", [*RANK, "--subsets", "0"], RANK_RANGE),
     usage("rank-resamples", "rank-eval --resamples 9", [*RANK, "--resamples", "9"], RANK_RANGE),
     usage("rank-seed", "rank-eval --seed -1", [*RANK, "--seed", "-1"], RANK_RANGE),
-    usage("rank-partitions", "rank-eval --partitions 0", [*RANK, "--partitions", "0"],
-          "error: --partitions must be ≥ 1"),
+    usage("rank-partitions", "rank-eval --query-partitions 0", [*RANK, "--query-partitions", "0"],
+          "error: --query-partitions must be ≥ 1"),
     usage("rank-sizes-order", "rank-eval --sizes 3,2", [*RANK, "--sizes", "3,2"],
           "error: argument --sizes: sizes must be positive and increasing, such as 500,1000"),
     usage("rank-sizes-zero", "rank-eval --sizes 0", [*RANK, "--sizes", "0"],
           "error: argument --sizes: sizes must be positive and increasing, such as 500,1000"),
-    usage("rank-descriptors-empty", "rank-eval --descriptors ''", [*RANK, "--descriptors", ""],
-          "error: --descriptors: give at least one method"),
-    usage("rank-descriptors-twice", "rank-eval --descriptors tiny,tiny",
-          [*RANK, "--descriptors", "tiny,tiny"], "error: --descriptors: a method is named twice (…)"),
+    usage("rank-descriptors-empty", "rank-eval --methods ''", [*RANK, "--methods", ""],
+          "error: --methods: give at least one method"),
+    usage("rank-descriptors-twice", "rank-eval --methods tiny,tiny",
+          [*RANK, "--methods", "tiny,tiny"], "error: --methods: a method is named twice (…)"),
     Case("rank-subsets-absurd", OPT, "rank-eval --subsets 10^6 (more than there are references)",
          [*RANK, "--subsets", str(10**6)], 2, "error: --subsets: must be between 1 and the 7 references", engines=("inproc",)),
     Case("rank-sizes-absurd", OPT, "rank-eval --sizes 10^9 (larger than the library)",
          [*RANK, "--sizes", str(10**9)], 2, "error: --sizes: 1,000,000,000 is outside 2..7 (every size holds the 2 originals of the queries; the bench has 7 references)", engines=("inproc",)),
     Case("rank-bench-missing", OUT, "rank-eval --bench that does not exist",
-         ["rank-eval", "--bench", "{d}/nope", "--output", "{d}/out"], 2, "error: {d}/nope: not a folder (give the --output of make_queries)"),
+         ["rank-eval", "--bench", "{d}/nope", "--output", "{d}/out"], 2, "error: {d}/nope: not a folder (give the --output of disc21spark make-queries)"),
     Case("rank-bench-empty", OUT, "rank-eval --bench of an empty folder",
-         ["rank-eval", "--bench", "{d}/b", "--output", "{d}/out"], 2, "error: {d}/b: bench.json is missing: not a folder written by make_queries", lambda d: (d / "b").mkdir()),
-    Case("rank-vectors-folder", OPT, "rank-eval --descriptors tiny=folder without descriptors.json",
-         [*RANK[:-1], "tiny={d}/vec"], 2, "error: {d}/vec: descriptors.json is missing: not a folder written by extract_descriptors --bench", lambda d: (d / "vec").mkdir()),
+         ["rank-eval", "--bench", "{d}/b", "--output", "{d}/out"], 2, "error: {d}/b: bench.json is missing: not a folder written by disc21spark make-queries", lambda d: (d / "b").mkdir()),
+    Case("rank-vectors-folder", OPT, "rank-eval --methods tiny=folder without descriptors.json",
+         [*RANK[:-1], "tiny={d}/vec"], 2, "error: {d}/vec: descriptors.json is missing: not a folder written by disc21spark extract --bench", lambda d: (d / "vec").mkdir()),
     Case("extract-bench-missing", OUT, "extract --bench that does not exist",
-         ["extract", "--bench", "{d}/nope", "--method", "tiny", "--output", "{d}/out"], 2, "error: {d}/nope: not a folder (give the --output of make_queries)"),
+         ["extract", "--bench", "{d}/nope", "--method", "tiny", "--output", "{d}/out"], 2, "error: {d}/nope: not a folder (give the --output of disc21spark make-queries)"),
 ]
 
 # ------------------------------------------------------------------ output paths
@@ -1285,8 +1286,8 @@ def test_bad_input(case: Case, engine: str, tmp_path, capsys, read_only, request
 
 
 
-# ------------------------------------------------------------------ README table
-README = ROOT / "README.md"
+# ------------------------------------------------------------------ the docs' table
+PAGE = ROOT / "docs" / "errors.md"
 BEGIN, END = "<!-- bad-input-matrix: begin -->", "<!-- bad-input-matrix: end -->"
 SHOWN = {"{d}/": "", "{ro}": "/read-only", "{bench}": "bench", "…": "…"}
 
@@ -1298,7 +1299,7 @@ def shown(text: str) -> str:
 
 
 def readme_table() -> str:
-    """The matrix as the README shows it: input, what the user sees, exit code."""
+    """The matrix as docs/errors.md shows it: input, what the user sees, exit code."""
     lines = [BEGIN, "", "| | input | command | what the user sees | exit |", "|---|---|---|---|---|"]
     for case in CASES:
         engines = " and ".join(case.engines).replace("none", "before Spark").replace(
@@ -1315,11 +1316,11 @@ def readme_table() -> str:
     return "\n".join([*lines, "", END])
 
 
-def test_readme_holds_the_table():
-    text = README.read_text(encoding="utf-8")
+def test_the_docs_page_holds_the_table():
+    text = PAGE.read_text(encoding="utf-8")
     assert BEGIN in text and END in text, "run python -m tests.test_bad_input_matrix"
     current = text[text.index(BEGIN) : text.index(END) + len(END)]
-    assert current == readme_table(), "README is stale: python -m tests.test_bad_input_matrix"
+    assert current == readme_table(), "docs/errors.md is stale: python -m tests.test_bad_input_matrix"
 
 
 def test_the_matrix_covers_the_issue():
@@ -1331,7 +1332,8 @@ def test_the_matrix_covers_the_issue():
     }
 
 
-if __name__ == "__main__":  # rewrite the README's table from CASES
-    text = README.read_text(encoding="utf-8")
+if __name__ == "__main__":  # rewrite docs/errors.md's table from CASES
+    text = PAGE.read_text(encoding="utf-8")
     start, end = text.index(BEGIN), text.index(END) + len(END)
-    README.write_text(text[:start] + readme_table() + text[end:], encoding="utf-8")
+    PAGE.write_text(text[:start] + readme_table() + text[end:], encoding="utf-8")
+    print(f"{PAGE.relative_to(ROOT)}: the bad-input matrix rewritten")

@@ -151,7 +151,7 @@ def test_a_conf_folder_of_ones_own_replaces_the_defaults(tmp_path):
 
 NUMBERS = [  # command, option, kind of number (argparse's name for it), options needed
     ("evaluate", "--max-results", "int", []),
-    ("evaluate", "--partitions", "int", []),
+    ("evaluate", "--sort-partitions", "int", []),
     ("evaluate", "--curve-points", "int", []),
     ("evaluate", "--knn", "int", []),
     ("evaluate", "--nprobe", "int", []),
@@ -166,13 +166,13 @@ NUMBERS = [  # command, option, kind of number (argparse's name for it), options
     ("make-queries", "--distractors", "float", []),
     ("make-queries", "--seed", "int", []),
     ("make-queries", "--sheet-per-test", "int", []),
-    ("make-queries", "--partitions", "int", []),
-    ("extract", "--partitions", "int", []),
+    ("make-queries", "--image-partitions", "int", []),
+    ("extract", "--image-partitions", "int", []),
     ("rank-eval", "--knn", "int", []),
     ("rank-eval", "--subsets", "int", []),
     ("rank-eval", "--seed", "int", []),
     ("rank-eval", "--resamples", "int", []),
-    ("rank-eval", "--partitions", "int", []),
+    ("rank-eval", "--query-partitions", "int", []),
 ]
 
 
@@ -184,11 +184,11 @@ def test_a_number_that_is_not_one_is_a_usage_error(capsys, command, option, kind
 
 RANGES = [  # command, options, the usage error
     ("evaluate", ["--max-results", "-1"],
-     "--max-results must be ≥ 0, --partitions ≥ 1 and --curve-points ≥ 2"),
-    ("evaluate", ["--partitions", "0"],
-     "--max-results must be ≥ 0, --partitions ≥ 1 and --curve-points ≥ 2"),
+     "--max-results must be ≥ 0, --sort-partitions ≥ 1 and --curve-points ≥ 2"),
+    ("evaluate", ["--sort-partitions", "0"],
+     "--max-results must be ≥ 0, --sort-partitions ≥ 1 and --curve-points ≥ 2"),
     ("evaluate", ["--curve-points", "1"],
-     "--max-results must be ≥ 0, --partitions ≥ 1 and --curve-points ≥ 2"),
+     "--max-results must be ≥ 0, --sort-partitions ≥ 1 and --curve-points ≥ 2"),
     ("evaluate", ["--knn", "0"], "--knn, --max-dim and --nprobe must be ≥ 1"),
     ("evaluate", ["--max-dim", "0"], "--knn, --max-dim and --nprobe must be ≥ 1"),
     ("evaluate", ["--nprobe", "-2"], "--knn, --max-dim and --nprobe must be ≥ 1"),
@@ -201,23 +201,23 @@ RANGES = [  # command, options, the usage error
      "argument --score-norm-neighbors: '3..1': need 1 ≤ a ≤ b"),
     ("evaluate", ["--score-norm-neighbors", "a"],
      "argument --score-norm-neighbors: 'a' is not a range such as 10..20"),
-    ("evaluate", ["--metric", "cos"],
-     "argument --metric: invalid choice: 'cos' (choose from 'l2', 'ip')"),
+    ("evaluate", ["--distance", "cos"],
+     "argument --distance: invalid choice: 'cos' (choose from 'l2', 'ip')"),
     ("evaluate", ["--predictions-format", "tsv"],
      "argument --predictions-format: invalid choice: 'tsv' (choose from 'auto', 'csv', 'parquet')"),
-    ("make-queries", ["--seed", "-1"], "--seed must be ≥ 0 and --partitions ≥ 1"),
-    ("make-queries", ["--partitions", "0"], "--seed must be ≥ 0 and --partitions ≥ 1"),
+    ("make-queries", ["--seed", "-1"], "--seed must be ≥ 0 and --image-partitions ≥ 1"),
+    ("make-queries", ["--image-partitions", "0"], "--seed must be ≥ 0 and --image-partitions ≥ 1"),
     ("make-queries", ["--sheet-per-test", "-1"], "--sheet-per-test must be ≥ 0"),
-    ("make-queries", ["--format", "gif"],
-     "argument --format: invalid choice: 'gif' (choose from 'png', 'jpeg')"),
-    ("extract", ["--partitions", "0"], "--partitions must be ≥ 1"),
+    ("make-queries", ["--query-format", "gif"],
+     "argument --query-format: invalid choice: 'gif' (choose from 'png', 'jpeg')"),
+    ("extract", ["--image-partitions", "0"], "--image-partitions must be ≥ 1"),
     ("rank-eval", ["--knn", "0"], "--knn and --subsets must be ≥ 1, --resamples ≥ 10, --seed ≥ 0"),
     ("rank-eval", ["--subsets", "0"],
      "--knn and --subsets must be ≥ 1, --resamples ≥ 10, --seed ≥ 0"),
     ("rank-eval", ["--resamples", "9"],
      "--knn and --subsets must be ≥ 1, --resamples ≥ 10, --seed ≥ 0"),
     ("rank-eval", ["--seed", "-1"], "--knn and --subsets must be ≥ 1, --resamples ≥ 10, --seed ≥ 0"),
-    ("rank-eval", ["--partitions", "0"], "--partitions must be ≥ 1"),
+    ("rank-eval", ["--query-partitions", "0"], "--query-partitions must be ≥ 1"),
     ("rank-eval", ["--sizes", "3,2"],
      "argument --sizes: sizes must be positive and increasing, such as 500,1000"),
     ("rank-eval", ["--sizes", "x"], "argument --sizes: 'x' is not a list such as 500,1000,2000"),
@@ -342,8 +342,8 @@ def test_help_shows_the_defaults_of_defaults_ini(capsys):
     with pytest.raises(SystemExit):
         commands.parse(["evaluate", "--help"])
     out = " ".join(capsys.readouterr().out.split())
-    assert f"(default {config.default('evaluate', 'max_results')}; 0: no limit)" in out
-    assert f"Spark profile in conf/spark/ (default {config.default('evaluate', 'profile')})" in out
+    assert f"0: no limit (default: {config.default('evaluate', 'max_results')})" in out
+    assert f"disc21spark/conf/spark/ (default: {config.default('evaluate', 'profile')})" in out
 
 
 def test_python_m_disc21spark_lists_the_commands():

@@ -174,5 +174,5 @@ def test_bad_values_the_jobs_find_are_input_errors():
         "unknown descriptor method 'sift' (built-in: colorhist, correlogram, tiny, pdq; "
         "or module:function)"
     )
-    with pytest.raises(InputError, match="^--descriptors: a method is named twice"):
-        RankJob.from_args(parse("rank-eval", *MINIMAL["rank-eval"], "--descriptors", "tiny,tiny"))
+    with pytest.raises(InputError, match="^--methods: a method is named twice"):
+        RankJob.from_args(parse("rank-eval", *MINIMAL["rank-eval"], "--methods", "tiny,tiny"))

@@ -122,7 +122,7 @@ def test_bad_bootstrap_options_are_one_line(tmp_path):
 
     base = [sys.executable, "-m", "disc21spark", "evaluate", "--ground-truth", "gt.csv",
             "--predictions", "p.csv", "--output", str(tmp_path / "o")]  # fmt: skip
-    for extra in (["--confidence", "1.5"], ["--resamples", "-1"], ["--bootstrap", "-2"]):
+    for extra in (["--confidence", "1.5"], ["--resamples", "-1"], ["--resamples", "-2"]):
         proc = subprocess.run(base + extra, capture_output=True, text=True, env=cli_env())
         assert proc.returncode == 2
         assert proc.stderr.splitlines()[-1].endswith("--confidence between 0 and 1")

@@ -12,7 +12,8 @@ import sys
 from types import ModuleType
 
 from disc21spark.commands import evaluate, extract, make_library, make_queries, rank_eval
-from disc21spark.core.runner import run, setup_logging
+from disc21spark.commands.common import Parser, version_text
+from disc21spark.core import invocation
 
 COMMANDS: dict[str, ModuleType] = {
     m.NAME: m for m in (evaluate, make_library, make_queries, extract, rank_eval)
@@ -22,18 +23,15 @@ PROG = "disc21spark"
 
 def command_parser(name: str, prog: str, description: str | None = None) -> argparse.ArgumentParser:
     """One command's parser on its own (jobs/<name>.py, or a test)."""
-    parser = argparse.ArgumentParser(prog=prog, **_texts(COMMANDS[name], description))
+    parser = Parser(prog=prog, **_texts(COMMANDS[name], description))
     COMMANDS[name].add_arguments(parser)
     return parser
 
 
 def main_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
     """``disc21spark COMMAND ...`` and each command's parser, by name."""
-    parser = argparse.ArgumentParser(
-        prog=PROG,
-        description=__doc__.split("\n\n", 1)[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = Parser(prog=PROG, description=__doc__.split("\n\n", 1)[0])
+    parser.add_argument("--version", action="version", version=version_text())
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     by_name = {}
     for name, module in COMMANDS.items():
@@ -44,11 +42,11 @@ def main_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentP
 
 
 def _texts(module: ModuleType, description: str | None) -> dict:
-    epilog = module.epilog() if hasattr(module, "epilog") else None
+    # the epilog is computed for --help only: make-queries' lists the tests, whose module
+    # imports Pillow
     return {
         "description": description or module.DESCRIPTION,
-        "epilog": epilog,
-        "formatter_class": argparse.RawDescriptionHelpFormatter,
+        "epilog_source": getattr(module, "epilog", None),
     }
 
 
@@ -76,7 +74,10 @@ def main(
     argv: list[str] | None = None, prog: str | None = None, description: str | None = None
 ) -> int:
     """The console script ``disc21spark``: parse, then the runner; the exit code."""
+    invocation.started_from_job_script(prog is not None)
     args = parse(argv, prog, description)
+    from disc21spark.core.runner import run, setup_logging  # not needed for --help
+
     setup_logging(args.quiet)
     build = COMMANDS[args.command].build
     # the command line as given (in process, argv is not sys.argv)

@@ -9,7 +9,7 @@ import math
 from typing import Any
 
 from disc21spark import engine
-from disc21spark.commands.common import add_option, add_run_arguments, defaults
+from disc21spark.commands.common import add_old_name, add_option, add_run_arguments, defaults
 from disc21spark.core.config import parse_size, parse_span
 
 NAME = "evaluate"
@@ -20,7 +20,7 @@ Score a DISC21 submission on Spark: matching track (pairs) or descriptor track (
 disc21spark evaluate --ground-truth gt.csv --predictions preds.csv --output out/
 disc21spark evaluate --ground-truth gt.csv \\
     --query-descriptors queries.h5 --reference-descriptors 'refs_*.h5' --output out/
-spark-submit jobs/evaluate.py ...    (the same from a checkout; no master given: local[*])
+scripts/spark-submit jobs/evaluate.py ...    (the same from a checkout, always on Spark)
 """
 log = logging.getLogger("disc21spark")
 
@@ -28,106 +28,123 @@ log = logging.getLogger("disc21spark")
 def add_arguments(p: argparse.ArgumentParser) -> None:
     conf = defaults(NAME)
     p.add_argument(
-        "--ground-truth", required=True, help="query_id,reference_id (CSV, .csv.gz or Parquet)"
-    )
+        "--ground-truth", required=True, metavar="PATH",
+        help="query_id,reference_id (CSV, .csv.gz or Parquet); an empty reference_id marks "
+        "a distractor query",
+    )  # fmt: skip
     p.add_argument(
-        "--predictions",
-        nargs="+",
+        "--predictions", nargs="+", metavar="PATH",
         help="matching track: query_id,reference_id,score (CSV, .csv.gz or Parquet); a glob, "
         "a folder or several paths make a pool (one file = one submission)",
-    )
+    )  # fmt: skip
     p.add_argument(
-        "--submission-column",
-        help="pool: one Parquet table whose column names the submission of each row",
-    )
-    p.add_argument(
-        "--fail-on-invalid",
-        action="store_true",
-        help="pool: any invalid submission fails the run (nothing written)",
-    )
-    p.add_argument(
-        "--previous",
-        help="pool: a previous run's --output; unchanged submissions reuse its results",
-    )
-    p.add_argument(
-        "--output",
-        required=True,
+        "--output", required=True, metavar="PATH",
         help="folder for metrics.json, pr_curve.csv/png (a pool: leaderboard.*, pr_curves/)",
-    )
+    )  # fmt: skip
     p.add_argument("--overwrite", action="store_true", help="replace a non-empty --output folder")
     add_option(
-        p, conf, "--max-results", type=int,
-        help="matching track: reject more predictions than this; descriptor track: keep "
-        "the best this many pairs over all queries (default %(default)s; 0: no limit)",
+        p, conf, "--max-results", type=int, metavar="N",
+        help="matching track: reject more predictions than N; descriptor track: keep the N "
+        "best pairs over all queries; 0: no limit",
     )  # fmt: skip
+    _add_pool_arguments(p.add_argument_group("pools"), conf)
     _add_descriptor_arguments(p.add_argument_group("descriptor track"), conf)
-    add_option(p, conf, "--partitions", type=int,
-               help="range partitions of the sort (default: from the size)")  # fmt: skip
-    add_option(p, conf, "--curve-points", type=int,
-               help="points kept in pr_curve.csv (metrics are always exact)")  # fmt: skip
-    add_option(p, conf, "--predictions-format", choices=("auto", "csv", "parquet"))
-    add_option(p, conf, "--ground-truth-format", choices=("auto", "csv", "parquet"))
-    add_option(p, conf, "--title", help="title of the PR-curve plot")
+    sort = add_option(p, conf, "--sort-partitions", key="partitions", dest="partitions",
+                      type=int, metavar="N",
+                      help="range partitions of the score sort on Spark (default: "
+                      "max(2 × cores, rows / 2M))")  # fmt: skip
+    add_old_name(p, "--partitions", sort)
+    add_option(p, conf, "--curve-points", type=int, metavar="N",
+               help="points kept in pr_curve.csv (the metrics always use every point)")  # fmt: skip
+    add_option(p, conf, "--predictions-format", choices=("auto", "csv", "parquet"),
+               help="how to read --predictions; auto: Parquet for a .parquet or .pq name, "
+               "else CSV")  # fmt: skip
+    add_option(p, conf, "--ground-truth-format", choices=("auto", "csv", "parquet"),
+               help="how to read --ground-truth, by the same rule")  # fmt: skip
+    add_option(p, conf, "--title", metavar="TEXT",
+               help="title of the PR-curve plot (default: the predictions file's name)")  # fmt: skip
     add_option(p, conf, "--engine", choices=("auto", "spark", "local"),
                help="matching track, one file: local scores it in this process (no JVM); auto "
-               "does so for a local file up to --local-max-bytes (default %(default)s)")
-    add_option(p, conf, "--local-max-bytes", type=parse_size,
+               "does so for a local file up to --local-max-bytes")  # fmt: skip
+    add_option(p, conf, "--local-max-bytes", type=parse_size, metavar="SIZE",
                help="the largest file --engine auto scores in process, and --pool-plan auto "
-               "in one task (default %(default)s)")
+               "in one task (such as 256M or 1G)")  # fmt: skip
     _add_bootstrap_arguments(p.add_argument_group("intervals (bootstrap over queries)"), conf)
-    add_option(p, conf, "--pool-plan", choices=("auto", "per-file", "one-sort"),
-               help="pools: a Spark task per submission file, or every row through one sort "
-               "(default %(default)s)")  # fmt: skip
     add_run_arguments(p, NAME)
 
 
 def _add_bootstrap_arguments(g: argparse._ArgumentGroup, conf: dict[str, Any]) -> None:
-    # --resamples and --seed as rank-eval names its bootstrap's; --bootstrap as the issue does
-    g.add_argument(
-        "--resamples", "--bootstrap", type=int, default=conf["resamples"], metavar="N",
-        help="resamples of the confidence intervals and tiers (default %(default)s; 0: none)",
-    )  # fmt: skip
-    add_option(g, conf, "--confidence", type=float,
-               help="level of the intervals, and 1 − the tiers' error rate (default %(default)s)")  # fmt: skip
+    # --resamples and --seed: the names rank-eval gives its own bootstrap's
+    add_option(g, conf, "--resamples", type=int, metavar="N",
+               help="resamples of the confidence intervals and tiers; 0: none")  # fmt: skip
+    add_option(g, conf, "--confidence", type=float, metavar="LEVEL",
+               help="level of the intervals, and 1 − the tiers' error rate")  # fmt: skip
     add_option(g, conf, "--seed", type=int,
-               help="seed of the resample weights: the same seed, the same resamples (default %(default)s)")  # fmt: skip
+               help="seed of the resample weights: the same seed, the same resamples")  # fmt: skip
+
+
+def _add_pool_arguments(g: argparse._ArgumentGroup, conf: dict[str, Any]) -> None:
+    g.add_argument(
+        "--submission-column", metavar="NAME",
+        help="pool: one Parquet table whose column NAME names the submission of each row",
+    )  # fmt: skip
+    g.add_argument(
+        "--fail-on-invalid", action="store_true",
+        help="pool: any invalid submission fails the run (nothing written)",
+    )  # fmt: skip
+    g.add_argument(
+        "--previous", metavar="PATH",
+        help="pool: a previous run's --output; unchanged submissions reuse its results",
+    )  # fmt: skip
+    add_option(g, conf, "--pool-plan", choices=("auto", "per-file", "one-sort"),
+               help="pools: a Spark task per submission file, or every row through one "
+               "sort")  # fmt: skip
 
 
 def _add_descriptor_arguments(d: argparse._ArgumentGroup, conf: dict[str, Any]) -> None:
     d.add_argument(
-        "--query-descriptors",
-        nargs="+",
+        "--query-descriptors", nargs="+", metavar="PATH",
         help="query vectors: HDF5 (vectors, image_names), .npy + <name>_ids.txt, or Parquet; globs",
-    )
-    d.add_argument("--reference-descriptors", nargs="+", help="reference vectors, same formats")
-    add_option(d, conf, "--knn", type=int,
-               help="K nearest references per query instead of --max-results")  # fmt: skip
-    add_option(d, conf, "--metric", choices=("l2", "ip"),
-               help="l2: score = -squared distance; ip: inner product")  # fmt: skip
-    add_option(
-        d, conf, "--index",
-        help="FAISS factory string (default %(default)s; Flat is exact), "
-        "e.g. 'IVF4096,Flat', 'PCAW256,L2norm,Flat'",
     )  # fmt: skip
-    add_option(d, conf, "--nprobe", type=int, help="IVF lists visited per query")
-    add_option(d, conf, "--max-dim", type=int,
-               help="reject descriptors with more dimensions (default %(default)s)")  # fmt: skip
-    add_option(d, conf, "--broadcast-limit", type=parse_size,
-               help="largest index broadcast whole (e.g. 2G, 512M); larger ones are sharded")  # fmt: skip
-    d.add_argument("--score-norm", nargs="+", help="background descriptors for score normalisation")
-    add_option(d, conf, "--score-norm-weight", type=float,
-               help="β: weight of the background similarity")  # fmt: skip
-    add_option(d, conf, "--score-norm-neighbors", type=parse_span,
-               help="a..b: background neighbours averaged (default %(default)s)")  # fmt: skip
+    d.add_argument("--reference-descriptors", nargs="+", metavar="PATH",
+                   help="reference vectors, same formats")  # fmt: skip
+    add_option(d, conf, "--knn", type=int, metavar="K",
+               help="keep the K nearest references of each query as its pairs (instead of "
+               "the global --max-results cut; default: that cut)")  # fmt: skip
+    distance = add_option(d, conf, "--distance", key="metric", dest="metric",
+                          choices=("l2", "ip"),
+                          help="how vectors are compared: l2 (score = -squared distance, "
+                          "as the ISC2021 scorer) or ip (inner product)")  # fmt: skip
+    add_old_name(d, "--metric", distance)
+    add_option(
+        d, conf, "--index", metavar="FACTORY",
+        help="FAISS factory string (Flat is exact), such as 'IVF4096,Flat' or "
+        "'PCAW256,L2norm,Flat'",
+    )  # fmt: skip
+    add_option(d, conf, "--nprobe", type=int, metavar="N",
+               help="IVF lists visited per query (default: FAISS's, 1)")  # fmt: skip
+    add_option(d, conf, "--max-dim", type=int, metavar="N",
+               help="reject descriptors with more dimensions")  # fmt: skip
+    add_option(d, conf, "--broadcast-limit", type=parse_size, metavar="SIZE",
+               help="largest index broadcast whole (such as 2G or 512M); larger ones are "
+               "split in shards")  # fmt: skip
+    norm = d.add_argument("--score-norm-descriptors", nargs="+", metavar="PATH", dest="score_norm",
+                          help="background descriptors for score normalisation (μAP_SN; "
+                          "isc2021's --train_descs)")  # fmt: skip
+    add_old_name(d, "--score-norm", norm)
+    add_option(d, conf, "--score-norm-weight", type=float, metavar="BETA",
+               help="β: weight of the background similarity subtracted")  # fmt: skip
+    add_option(d, conf, "--score-norm-neighbors", type=parse_span, metavar="A..B",
+               help="the background neighbours averaged, A-th to B-th nearest")  # fmt: skip
     d.add_argument(
-        "--train-descriptors",
-        nargs="+",
-        help="training set of a trained --index (default: the background set, else the references)",
-    )
+        "--train-descriptors", nargs="+", metavar="PATH",
+        help="training set of a trained --index, not score normalisation (default: the "
+        "background set, else the references)",
+    )  # fmt: skip
     d.add_argument(
         "--write-predictions", action="store_true", help="also write the pairs as predictions.csv"
     )
-    add_option(d, conf, "--query-partitions", type=int,
+    add_option(d, conf, "--query-partitions", type=int, metavar="N",
                help="query partitions searched in parallel (default: from the size)")  # fmt: skip
 
 
@@ -156,7 +173,7 @@ def check(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
         or (args.partitions is not None and args.partitions < 1)
         or args.curve_points < 2
     ):
-        p.error("--max-results must be ≥ 0, --partitions ≥ 1 and --curve-points ≥ 2")
+        p.error("--max-results must be ≥ 0, --sort-partitions ≥ 1 and --curve-points ≥ 2")
 
 
 def _below_one(value: int | None) -> bool:

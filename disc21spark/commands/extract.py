@@ -5,16 +5,16 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from disc21spark.commands.common import add_option, add_run_arguments, defaults
+from disc21spark.commands.common import add_old_name, add_option, add_run_arguments, defaults
 
 NAME = "extract"
 SUMMARY = "describe images with a baseline descriptor (files the descriptor track reads)"
 DESCRIPTION = """\
 Describe images with a baseline descriptor on Spark; write what the descriptor track reads.
 
-disc21spark extract --images 'library/**/*.jpg' --method colorhist --output refs.h5
+disc21spark extract --images library/ --method colorhist --output refs.h5
 disc21spark extract --bench bench/ --method tiny --output bench/descriptors/tiny/
-spark-submit jobs/extract_descriptors.py ...    (the same from a checkout)
+scripts/spark-submit jobs/extract_descriptors.py ...    (the same from a checkout)
 
 methods: colorhist (Swain & Ballard 1991), correlogram (Huang et al. 1997), tiny (16×16 grey
 thumbnail, Torralba et al. 2008), pdq (Meta's PDQ hash), or a user function module:function
@@ -25,21 +25,29 @@ mapping an RGB uint8 array to a vector (importable on the executors).
 def add_arguments(p: argparse.ArgumentParser) -> None:
     conf = defaults(NAME)
     source = p.add_mutually_exclusive_group(required=True)
-    source.add_argument("--images", nargs="+", help="folders, globs, root/**/*.jpg (id = file name)")
-    source.add_argument("--bench", help="a make_queries folder: its references and queries")
-    p.add_argument("--method", required=True, help="colorhist, correlogram, tiny, pdq or module:function")
+    source.add_argument("--images", nargs="+", metavar="PATH",
+                        help="image files: folders (searched recursively), globs, root/**/*.jpg "
+                        "(id = file name)")  # fmt: skip
+    source.add_argument("--bench", metavar="PATH",
+                        help="a bench folder (make-queries --output): its references and queries")  # fmt: skip
+    p.add_argument("--method", required=True, metavar="METHOD",
+                   help="colorhist, correlogram, tiny, pdq or module:function")  # fmt: skip
     p.add_argument(
-        "--output", required=True,
+        "--output", required=True, metavar="PATH",
         help="a .h5, .parquet or .npy file (--images), or a folder (--bench)",
     )  # fmt: skip
     p.add_argument("--overwrite", action="store_true", help="replace an existing output")
-    add_option(p, conf, "--partitions", type=int, help="tasks that describe images")
+    tasks = add_option(p, conf, "--image-partitions", key="partitions", dest="partitions",
+                       type=int, metavar="N",
+                       help="Spark tasks the images are split into (default: about 128 "
+                       "images a task)")  # fmt: skip
+    add_old_name(p, "--partitions", tasks)
     add_run_arguments(p, NAME)
 
 
 def check(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     if args.partitions is not None and args.partitions < 1:
-        p.error("--partitions must be ≥ 1")
+        p.error("--image-partitions must be ≥ 1")
 
 
 def build(args: argparse.Namespace) -> Any:

@@ -16,20 +16,22 @@ ship (one common pool of colours and textures, like a photo collection; no downl
 byte-identical for a seed).
 
 disc21spark make-library --output library/ --size 6000 --seed 1
-spark-submit jobs/make_library.py ...    (the same from a checkout)
+scripts/spark-submit jobs/make_library.py ...    (the same from a checkout)
 """
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     conf = defaults(NAME)
-    p.add_argument("--output", required=True, help="the library folder to write")
-    p.add_argument("--size", type=int, required=True, help="number of images")
-    add_option(p, conf, "--seed", type=int)
-    add_option(p, conf, "--width", type=int, help="dead-leaves width (default %(default)s)")
-    add_option(p, conf, "--height", type=int, help="dead-leaves height (default %(default)s)")
+    p.add_argument("--output", required=True, metavar="PATH", help="the library folder to write")
+    p.add_argument("--size", type=int, required=True, metavar="N",
+                   help="number of images (the shipped photographs first)")  # fmt: skip
+    add_option(p, conf, "--seed", type=int, metavar="N",
+               help="the same seed gives a byte-identical library")  # fmt: skip
+    add_option(p, conf, "--width", type=int, metavar="PX", help="dead-leaves width")
+    add_option(p, conf, "--height", type=int, metavar="PX", help="dead-leaves height")
     add_option(p, conf, "--leaves", choices=("textured", "flat"),
                help="fill each leaf with a window of a shipped photograph (textured) or one "
-                    "colour of a per-image palette (flat) (default %(default)s)")  # fmt: skip
+                    "colour of a per-image palette (flat)")  # fmt: skip
     p.add_argument("--no-photos", action="store_true", help="dead-leaves images only")
     p.add_argument("--overwrite", action="store_true", help="replace a non-empty --output folder")
     add_run_arguments(p, NAME)

@@ -5,21 +5,30 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from disc21spark.commands.common import add_option, add_run_arguments, defaults
+from disc21spark.commands.common import (
+    ValueList,
+    add_old_name,
+    add_option,
+    add_run_arguments,
+    defaults,
+)
 
 NAME = "make-queries"
 SUMMARY = "build an altered-image benchmark (queries, ground truth) from a library"
 DESCRIPTION = """\
 Build an altered-image benchmark from an image library (Howe 2000; DISC21-style edits).
 
-disc21spark make-queries --images 'library/**/*.jpg' --output bench/ \\
+disc21spark make-queries --images library/ --output bench/ \\
     --tests crop:50,jumble:4x4,lowcon:80 --queries-per-test 500 --distractors 0.5 --seed 7
-spark-submit jobs/make_queries.py ...    (the same from a checkout; no master given: local[*])
+scripts/spark-submit jobs/make_queries.py ...    (the same from a checkout)
 """
 
 
 def epilog() -> str:
-    from disc21spark.queries.transforms import KINDS
+    try:  # the tests' module does the pixel work with Pillow
+        from disc21spark.queries.transforms import KINDS
+    except ImportError as e:
+        return f"tests: crop:K, jumble:RxC, lowcon:K, ... (the full list needs {e.name}, not installed)"
 
     tests = "\n".join(f"  {k.usage:<12} {k.about}" for k in KINDS.values())
     sweep = "  NAME:A..B:S  a sweep: one test per value, e.g. crop:90..10:10, jumble:2x2..8x8:2"
@@ -29,27 +38,36 @@ def epilog() -> str:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     conf = defaults(NAME)
     p.add_argument(
-        "--images",
-        nargs="+",
-        required=True,
+        "--images", nargs="+", required=True, metavar="PATH",
         help="image files: folders (searched recursively), globs, root/**/*.jpg",
-    )
-    p.add_argument("--output", required=True, help="the benchmark folder to write")
+    )  # fmt: skip
+    p.add_argument("--output", required=True, metavar="PATH", help="the bench folder to write")
     p.add_argument("--overwrite", action="store_true", help="replace a non-empty --output folder")
-    add_option(p, conf, "--tests")
-    add_option(p, conf, "--queries-per-test", type=int)
-    add_option(p, conf, "--distractors", type=float,
+    add_option(p, conf, "--tests", action=ValueList, metavar="TEST",
+               help="the alterations (listed below), separated by spaces or commas")  # fmt: skip
+    add_option(p, conf, "--queries-per-test", type=int, metavar="N",
+               help="source images each test alters (the same N for every test)")  # fmt: skip
+    add_option(p, conf, "--distractors", type=float, metavar="FRACTION",
                help="fraction of each test's queries whose original is held out of the references")  # fmt: skip
-    add_option(p, conf, "--seed", type=int)
-    add_option(p, conf, "--format", choices=("png", "jpeg"))
-    add_option(p, conf, "--sheet-per-test", type=int, help="queries per test on contact_sheet.png")
-    add_option(p, conf, "--partitions", type=int, help="tasks that alter images")
+    add_option(p, conf, "--seed", type=int, metavar="N",
+               help="the same seed gives byte-identical queries")  # fmt: skip
+    fmt = add_option(p, conf, "--query-format", key="format", dest="format",
+                     choices=("png", "jpeg"),
+                     help="the query images' format: png (lossless) or jpeg (quality 95)")  # fmt: skip
+    add_old_name(p, "--format", fmt)
+    add_option(p, conf, "--sheet-per-test", type=int, metavar="N",
+               help="queries per test on contact_sheet.png")  # fmt: skip
+    tasks = add_option(p, conf, "--image-partitions", key="partitions", dest="partitions",
+                       type=int, metavar="N",
+                       help="Spark tasks the images are split into (default: about 48 "
+                       "images a task)")  # fmt: skip
+    add_old_name(p, "--partitions", tasks)
     add_run_arguments(p, NAME)
 
 
 def check(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     if args.seed < 0 or (args.partitions is not None and args.partitions < 1):
-        p.error("--seed must be ≥ 0 and --partitions ≥ 1")
+        p.error("--seed must be ≥ 0 and --image-partitions ≥ 1")
     if args.sheet_per_test < 0:
         p.error("--sheet-per-test must be ≥ 0")
 

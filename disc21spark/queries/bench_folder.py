@@ -25,6 +25,7 @@ import pandas as pd
 from PIL import Image, ImageDraw, ImageFont
 
 from disc21spark.core.errors import InputError, display_path
+from disc21spark.core.invocation import command
 from disc21spark.queries.spec import Made, Selection, Settings
 from disc21spark.queries.transforms import parse_tests
 
@@ -156,10 +157,10 @@ def read(folder: str | Path) -> Bench:
     """Open a folder written by make_queries, or say in one line what is missing."""
     root = Path(folder).absolute()  # query files are named relative to it
     if not root.is_dir():
-        raise InputError(str(root), "not a folder (give the --output of make_queries)")
+        raise InputError(str(root), f"not a folder (give the --output of {command('make-queries')})")
     for name in ("bench.json", "references.parquet", "queries.parquet", GROUND_TRUTH):
         if not (root / name).is_file():
-            raise InputError(str(root), f"{name} is missing: not a folder written by make_queries")
+            raise InputError(str(root), f"{name} is missing: not a folder written by {command('make-queries')}")
     try:
         settings = json.loads((root / "bench.json").read_text())
         parse_tests(",".join(t["name"] for t in settings["tests"]))

@@ -36,7 +36,7 @@ class Settings:
         if not 0.0 <= self.distractors < 1.0:
             raise InputError("--distractors", f"is a fraction in [0, 1) (got {self.distractors:g})")
         if self.fmt not in codec.FORMATS:
-            raise InputError("--format", f"must be one of {', '.join(codec.FORMATS)}")
+            raise InputError("--query-format", f"must be one of {', '.join(codec.FORMATS)}")
 
     @property
     def n_distractors(self) -> int:

@@ -18,6 +18,7 @@ from pyspark.sql import SparkSession
 
 from disc21spark.core import config, record
 from disc21spark.core.errors import InputError
+from disc21spark.core.invocation import command
 from disc21spark.core.output import staged_output
 from disc21spark.core.phases import Phases
 from disc21spark.core.runner import BaseJob, job_fields
@@ -57,10 +58,10 @@ class RankJob(BaseJob):
     def from_args(cls, args: Namespace) -> RankJob:
         methods = [m.strip() for m in args.descriptors.split(",") if m.strip()]
         if not methods:
-            raise InputError("--descriptors", "give at least one method")
+            raise InputError("--methods", "give at least one method")
         names = [parse_method(m)[0] for m in methods]
         if len(set(names)) != len(names):
-            raise InputError("--descriptors", f"a method is named twice ({', '.join(names)})")
+            raise InputError("--methods", f"a method is named twice ({', '.join(names)})")
         chosen = parse_distances(getattr(args, "distance", None) or "", names)
         return cls(**job_fields(cls, args, methods=methods, sizes=tuple(args.sizes), distances=chosen))
 
@@ -126,7 +127,7 @@ def read_vectors(name: str, folder: str, bench: bench_folder.Bench) -> MethodVec
     root = Path(folder)
     meta_path = root / "descriptors.json"
     if not meta_path.is_file():
-        raise InputError(str(root), "descriptors.json is missing: not a folder written by extract_descriptors --bench")
+        raise InputError(str(root), f"descriptors.json is missing: not a folder written by {command('extract')} --bench")
     try:
         meta = json.loads(meta_path.read_text())
     except ValueError as exc:

@@ -1,0 +1,224 @@
+"""The documentation works as written: README.md and docs/ hold commands that parse with
+today's options and run in a fresh shell, the README stays short, the generated CLI
+reference names every option, and CONTRIBUTING.md's layout is the package's.
+
+A fenced ``bash`` block preceded by ``<!-- runnable -->`` is run as it is, in a clean
+environment, from a throwaway folder that links the checkout's files (so that ``demo/``
+is written there, not into the checkout). ``<!-- runnable: spark -->`` marks a block that
+starts Spark: those run with DISC21SPARK_DOCS_SPARK=1 (each starts a JVM); every command
+of every block, runnable or not, is parsed by the command's own parser.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from disc21spark import commands
+from disc21spark.core import invocation
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = [ROOT / "README.md", *sorted(p for p in (ROOT / "docs").rglob("*.md") if "_notes" not in p.parts)]
+BLOCK = re.compile(r"(?:<!-- (runnable(?:: spark)?) -->\n)?```(?:bash|sh)\n(.*?)\n```", re.S)
+SCRIPTS = {f"jobs/{script}": name for name, script in invocation.JOB_SCRIPTS.items()}
+
+
+def blocks() -> list[tuple[str, str, str]]:
+    """(page, marker or '', text) of every bash block, in page order."""
+    found = []
+    for page in PAGES:
+        for m in BLOCK.finditer(page.read_text(encoding="utf-8")):
+            found.append((str(page.relative_to(ROOT)), m.group(1) or "", m.group(2)))
+    return found
+
+
+def command_lines(text: str) -> list[list[str]]:
+    """Our commands in a block: each as [command, *options], up to a shell operator."""
+    found = []
+    for line in text.replace("\\\n", " ").splitlines():
+        if "..." in line or "<" in line:  # a placeholder, not a command to run
+            continue
+        words = shlex.split(line, comments=True)
+        for i, word in enumerate(words):
+            name = None
+            if word.endswith("/disc21spark") or word == "disc21spark":
+                name = words[i + 1] if i + 1 < len(words) else None
+                rest = words[i + 2 :]
+            elif word == "-m" and words[i + 1 : i + 2] == ["disc21spark"]:
+                name = words[i + 2] if i + 2 < len(words) else None
+                rest = words[i + 3 :]
+            elif word in SCRIPTS:
+                name, rest = SCRIPTS[word], words[i + 1 :]
+            if name is None:
+                continue
+            cut = next((j for j, w in enumerate(rest) if w in ("|", ";", "&&", ">", "||")), None)
+            found.append([name, *rest[:cut]] if name in commands.COMMANDS else [name])
+            break
+    return found
+
+
+DOCUMENTED = [
+    (page, line) for page, _, text in blocks() for line in command_lines(text)
+    if not line[0].startswith("-")  # disc21spark --help, --version
+]
+
+
+def test_the_readme_is_short():
+    lines = (ROOT / "README.md").read_text(encoding="utf-8").count("\n")
+    assert lines <= 200, f"README.md has {lines} lines; the docs site holds the rest"
+
+
+def test_the_docs_document_commands():
+    pages = {page for page, _ in DOCUMENTED}
+    assert {"README.md", "docs/matching.md", "docs/pools.md", "docs/rank-eval.md"} <= pages
+    assert {line[0] for _, line in DOCUMENTED} >= set(commands.COMMANDS)
+
+
+@pytest.mark.parametrize("page,line", DOCUMENTED, ids=[f"{p}:{' '.join(a)[:60]}" for p, a in DOCUMENTED])
+def test_every_documented_command_parses_with_todays_options(page, line, capsys):
+    if line[0] not in commands.COMMANDS:
+        pytest.fail(f"{page}: {line[0]!r} is not a disc21spark command")
+    try:
+        commands.parse(line)
+    except SystemExit as exc:
+        assert exc.code == 0, f"{page}: {shlex.join(line)}: {capsys.readouterr().err}"
+    assert "deprecated" not in capsys.readouterr().err, f"{page} uses an old option name"
+
+
+def fresh_shell(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    """A folder that looks like the checkout (its files linked, no demo/), and the
+    environment of a new login shell: no virtualenv activated, nothing exported but
+    PYTHONPATH, which makes .venv's programs run this checkout's package (the virtualenv
+    may hold another checkout's editable install)."""
+    work = tmp_path / "checkout"
+    work.mkdir()
+    for entry in ROOT.iterdir():
+        if entry.name not in ("demo", "site", ".git"):
+            (work / entry.name).symlink_to(entry)
+    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(tmp_path), "LANG": "C.UTF-8",
+           "PYTHONPATH": str(ROOT), "TMPDIR": str(tmp_path)}  # fmt: skip
+    return work, env
+
+
+RUNNABLE = [(page, marker, text) for page, marker, text in blocks() if marker]
+
+
+def test_the_docs_have_runnable_blocks():
+    pages = {page for page, marker, _ in RUNNABLE if marker == "runnable"}
+    assert {"README.md", "docs/install.md", "docs/quickstart.md"} <= pages
+
+
+def run_block(page: str, text: str, tmp_path: Path) -> None:
+    work, env = fresh_shell(tmp_path)
+    proc = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", text], cwd=work, env=env,
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert proc.returncode == 0, f"{page}: exit {proc.returncode}\n{text}\n{proc.stderr[-3000:]}"
+    assert "deprecated" not in proc.stderr, f"{page}: an old option name\n{proc.stderr}"
+
+
+CHEAP = list(dict.fromkeys((p, t) for p, m, t in RUNNABLE if m == "runnable"))
+
+
+@pytest.mark.parametrize("page,text", CHEAP, ids=[f"{p}:{t.splitlines()[0][:50]}" for p, t in CHEAP])
+def test_cheap_blocks_run_in_a_fresh_shell(page, text, tmp_path):
+    run_block(page, text, tmp_path)
+
+
+SPARK = list(dict.fromkeys(t for _, m, t in RUNNABLE if m == "runnable: spark"))
+
+
+@pytest.mark.skipif(not os.environ.get("DISC21SPARK_DOCS_SPARK"), reason="DISC21SPARK_DOCS_SPARK=1 runs them")
+@pytest.mark.parametrize("text", SPARK, ids=[t.splitlines()[0][:50] for t in SPARK])
+def test_spark_blocks_run_in_a_fresh_shell(text, tmp_path):
+    run_block("docs", text, tmp_path)
+
+
+# ------------------------------------------------------------------ CONTRIBUTING's layout
+
+
+def layout() -> str:
+    text = (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")
+    return text[text.index("## Layout") :]
+
+
+def test_every_module_is_in_the_layout():
+    tree = layout()
+    block = tree[tree.index("disc21spark/\n") : tree.index("\ntests/")]
+    parts = re.split(r"\n  (\w+)/", block)
+    by_package = {"": parts[0], **dict(zip(parts[1::2], parts[2::2], strict=True))}
+    missing = []
+    for path in sorted((ROOT / "disc21spark").rglob("*.py")):
+        rel = path.relative_to(ROOT / "disc21spark")
+        package = rel.parts[0] if len(rel.parts) > 1 else ""
+        if rel.name == "__init__.py" and package != "commands":
+            continue
+        if rel.name not in by_package.get(package, ""):
+            missing.append(str(rel))
+    assert not missing, f"CONTRIBUTING.md's layout lacks {missing}"
+
+
+def test_imports_follow_the_documented_dependency_rule():
+    rule = layout().split("```")[0]
+    allowed: dict[str, set[str]] = {}
+    for source, targets in re.findall(r"`(\w+) → \{([^}]*)\}`", rule):
+        allowed.setdefault(source, set()).update(t.strip() for t in targets.split(","))
+    for source, target in re.findall(r"`(\w+) → (\w+)`", rule):
+        allowed.setdefault(source, set()).add(target)
+    stages = {p.name for p in (ROOT / "disc21spark").iterdir() if (p / "__init__.py").exists()}
+    wrong = []
+    for path in (ROOT / "disc21spark").rglob("*.py"):
+        rel = path.relative_to(ROOT / "disc21spark")
+        source = rel.parts[0] if len(rel.parts) > 1 else rel.stem
+        if source in ("commands", "__main__") or source not in stages:
+            continue
+        imported = set(re.findall(r"^\s*(?:from|import) disc21spark\.(\w+)", path.read_text(), re.M))
+        for target in imported - {source, "core"}:
+            if target not in allowed.get(source, set()):
+                wrong.append(f"{rel} imports {target}")
+    assert not wrong, f"not in CONTRIBUTING.md's dependency rule: {wrong}"
+
+
+# ------------------------------------------------------------------ the generated references
+
+
+def test_the_cli_reference_names_every_option_and_no_old_one():
+    from disc21spark.commands.common import _Renamed
+    from disc21spark.commands.reference import command_markdown
+
+    _, parsers = commands.main_parser()
+    for name, parser in parsers.items():
+        text = command_markdown(name)
+        for action in parser._actions:
+            first = action.option_strings[0] if action.option_strings else None
+            if first in (None, "-h", "--version"):
+                continue
+            if isinstance(action, _Renamed):  # only in the "old name" column
+                assert f"| `{first}` |" in text, (name, first)
+            else:
+                assert f"| `{first}`" in text, (name, first)
+
+
+def test_the_site_leaves_the_branch_notes_out():
+    config = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    assert "strict: true" in config and re.search(r"exclude_docs: \|\n\s+_notes/", config)
+    assert "make docs" in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("name", ["README.md", "CONTRIBUTING.md", "CHANGELOG.md"])
+def test_links_of_the_top_level_files_lead_somewhere(name):
+    """The site checks its own links (make docs, strict); these files are read on the
+    repository's page, outside the site."""
+    text = (ROOT / name).read_text(encoding="utf-8")
+    broken = [
+        target
+        for target in re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", text)
+        if "://" not in target and not (ROOT / target).exists()
+    ]
+    assert not broken, f"{name}: links to nothing: {broken}"
