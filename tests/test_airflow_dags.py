@@ -190,16 +190,15 @@ def test_howe_bench_dag_end_to_end(airflow, tmp_path):
 
 
 def test_bad_input_fails_once_without_retries(airflow, tmp_path):
-    """Exit 2 (a ground truth with no query column) is the input's fault: the evaluate
+    """Exit 2 (a ground truth that is not there) is the input's fault: the evaluate
     task fails on its first try, says why in its log and is not retried, although 2
     retries 1 s apart are configured (a retriable failure would leave it up_for_retry)."""
     import sqlite3
 
     base = make_pool(tmp_path)
-    (base / "bad_gt.csv").write_text("nothing,useful\n1,2\n")
     conf = {
         "pool": str(base / "pool"),
-        "ground_truth": str(base / "bad_gt.csv"),
+        "ground_truth": str(base / "missing_gt.csv"),
         "runs": str(base / "runs"),
         "master": "local[2]",
         "wait_for_change": False,

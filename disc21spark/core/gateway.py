@@ -52,6 +52,8 @@ def own_group() -> Iterator[None]:
 def stop_all(grace: float = GRACE_SECONDS) -> None:
     """End every gateway JVM this driver launched: its stdin closed (the JVM's own signal
     to stop), ``grace`` seconds for it to do so, then its whole process group killed."""
+    if _LAUNCHED and grace > 0:
+        _stop_context()
     while _LAUNCHED:
         proc = _LAUNCHED.pop()
         try:
@@ -69,6 +71,20 @@ def stop_all(grace: float = GRACE_SECONDS) -> None:
                 proc.wait(timeout=2.0)
             except subprocess.TimeoutExpired:
                 continue
+
+
+def _stop_context() -> None:
+    """Stop the SparkContext from Python first: stopped by the JVM's shutdown hook instead,
+    it would leave PySpark's accumulator server thread printing an EOFError trace."""
+    import sys
+
+    pyspark = sys.modules.get("pyspark")
+    context = getattr(getattr(pyspark, "SparkContext", None), "_active_spark_context", None)
+    if context is not None:
+        try:
+            context.stop()
+        except Exception:  # a JVM already gone: nothing left to stop
+            pass
 
 
 atexit.register(stop_all)

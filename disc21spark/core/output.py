@@ -57,6 +57,7 @@ def staged_output(path: str | os.PathLike, overwrite: bool) -> Iterator[Path]:
             with fs.staged_uri_output(str(path), overwrite) as stage:
                 yield stage
                 record.write(stage, fs.active_session())
+                faults.at("publish")
                 signals.check()  # a signal whose raise py4j swallowed still stops the publish
             signals.published()
         else:

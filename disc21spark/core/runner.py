@@ -107,6 +107,7 @@ def run(
             lock.acquire(folder)  # one writer per output: a second run stops here at once
             check_writable(folder, job.overwrite)  # before paying for Spark's start
         spark = (session or _spark_session)(profile, master, debug=debug) if needs_spark else None
+        signals.reclaim()  # PySpark's SIGINT handler records nothing
         run_record.spark = spark
         run_record.hash_inputs(spark)
         result = job.execute(spark)

@@ -57,6 +57,15 @@ def install() -> Callable[[], None]:
     return restore
 
 
+def reclaim() -> None:
+    """Our handlers again after the SparkContext started: PySpark puts its own on SIGINT
+    (it cancels the jobs and raises, recording nothing, so a swallowed Ctrl-C was lost and
+    the cancelled job ended as exit 1). The runner stops Spark on either signal anyway."""
+    if threading.current_thread() is threading.main_thread():
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, _handle)
+
+
 def _quiet_swallowed(hook: Callable[[Any], None]) -> Callable[[Any], None]:
     """Python's hook for an exception it cannot raise, minus our own swallowed signal:
     it is recorded, and its trace would be the only trace of an interrupted run."""

@@ -272,11 +272,9 @@ def write_vectors(path: str | os.PathLike, ids: Sequence[str], vectors: np.ndarr
         import h5py
 
         with h5py.File(path, "w") as f:
-            # no timestamps: the same vectors make the same bytes (extract is deterministic)
-            f.create_dataset("vectors", data=np.ascontiguousarray(vectors, dtype=np.float32),
-                             track_times=False)  # fmt: skip
-            f.create_dataset("image_names", data=np.array([i.encode("utf-8") for i in ids]),
-                             track_times=False)  # fmt: skip
+            same = {"track_times": False}  # no timestamps: the same vectors, the same bytes
+            f.create_dataset("vectors", data=np.ascontiguousarray(vectors, dtype=np.float32), **same)
+            f.create_dataset("image_names", data=np.array([i.encode("utf-8") for i in ids]), **same)
     elif fmt == "parquet":
         table = pa.table(
             {"id": pa.array(ids, pa.string()),
