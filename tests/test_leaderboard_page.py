@@ -12,9 +12,9 @@ import pytest
 
 from disc21spark.matching.model import GroundTruth, Submission
 from disc21spark.matching.spec import evaluate
+from disc21spark.matching.stats.model import Resampling
+from disc21spark.matching.stats.spec import bootstrap
 from disc21spark.pool import report
-from disc21spark.stats.model import Resampling
-from disc21spark.stats.spec import bootstrap
 from tests.chromium import Browser, chromium_path
 from tests.test_scoring_spark import make_gt, random_submission
 

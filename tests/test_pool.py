@@ -20,10 +20,10 @@ import pytest
 from disc21spark import engine
 from disc21spark.core import faults
 from disc21spark.core.errors import InputError
+from disc21spark.matching import per_file
 from disc21spark.matching.model import GroundTruth, Submission
 from disc21spark.matching.spec import evaluate
 from disc21spark.pool import job as pool
-from disc21spark.pool import per_file
 from tests.conftest import ROOT, cli_env, error_lines, run_evaluate
 
 GT = pd.DataFrame(

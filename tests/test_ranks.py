@@ -9,13 +9,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from disc21spark.descriptors import spec as search
+from disc21spark.matching.stats.compare import holm
 from disc21spark.ranks import distances
 from disc21spark.ranks import plan as rank_plan
 from disc21spark.ranks.spec import (
     Layout,
     exact_ranks,
     fit_line,
-    holm,
     layout,
     paired_test,
     queries_needed,

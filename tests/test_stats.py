@@ -1,4 +1,4 @@
-"""The bootstrap and tie-sensitivity specification (disc21spark/stats/): hand-computed
+"""The bootstrap and tie-sensitivity specification (disc21spark/matching/stats/): hand-computed
 cases per statistic, and properties against the matching-track specification."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from disc21spark.matching import spec as matching_spec
-from disc21spark.ranks.spec import holm
-from disc21spark.stats import compare, spec
-from disc21spark.stats.model import Resampling, Uncertainty
-from disc21spark.stats.weights import THRESHOLDS, poisson_weights, query_keys
+from disc21spark.matching.stats import compare, spec
+from disc21spark.matching.stats.compare import holm
+from disc21spark.matching.stats.model import Resampling, Uncertainty
+from disc21spark.matching.stats.weights import THRESHOLDS, poisson_weights, query_keys
 from tests.test_scoring_spark import make_gt, random_submission
 
 

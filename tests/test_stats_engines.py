@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 from disc21spark.matching import labels
 from disc21spark.matching.job import MatchingJob, run
 from disc21spark.matching.score import Scoring, score
+from disc21spark.matching.stats import spec
+from disc21spark.matching.stats.model import Resampling
 from disc21spark.pool import job as pool_job
-from disc21spark.stats import spec
-from disc21spark.stats.model import Resampling
 from tests.test_engines import gt_csv
 from tests.test_scoring_spark import make_gt, random_submission
 

@@ -7,16 +7,14 @@ imports matplotlib only when called (the in-process engine never pays for it).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-    from disc21spark.matching.model import MatchingMetrics
 
-
-def curves_figure(curves: Sequence[tuple[str, MatchingMetrics]], title: str) -> Figure:
-    """Precision against recall of each ``(label, metrics)``, its operating point at
+def curves_figure(curves: Sequence[tuple[str, Any]], title: str) -> Figure:
+    """Precision against recall of each ``(label, metrics)`` (a ``MatchingMetrics``), its operating point at
     precision 0.9 marked; a Figure of its own, not pyplot (no global state, and 0.14 s
     less to import); ``Figure.savefig`` renders with Agg all the same."""
     from matplotlib.figure import Figure

@@ -24,7 +24,7 @@ from disc21spark.core.runner import BaseJob, job_fields
 from disc21spark.matching import coverage, local, report
 from disc21spark.matching.ground_truth import ground_truth_phase
 from disc21spark.matching.model import GroundTruth, MatchingMetrics
-from disc21spark.stats.model import Resampling
+from disc21spark.matching.stats.model import Resampling
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -116,7 +116,7 @@ def _in_process(
             )  # fmt: skip
         except local.NotForThisEngine:
             return None
-    from disc21spark.pool import per_file
+    from disc21spark.matching import per_file
 
     with phases.phase("score") as note:
         (outcome,) = per_file.score_files(

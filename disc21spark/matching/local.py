@@ -39,8 +39,8 @@ from disc21spark.matching.rows import (
     parse_csv_line,
 )
 from disc21spark.matching.source import NotForThisEngine, Source, file_format, local_path
-from disc21spark.stats import local as stats_local
-from disc21spark.stats.model import Resampling
+from disc21spark.matching.stats import local as stats_local
+from disc21spark.matching.stats.model import Resampling
 
 __all__ = ["NotForThisEngine", "Source", "local_path", "read_pairs", "score_source", "unsupported"]
 

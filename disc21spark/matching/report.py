@@ -15,7 +15,7 @@ from disc21spark.core.output import staged_output
 from disc21spark.core.phases import Phases
 from disc21spark.engine import engine_of
 from disc21spark.matching.model import MatchingMetrics
-from disc21spark.stats.report import uncertainty_lines
+from disc21spark.matching.stats.report import uncertainty_lines
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -28,8 +28,8 @@ from disc21spark.core.phases import Phases
 from disc21spark.matching import labels, plan, validate
 from disc21spark.matching.model import GroundTruth, MatchingMetrics
 from disc21spark.matching.rows import max_results_error
-from disc21spark.stats import spark as stats_spark
-from disc21spark.stats.model import Resampling
+from disc21spark.matching.stats import spark as stats_spark
+from disc21spark.matching.stats.model import Resampling
 
 PAIRS = "submission int, query_id string, reference_id string, score double"
 CHECKED = ("file", "bad")  # the columns of parsed predictions, which need checking

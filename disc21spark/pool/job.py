@@ -30,13 +30,13 @@ from disc21spark.core.files import data_files, detect_format, read_parquet
 from disc21spark.core.output import check_writable
 from disc21spark.core.phases import Phases
 from disc21spark.core.runner import BaseJob, job_fields
-from disc21spark.matching import coverage, labels, report, validate
+from disc21spark.matching import coverage, labels, per_file, report, validate
 from disc21spark.matching.ground_truth import ground_truth_phase
 from disc21spark.matching.model import GroundTruth, Submission
 from disc21spark.matching.read import read_predictions
 from disc21spark.matching.rows import PREDICTION_COLUMNS
 from disc21spark.matching.score import Scoring, UnreadableInput, score
-from disc21spark.pool import per_file
+from disc21spark.matching.stats.model import Resampling
 from disc21spark.pool import report as pool_report
 from disc21spark.pool.listing import (  # noqa: F401 (is_pool, submission_name: the pool's face)
     file_checksums,
@@ -45,7 +45,6 @@ from disc21spark.pool.listing import (  # noqa: F401 (is_pool, submission_name: 
     submission_name,
     table_checksums,
 )
-from disc21spark.stats.model import Resampling
 
 log = logging.getLogger("disc21spark")
 

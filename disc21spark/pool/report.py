@@ -15,9 +15,9 @@ from disc21spark.core import fs
 from disc21spark.core.errors import InputError, display_path
 from disc21spark.matching.model import MatchingMetrics, PRCurve, Submission
 from disc21spark.matching.report import ROWS, json_safe, plot_curves, write_curve_csv
+from disc21spark.matching.stats import compare
+from disc21spark.matching.stats.model import STATISTICS, Resampling, Uncertainty
 from disc21spark.pool import page
-from disc21spark.stats import compare
-from disc21spark.stats.model import STATISTICS, Resampling, Uncertainty
 
 log = logging.getLogger("disc21spark")
 FIGURES = [key for key, _, _ in ROWS]

@@ -237,15 +237,3 @@ def paired_test(a: np.ndarray, b: np.ndarray) -> dict:
     result = wilcoxon(a, b, zero_method="wilcox", alternative="two-sided")
     return {"pairs": int(len(a)), "differ": differ, "statistic": float(result.statistic),
             "p_value": float(result.pvalue)}  # fmt: skip
-
-
-def holm(p_values: list[float]) -> list[float]:
-    """Holm's step-down adjustment: one method beating several others is several tests."""
-    m = len(p_values)
-    order = np.argsort(p_values, kind="stable")
-    adjusted = np.empty(m)
-    running = 0.0
-    for i, k in enumerate(order):
-        running = max(running, min(1.0, (m - i) * p_values[k]))
-        adjusted[k] = running
-    return adjusted.tolist()

@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 
 from disc21spark.matching.model import MatchingMetrics
+from disc21spark.matching.stats.compare import holm
 from disc21spark.queries.transforms import parse_tests
 from disc21spark.ranks import spec as rank_spec
 
@@ -160,7 +161,7 @@ def comparisons(summary: pd.DataFrame, ranks: pd.DataFrame) -> pd.DataFrame:
             both = mine[[best, other]].dropna()
             found.append({"test": test, "best": best, "other": other,
                           **rank_spec.paired_test(both[best], both[other])})  # fmt: skip
-        for row, p in zip(found, rank_spec.holm([r["p_value"] for r in found])):
+        for row, p in zip(found, holm([r["p_value"] for r in found])):
             row["p_holm"] = p
         rows += found
     return pd.DataFrame(rows, columns=["test", "best", "other", "pairs", "differ", "statistic",

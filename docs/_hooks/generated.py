@@ -21,7 +21,7 @@ API_MODULES = (
     "disc21spark.matching.spec",
     "disc21spark.descriptors.spec",
     "disc21spark.ranks.spec",
-    "disc21spark.stats",
+    "disc21spark.matching.stats",
 )
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from disc21spark.stats.model import Uncertainty
+from disc21spark.matching.stats.model import Uncertainty
 
 LABELS = (
     ("micro_ap", "μAP"),

@@ -29,7 +29,7 @@ from disc21spark.core.spark import spark_conf
 from disc21spark.matching import local
 from disc21spark.matching.model import GroundTruth, MatchingMetrics
 from disc21spark.matching.source import Source
-from disc21spark.stats.model import Resampling
+from disc21spark.matching.stats.model import Resampling
 
 # each file a partition of its own (the binaryFile source never splits a file): the
 # scheduler then spreads the files over every core, one task each

@@ -9,9 +9,9 @@ import pyarrow.compute as pc
 
 from disc21spark.matching import spec as matching_spec
 from disc21spark.matching.model import GroundTruth
-from disc21spark.stats import spec
-from disc21spark.stats.model import Resampling, Uncertainty
-from disc21spark.stats.weights import query_keys
+from disc21spark.matching.stats import spec
+from disc21spark.matching.stats.model import Resampling, Uncertainty
+from disc21spark.matching.stats.weights import query_keys
 
 
 def measure(query: pa.Array, e: matching_spec.Encoded, gt: GroundTruth, r: Resampling) -> Uncertainty:

@@ -18,8 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from disc21spark.ranks.spec import holm  # one Holm adjustment for every comparison
-from disc21spark.stats.model import STATISTICS, Uncertainty
+from disc21spark.matching.stats.model import STATISTICS, Uncertainty
 
 
 @dataclass(frozen=True)
@@ -120,3 +119,15 @@ COLUMNS = [
     "next_difference", "next_difference_low", "next_difference_high", "next_flip_share",
     "next_p_adjusted",
 ]  # fmt: skip
+
+
+def holm(p_values: list[float]) -> list[float]:
+    """Holm's step-down adjustment: one method beating several others is several tests."""
+    m = len(p_values)
+    order = np.argsort(p_values, kind="stable")
+    adjusted = np.empty(m)
+    running = 0.0
+    for i, k in enumerate(order):
+        running = max(running, min(1.0, (m - i) * p_values[k]))
+        adjusted[k] = running
+    return adjusted.tolist()

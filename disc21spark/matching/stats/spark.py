@@ -20,9 +20,9 @@ from pyspark.sql import functions as F
 from disc21spark.core.phases import Phases
 from disc21spark.matching.labels import SUBMISSION
 from disc21spark.matching.model import GroundTruth, MatchingMetrics
-from disc21spark.stats import spec
-from disc21spark.stats.model import Resampling, Uncertainty
-from disc21spark.stats.weights import query_keys
+from disc21spark.matching.stats import spec
+from disc21spark.matching.stats.model import Resampling, Uncertainty
+from disc21spark.matching.stats.weights import query_keys
 
 COUNTS_SCHEMA = "submission int, misses binary, optimistic binary"
 

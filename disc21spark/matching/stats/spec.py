@@ -42,8 +42,8 @@ import numpy as np
 from disc21spark.matching import spec as matching_spec
 from disc21spark.matching.model import GroundTruth
 from disc21spark.matching.spec import REQUIRED_PRECISION
-from disc21spark.stats.model import Resampling, Uncertainty
-from disc21spark.stats.weights import poisson_weights, query_keys
+from disc21spark.matching.stats.model import Resampling, Uncertainty
+from disc21spark.matching.stats.weights import poisson_weights, query_keys
 
 # resamples whose weights are drawn at once: queries × CHUNK weights stay a few MB
 CHUNK = 64
