@@ -25,7 +25,7 @@ scripts/spark-submit jobs/make_queries.py ...    (the same from a checkout)
 
 
 def epilog() -> str:
-    try:  # the tests' module does the pixel work with Pillow
+    try:  # the tests' module needs numpy (Pillow only once pixels are altered)
         from disc21spark.queries.transforms import KINDS
     except ImportError as e:
         return f"tests: crop:K, jumble:RxC, lowcon:K, ... (the full list needs {e.name}, not installed)"

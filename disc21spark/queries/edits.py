@@ -14,9 +14,12 @@ import math
 import string
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-from PIL import Image, ImageDraw, ImageFilter, ImageFont
+
+if TYPE_CHECKING:
+    from PIL import Image
 
 Size = tuple[int, int]  # (height, width)
 
@@ -57,6 +60,8 @@ def same(size: Size, _value: object) -> Size:
 
 
 def pil(img: np.ndarray) -> Image.Image:
+    from PIL import Image  # Pillow: pixel work only (not --help, not parsing)
+
     return Image.fromarray(img, "RGB")
 
 
@@ -141,15 +146,21 @@ def flip(img: np.ndarray, axis: str, _rng: np.random.Generator) -> tuple[np.ndar
 
 
 def rotate(img: np.ndarray, deg: float, _rng: np.random.Generator) -> tuple[np.ndarray, dict]:
+    from PIL import Image  # Pillow: pixel work only (not --help, not parsing)
+
     out = pil(img).rotate(deg, resample=Image.Resampling.BICUBIC, expand=False, fillcolor=(0, 0, 0))
     return rgb(out), {}
 
 
 def blur(img: np.ndarray, radius: float, _rng: np.random.Generator) -> tuple[np.ndarray, dict]:
+    from PIL import ImageFilter  # Pillow: pixel work only (not --help, not parsing)
+
     return rgb(pil(img).filter(ImageFilter.GaussianBlur(radius))), {}
 
 
 def jpeg(img: np.ndarray, quality: float, _rng: np.random.Generator) -> tuple[np.ndarray, dict]:
+    from PIL import Image  # Pillow: pixel work only (not --help, not parsing)
+
     buf = io.BytesIO()
     pil(img).save(buf, format="JPEG", quality=int(quality))
     return rgb(Image.open(io.BytesIO(buf.getvalue()))), {}
@@ -164,6 +175,8 @@ def resize_size(size: Size, pct: float) -> Size:
 
 
 def resize(img: np.ndarray, pct: float, _rng: np.random.Generator) -> tuple[np.ndarray, dict]:
+    from PIL import Image  # Pillow: pixel work only (not --help, not parsing)
+
     nh, nw = resize_size(img.shape[:2], pct)
     return rgb(pil(img).resize((nw, nh), Image.Resampling.LANCZOS)), {}
 
@@ -196,6 +209,8 @@ def bright(img: np.ndarray, pct: float, _rng: np.random.Generator) -> tuple[np.n
 
 
 def pixel(img: np.ndarray, block: float, _rng: np.random.Generator) -> tuple[np.ndarray, dict]:
+    from PIL import Image  # Pillow: pixel work only (not --help, not parsing)
+
     h, w = img.shape[:2]
     b = int(block)
     small = pil(img).resize((max(1, math.ceil(w / b)), max(1, math.ceil(h / b))), Image.Resampling.BOX)
@@ -203,6 +218,8 @@ def pixel(img: np.ndarray, block: float, _rng: np.random.Generator) -> tuple[np.
 
 
 def text(img: np.ndarray, pct: float, rng: np.random.Generator) -> tuple[np.ndarray, dict]:
+    from PIL import ImageDraw, ImageFont  # Pillow: pixel work only (not --help, not parsing)
+
     h, w = img.shape[:2]
     size = max(6, round(h * pct / 100.0))
     letters = string.ascii_letters + string.digits
@@ -219,6 +236,8 @@ def text(img: np.ndarray, pct: float, rng: np.random.Generator) -> tuple[np.ndar
 
 
 def shape(img: np.ndarray, pct: float, rng: np.random.Generator) -> tuple[np.ndarray, dict]:
+    from PIL import ImageDraw  # Pillow: pixel work only (not --help, not parsing)
+
     h, w = img.shape[:2]
     # an ellipse, rectangle or triangle whose bounding box covers K% of the image area
     kind = ("ellipse", "rectangle", "triangle")[int(rng.integers(0, 3))]
