@@ -26,6 +26,9 @@ from disc21spark.core import fs
 from disc21spark.core.errors import InputError, display_path, first_line
 from disc21spark.core.files import data_files, is_directory
 
+# what h5py raises for a damaged file, besides OSError: a corrupt object header or heap
+# surfaces as KeyError ('message not aligned'), RuntimeError or ValueError (tests/test_fuzz.py)
+HDF5_DAMAGE = (OSError, KeyError, RuntimeError, ValueError, TypeError)
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".webp", ".bmp", ".gif", ".tif", ".tiff")
 ID_NAMES = ("id", "image_id", "image_name", "name", "query_id", "reference_id")
 VECTOR_NAMES = ("vector", "vectors", "descriptor", "descriptors", "embedding", "features")
@@ -178,7 +181,7 @@ def _inspect_hdf5(path: str) -> DescriptorFile:
                     f"{len(names)} image_names for {vectors.shape[0]} vectors (they must match)",
                 )
             return DescriptorFile(path, "hdf5", int(vectors.shape[0]), int(vectors.shape[1]))
-    except OSError as exc:
+    except HDF5_DAMAGE as exc:
         raise InputError(path, f"cannot be read as HDF5 ({exc})") from None
 
 
@@ -253,10 +256,14 @@ def read_block(
     if f.fmt == "hdf5":
         import h5py
 
-        with h5py.File(_readable(f), "r") as h:
-            vectors = np.asarray(h["vectors"][start:stop], dtype=np.float32)
-            names = h["image_names"]
-            raw = names.asstr()[start:stop] if names.dtype.kind in "SOU" else names[start:stop]
+        try:
+            with h5py.File(_readable(f), "r") as h:
+                vectors = np.asarray(h["vectors"][start:stop], dtype=np.float32)
+                names = h["image_names"]
+                raw = names.asstr()[start:stop] if names.dtype.kind in "SOU" else names[start:stop]
+        except HDF5_DAMAGE as exc:
+            where = f"rows {start}..{stop - 1}"
+            raise InputError(f.path, f"cannot be read as HDF5 ({exc})", where) from None
     else:
         vectors = np.asarray(np.load(_readable(f), mmap_mode="r")[start:stop], dtype=np.float32)
         raw = (ids if ids is not None else npy_ids(f))[start:stop]
