@@ -22,7 +22,9 @@ from disc21spark.testing.synth import (
 )
 
 IDS = {"query_id": str, "reference_id": str}
-FIGURES = [k for k in ds.MatchingMetrics.__dataclass_fields__ if k not in ("curve", "warnings")]
+FIGURES = [
+    k for k in ds.MatchingMetrics.__dataclass_fields__ if k not in ("curve", "warnings", "uncertainty")
+]
 
 
 @pytest.fixture(scope="module")

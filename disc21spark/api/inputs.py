@@ -25,11 +25,13 @@ PATH, ARROW, SPARK = "path", "arrow", "spark"
 
 @dataclass(frozen=True)
 class Engine:
-    """The decision of one call: ``name`` "local" (this process) or "spark", and the
-    session Spark runs in (None in process)."""
+    """The decision of one call: ``name`` "local" (this process) or "spark", the session
+    Spark runs in (None in process), and ``choice``, the engine and plan as
+    ``disc21spark.engine`` decided them (what the jobs receive)."""
 
     name: str
     spark: Any = None
+    choice: Any = None
 
 
 def kind(value: Any) -> str:
@@ -181,12 +183,12 @@ def choose_engine(
     from disc21spark import engine as engines
 
     if type(engine).__name__ == "SparkSession":
-        return Engine("spark", engine)
+        return Engine("spark", engine, engines.Choice("spark", "auto", "spark", local_max_bytes))
     if engine not in engines.ENGINES:
         raise InputError("", f"engine={engine!r}: give 'auto', 'local', 'spark' or a SparkSession")
     for value in inputs:
         check_exists(value)
-    on_spark = False
+    on_spark = None
     for value, fmt in zip(inputs, formats):
         input_kind = _INPUT_KINDS[kind(value)]
         paths = (os.fspath(value),) if input_kind == "path" else ()
@@ -195,10 +197,10 @@ def choose_engine(
             paths, engine=engine, local_max_bytes=local_max_bytes, predictions_format=fmt,
             input_kind=input_kind, spark_submit=False,
         )  # fmt: skip
-        on_spark = on_spark or choice.needs_spark
-    if not on_spark:
-        return Engine("local")
-    return Engine("spark", spark_session(engine, inputs))
+        on_spark = on_spark or (choice if choice.needs_spark else None)
+    if on_spark is None:
+        return Engine("local", choice=engines.LOCAL)
+    return Engine("spark", spark_session(engine, inputs), on_spark)
 
 
 def check_exists(value: Any) -> None:

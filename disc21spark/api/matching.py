@@ -102,7 +102,7 @@ def _score_one(
     """One submission on the chosen engine, through the command line's functions;
     ``name``: how a table names itself in messages."""
     args.engine = engine.name
-    job = MatchingJob.from_args(args)
+    job = MatchingJob.from_args(args, engine.choice)
     if kind(predictions) == PATH:
         return score_predictions(engine.spark, job, gt, Phases())
     source = label(name, predictions)
