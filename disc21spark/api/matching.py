@@ -62,7 +62,8 @@ def evaluate(
         than ``local_max_bytes`` → Spark; a table in memory or a local file → this
         process (no JVM). A SparkSession: Spark, in that session.
     curve_points, partitions : int, int or None
-        Points kept in ``pr_curve`` (figures are exact); range partitions of the sort.
+        Points kept in ``pr_curve`` (figures are exact); partitions of the repeat
+        check's shuffle on Spark (None: adaptive).
     predictions_format, ground_truth_format : {"auto", "csv", "parquet"}
         The format of a path (auto: from its name).
     local_max_bytes : int
