@@ -91,19 +91,19 @@ def census(rows: DataFrame, checked: bool, partitions: int | None = None) -> dic
     per_pair = rows.groupBy(SUBMISSION, "query_index", "pair").agg(
         F.count(F.lit(1)).alias("n"),
         F.count(bad).alias("bad"),
-        F.first(bad, ignorenulls=True).alias("first_bad"),
+        F.min(bad).alias("first_bad"),
     )
     per_query = per_pair.groupBy(SUBMISSION, "query_index").agg(
         F.sum("n").alias("n"),
         F.sum("bad").alias("bad"),
-        F.first("first_bad", ignorenulls=True).alias("first_bad"),
+        F.min("first_bad").alias("first_bad"),
         F.sum(F.col("n") - 1).alias("repeats"),
     )
     unknown = is_unknown(F.col("query_index"))
     summary = per_query.groupBy(SUBMISSION).agg(
         F.sum("n").alias("n"),
         F.sum("bad").alias("bad"),
-        F.first("first_bad", ignorenulls=True).alias("first_bad"),
+        F.min("first_bad").alias("first_bad"),
         F.sum(F.when(unknown, F.col("n")).otherwise(0)).alias("unknown"),
         F.count(F.when(~unknown, 1)).alias("known_queries"),
         F.sum("repeats").alias("repeats"),

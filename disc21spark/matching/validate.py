@@ -64,7 +64,10 @@ def typed_predictions(raw: DataFrame, keep: tuple[str, ...] = ()) -> DataFrame:
     # + 0.0 turns -0.0 into 0.0: they tie in the official sort and must here too
     score = F.coalesce(F.col("score"), F.col("score_raw").try_cast("double")) + F.lit(0.0)
     rows = rows.withColumn("score", score)
+    # ``order`` first: the earliest bad row is the struct's minimum (the message names the
+    # first bad line, as the in-process engine does; within one split, rows keep file order)
     bad = F.struct(
+        F.monotonically_increasing_id().alias("order"),
         "file",
         "from_csv",
         "query_id",
