@@ -171,7 +171,7 @@ def test_cluster_make_queries_writes_the_local_bytes(cluster, tmp_path, spark):
     import numpy as np
     from PIL import Image
 
-    from disc21spark.library import spec as library
+    from disc21spark.library import images as library
     from disc21spark.queries.job import QueryJob
     from disc21spark.queries.job import run as make_bench
     from disc21spark.queries.spec import Settings

@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from PIL import Image
 
-from disc21spark.library import spec as library
+from disc21spark.library import images as library
 from tests.conftest import ROOT, cli_env
 from tests.test_bad_input_matrix import succeed
 from tests.test_descriptor_track import small  # noqa: F401  (a fixture)

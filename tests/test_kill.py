@@ -22,7 +22,7 @@ import pytest
 from PIL import Image
 
 from disc21spark.core import faults
-from disc21spark.library import spec as library
+from disc21spark.library import images as library
 from tests.conftest import ROOT, cli_env, held_pid
 from tests.test_bad_input_matrix import snapshot, succeed
 from tests.test_pool import GT, random_submission

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from disc21spark.library import spec as library
-from disc21spark.library.spec import (
+from disc21spark.library import images as library
+from disc21spark.library.images import (
     BARE,
     LibraryItem,
     dead_leaves,
@@ -90,7 +90,7 @@ def test_dead_leaves_is_deterministic_and_independent_of_other_calls():
 
 def test_dead_leaves_is_the_same_in_a_fresh_process():
     code = (
-        "import hashlib; from disc21spark.library.spec import dead_leaves; "
+        "import hashlib; from disc21spark.library.images import dead_leaves; "
         f"print(hashlib.sha256(dead_leaves(3, 5, {W}, {H}).tobytes()).hexdigest())"
     )
     out = subprocess.run(
@@ -271,7 +271,7 @@ def test_bad_arguments_raise_a_one_line_value_error(call, message):
 
 def test_a_batch_without_small_disks():
     """Seen at seed 6000 in a 6,050-image library: a batch of only large disks."""
-    from disc21spark.library.spec import _small_disk_pixels
+    from disc21spark.library.images import _small_disk_pixels
 
     empty = np.empty(0)
     pixels, owners = _small_disk_pixels(empty, empty, empty, empty.astype(np.int64), 64, 48)

@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 
 from disc21spark.core.errors import OutputError
+from disc21spark.library import images as library
 from disc21spark.library import job as library_job
-from disc21spark.library import spec as library
 
 
 def test_library_job_writes_the_rendered_images(spark, tmp_path, monkeypatch):

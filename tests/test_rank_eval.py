@@ -16,7 +16,7 @@ import pytest
 from PIL import Image
 
 from disc21spark.core.errors import InputError
-from disc21spark.library import spec as library
+from disc21spark.library import images as library
 from disc21spark.matching import spec as metrics
 from disc21spark.matching.model import GroundTruth
 from disc21spark.queries import bench_folder as benchset
