@@ -51,8 +51,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     _add_descriptor_arguments(p.add_argument_group("descriptor track"), conf)
     sort = add_option(p, conf, "--sort-partitions", key="partitions", dest="partitions",
                       type=int, metavar="N",
-                      help="partitions of the repeat check's shuffle on Spark "
-                      "(default: adaptive)")  # fmt: skip
+                      help="partitions of the repeat check's shuffle on Spark, at most 64 "
+                      "per core (default: adaptive)")  # fmt: skip
     add_old_name(p, "--partitions", sort)
     add_option(p, conf, "--curve-points", type=int, metavar="N",
                help="points kept in pr_curve.csv (the metrics always use every point)")  # fmt: skip
