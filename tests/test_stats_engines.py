@@ -10,6 +10,7 @@ import pandas as pd
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from disc21spark import engine
 from disc21spark.matching import labels
 from disc21spark.matching.job import MatchingJob, run
 from disc21spark.matching.score import Scoring, score
@@ -54,9 +55,9 @@ def test_engines_equal_the_specification(spark, tmp_path_factory, seed, n, n_sco
         assert_same(spark_uncertainty(spark, frame, gt, r, partitions), wanted)
     frame.to_csv(tmp / "p.csv", index=False)
     truth = gt_csv(tmp / "gt.csv", gt)
-    for session, in_process in ((spark, False), (None, True)):
+    for session, choice in ((spark, engine.DISTRIBUTED), (None, engine.LOCAL)):
         job = MatchingJob(str(truth), str(tmp / "p.csv"), None, max_results=0,
-                          in_process=in_process, resamples=60, confidence=0.9, seed=seed % 7)  # fmt: skip
+                          choice=choice, resamples=60, confidence=0.9, seed=seed % 7)  # fmt: skip
         assert_same(run(session, job).uncertainty, wanted)
 
 
@@ -84,7 +85,7 @@ def test_metrics_json_holds_the_intervals(tmp_path):
     frame.to_csv(tmp_path / "p.csv", index=False)
     truth = gt_csv(tmp_path / "gt.csv", gt)
     job = MatchingJob(str(truth), str(tmp_path / "p.csv"), str(tmp_path / "out"), max_results=0,
-                      in_process=True, resamples=40, confidence=0.8, seed=2)  # fmt: skip
+                      choice=engine.LOCAL, resamples=40, confidence=0.8, seed=2)  # fmt: skip
     metrics = run(None, job)
     doc = json.loads((tmp_path / "out" / "metrics.json").read_text())
     low, high = doc["bootstrap"]["intervals"]["micro_ap"]
