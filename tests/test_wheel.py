@@ -83,7 +83,7 @@ def test_the_installed_package_is_the_wheels(fresh, env, work):
     assert not Path(pyspark).is_relative_to(fresh)  # the project's, not downloaded
     helped = disc21spark(fresh, env, work, "evaluate", "--help")
     assert helped.returncode == 0 and helped.stdout.startswith("usage: disc21spark evaluate")
-    assert "(default 500000; 0: no limit)" in " ".join(helped.stdout.split())
+    assert "0: no limit (default: 500000)" in " ".join(helped.stdout.split())
 
 
 def test_evaluate_and_a_bad_submission(fresh, env, work):
