@@ -15,6 +15,16 @@ ROOT = Path(__file__).resolve().parents[1]
 SHARED_GT = ROOT.parent / "shared" / "data" / "disc21_dev_ground_truth.csv"
 DEV_GT = ROOT / "data" / "disc21_dev_ground_truth.csv"
 
+# the least each command needs
+MINIMAL = {
+    "evaluate": ["--ground-truth", "gt.csv", "--predictions", "p.csv", "--output", "o"],
+    "make-library": ["--output", "o", "--size", "3"],
+    "make-queries": ["--images", "lib", "--output", "o"],
+    "extract": ["--images", "lib", "--method", "tiny", "--output", "o.h5"],
+    "rank-eval": ["--bench", "b", "--output", "o"],
+}
+DESCRIPTORS = ["--query-descriptors", "q.h5", "--reference-descriptors", "r.h5"]
+
 # not Spark's 7077: a cluster a developer started with `make cluster-start` keeps running
 STANDALONE_PORT = "17077"
 

@@ -13,17 +13,8 @@ from hypothesis import strategies as st
 
 from disc21spark import commands
 from disc21spark.core import config
-from tests.conftest import ROOT
+from tests.conftest import DESCRIPTORS, MINIMAL, ROOT
 
-# the least each command needs
-MINIMAL = {
-    "evaluate": ["--ground-truth", "gt.csv", "--predictions", "p.csv", "--output", "o"],
-    "make-library": ["--output", "o", "--size", "3"],
-    "make-queries": ["--images", "lib", "--output", "o"],
-    "extract": ["--images", "lib", "--method", "tiny", "--output", "o.h5"],
-    "rank-eval": ["--bench", "b", "--output", "o"],
-}
-DESCRIPTORS = ["--query-descriptors", "q.h5", "--reference-descriptors", "r.h5"]
 EVALUATE_DESCRIPTORS = ["--ground-truth", "gt.csv", "--output", "o", *DESCRIPTORS]
 # how the command line types each default of defaults.ini
 TYPES = {

@@ -16,17 +16,10 @@ import pytest
 from disc21spark import __version__, commands
 from disc21spark.commands.common import _Renamed
 from disc21spark.core import invocation
+from tests.conftest import DESCRIPTORS, MINIMAL
 
 ROOT = Path(__file__).resolve().parents[1]
 GT = str(ROOT / "data" / "disc21_dev_ground_truth.csv")
-MINIMAL = {
-    "evaluate": ["--ground-truth", "gt.csv", "--predictions", "p.csv", "--output", "o"],
-    "make-library": ["--output", "o", "--size", "3"],
-    "make-queries": ["--images", "lib", "--output", "o"],
-    "extract": ["--images", "lib", "--method", "tiny", "--output", "o.h5"],
-    "rank-eval": ["--bench", "b", "--output", "o"],
-}
-DESCRIPTORS = ["--query-descriptors", "q.h5", "--reference-descriptors", "r.h5"]
 # command, old name, new name, a value, the attribute both set
 RENAMED = [
     ("evaluate", "--partitions", "--sort-partitions", ["5"], "partitions"),
