@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from disc21spark.core.config import parse_size, value
 from disc21spark.core.errors import InputError
-from disc21spark.core.fs import is_glob, is_uri
+from disc21spark.core.paths import display_path, is_plain, is_uri
 
 if TYPE_CHECKING:
     from disc21spark.matching.rows import Row
@@ -157,8 +157,7 @@ def _local_path(path: str) -> str:
 def _missing_local_file(paths: Sequence[str]) -> str | None:
     """The first input named as a plain local path (no scheme, no glob) that is not there."""
     for path in paths:
-        plain = "://" not in path and not is_glob(path)
-        if plain and not os.path.exists(path):
+        if is_plain(display_path(path)) and not os.path.exists(display_path(path)):
             return path
     return None
 

@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from disc21spark.core import fs
+from disc21spark.core import fs, paths
 from disc21spark.core.errors import InputError, OutputError
 from disc21spark.core.output import check_writable, recover, staged_output
 
@@ -19,7 +19,7 @@ from disc21spark.core.output import check_writable, recover, staged_output
      ("file:/tmp/x", "file"), ("s3a://bucket/x", "s3a"), ("hdfs://nn:8020/x", "hdfs")],
 )  # fmt: skip
 def test_schemes(path, kind):
-    assert fs.scheme(path) == kind
+    assert paths.scheme(path) == kind
 
 
 def test_a_uri_output_is_committed_through_hadoop(spark, tmp_path):

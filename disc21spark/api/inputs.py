@@ -17,6 +17,7 @@ from typing import Any
 import pyarrow as pa
 
 from disc21spark.core.errors import InputError
+from disc21spark.core.paths import is_plain
 from disc21spark.matching.model import GroundTruth
 from disc21spark.matching.rows import Row, parse_ground_truth
 
@@ -209,6 +210,5 @@ def check_exists(value: Any) -> None:
     if kind(value) != PATH:
         return
     path = os.fspath(value)
-    plain = "://" not in path and not path.startswith("file:") and not any(c in path for c in "*?[{")
-    if plain and not os.path.exists(path):
+    if is_plain(path) and not os.path.exists(path):
         raise InputError(path, "no such file or directory")

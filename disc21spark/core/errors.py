@@ -19,14 +19,6 @@ class OutputError(Exception):
     """The output folder cannot be written as asked (exists, not a folder...)."""
 
 
-def display_path(uri: str) -> str:
-    """A local file URI as the plain path users type; other schemes unchanged."""
-    for prefix in ("file://", "file:"):
-        if uri.startswith(prefix):
-            return uri[len(prefix) :] if uri[len(prefix) :].startswith("/") else uri
-    return uri
-
-
 def first_line(exc: object, limit: int | None = 300, empty: str = "unknown error") -> str:
     """One line saying why a (Java) call failed: the root cause when Spark wraps one;
     at most ``limit`` characters (None: all of the line), ``empty`` when there is none."""

@@ -1,4 +1,6 @@
-"""Any path Spark can read, through the Hadoop FileSystem API of the running session.
+"""Any path Spark can read, through the Hadoop FileSystem API of the running session:
+listing (a file, a folder or a glob), kind, size, SHA-256, copies, Parquet, outputs.
+What a path's text says (scheme, glob, suffix) is ``core/paths.py``'s.
 
 A plain path (``out/``, ``/data/gt.csv``) is this machine's file system and is handled
 with the standard library: the in-process engine and ``--help`` need no JVM. A URI
@@ -16,23 +18,21 @@ sign that a folder is complete.
 from __future__ import annotations
 
 import hashlib
-import re
 import shutil
 import tempfile
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from disc21spark.core.errors import InputError, OutputError, first_line
+from disc21spark.core.paths import is_uri, scheme
+
+if TYPE_CHECKING:  # the in-process engine uses this module without importing PySpark
+    from pyspark.sql import DataFrame, SparkSession
 
 SUCCESS = "_SUCCESS"
-GLOB_CHARACTERS = "*?[{"
-# the codecs Hadoop's CompressionCodecFactory picks by a file's suffix
-HADOOP_CODECS = (".gz", ".bz2", ".zst", ".lz4", ".snappy", ".deflate")
-# a scheme of two letters or more: "C:" is a Windows drive, not a file system
-_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+):")
 # Hadoop's connector artefacts for the schemes users ask for most
 CONNECTORS = {
     "s3a": "the hadoop-aws package (--packages org.apache.hadoop:hadoop-aws:<Hadoop version>)",
@@ -42,21 +42,6 @@ CONNECTORS = {
     "abfss": "the hadoop-azure package (--packages org.apache.hadoop:hadoop-azure:<version>)",
     "wasbs": "the hadoop-azure package",
 }
-
-
-def scheme(path: str) -> str | None:
-    """The URI scheme of a path (``s3a``), or None for a plain local path."""
-    found = _SCHEME.match(str(path))
-    return found.group(1).lower() if found else None
-
-
-def is_uri(path: str) -> bool:
-    return scheme(path) is not None
-
-
-def is_glob(path: str) -> bool:
-    """Whether Hadoop's globbing would expand the path (``*``, ``?``, ``[...]``, ``{a,b}``)."""
-    return any(c in path for c in GLOB_CHARACTERS)
 
 
 def active_session() -> Any:
@@ -117,6 +102,61 @@ def failure(path: str, exc: BaseException, error: type[Exception] = InputError) 
         if error is OutputError
         else error(path, message)  # InputError(source, reason)
     )
+
+
+def is_directory(spark: SparkSession, path: str) -> bool:
+    """Whether an existing path (no glob) is a folder, on any Hadoop file system."""
+    return HadoopPath(spark, path).is_dir()
+
+
+def data_files(spark: SparkSession, path: str) -> list[str]:
+    """The files a path (file, folder or glob) stands for; an InputError when there are none."""
+    return list(sized_files(spark, path))
+
+
+def sized_files(spark: SparkSession, path: str) -> dict[str, int]:
+    """``data_files`` with each file's size in bytes (from the same listing), in order."""
+    try:
+        where = HadoopPath(spark, path)
+        fs = where.fs
+        statuses = fs.globStatus(where.path) or []
+        files: dict[str, int] = {}
+        for status in statuses:
+            if status.isDirectory():
+                for child in fs.listStatus(status.getPath()) or []:
+                    name = child.getPath().getName()
+                    if child.isFile() and not name.startswith(("_", ".")):
+                        files[child.getPath().toString()] = int(child.getLen())
+            else:
+                files[status.getPath().toString()] = int(status.getLen())
+    except InputError:  # the file system itself (a scheme without its connector)
+        raise
+    except Exception as exc:  # any filesystem failure is the user's path, not our bug
+        raise failure(path, exc) from None
+    if not statuses:
+        raise InputError(path, "no such file or directory")
+    if not files:
+        raise InputError(path, "folder holds no data file")
+    return dict(sorted(files.items()))
+
+
+def read_parquet(spark: SparkSession, path: str | list[str], columns: tuple[str, ...]) -> DataFrame:
+    """Parquet files or folders holding (at least) the given columns."""
+    paths = [path] if isinstance(path, str) else list(path)
+    name = ", ".join(paths)
+    try:
+        df = spark.read.parquet(*paths)
+    except Exception as exc:  # not Parquet, or a damaged footer
+        raise InputError(name, f"cannot be read ({first_line(exc)})") from None
+    missing = [c for c in columns if c not in df.columns]
+    if missing:
+        raise InputError(name, f"missing column {missing[0]!r} (has: {', '.join(df.columns)})")
+    return df
+
+
+def uri(spark: SparkSession, path: str) -> str:
+    """A path as Spark names a row's file (``_metadata.file_path``): its URI, encoded."""
+    return spark.sparkContext._jvm.org.apache.hadoop.fs.Path(path).toUri().toString()
 
 
 def sha256(path: str, spark: Any = None) -> str:

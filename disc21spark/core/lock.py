@@ -22,8 +22,9 @@ import socket
 import sys
 from pathlib import Path
 
-from disc21spark.core import fs, record
-from disc21spark.core.errors import OutputError, display_path
+from disc21spark.core import paths, record
+from disc21spark.core.errors import OutputError
+from disc21spark.core.paths import display_path
 
 _HELD: dict[str, tuple[Path, int]] = {}  # lock file → (it, its descriptor), held here
 
@@ -31,8 +32,8 @@ _HELD: dict[str, tuple[Path, int]] = {}  # lock file → (it, its descriptor), h
 def lock_path(output: str | os.PathLike) -> Path | None:
     """The lock file of ``output``, or None for an output on a store that has none."""
     text = str(output)
-    if fs.is_uri(text):
-        if fs.scheme(text) != "file" or not display_path(text).startswith("/"):
+    if paths.is_uri(text):
+        if paths.scheme(text) != "file" or not display_path(text).startswith("/"):
             return None
         text = display_path(text)
     out = Path(text.rstrip("/") or "/")

@@ -16,14 +16,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from disc21spark.core import faults, fs, lock, record, signals
+from disc21spark.core import faults, fs, lock, paths, record, signals
 from disc21spark.core.errors import OutputError
 
 
 def check_writable(path: str | os.PathLike, overwrite: bool) -> None:
     """Fail early, before any work, when the results could not be published. A URI is
     checked once Spark runs (its file systems live in the JVM)."""
-    if fs.is_uri(str(path)):
+    if paths.is_uri(str(path)):
         if fs.active_session() is not None:
             fs.check_writable_uri(str(path), overwrite)
         return
@@ -53,7 +53,7 @@ def staged_output(path: str | os.PathLike, overwrite: bool) -> Iterator[Path]:
     """
     locked = lock.acquire(path)  # a library call: the runner holds it already for a command
     try:
-        if fs.is_uri(str(path)):
+        if paths.is_uri(str(path)):
             with fs.staged_uri_output(str(path), overwrite) as stage:
                 yield stage
                 record.write(stage, fs.active_session())

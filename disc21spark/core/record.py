@@ -62,7 +62,7 @@ class Record:
         previous results, its ground truth) and this record share one digest of each
         file, even when they ask at the same moment from different threads."""
         from disc21spark.core import fs
-        from disc21spark.core.errors import display_path
+        from disc21spark.core.paths import display_path
 
         key = display_path(path)  # file:/x and /x are one file
         with self._digests_lock:
@@ -215,7 +215,7 @@ def _files_of(path: str, spark: Any) -> list[str] | None:
     if fs.is_uri(path):
         if spark is None:
             return None
-        from disc21spark.core.files import data_files
+        from disc21spark.core.fs import data_files
 
         try:
             return data_files(spark, path)

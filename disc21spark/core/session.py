@@ -14,8 +14,8 @@ from pyspark.sql import SparkSession
 
 from disc21spark.core import gateway
 from disc21spark.core.config import conf_file, conf_item
-from disc21spark.core.errors import InputError, display_path
-from disc21spark.core.fs import scheme
+from disc21spark.core.errors import InputError
+from disc21spark.core.paths import display_path, scheme
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
 

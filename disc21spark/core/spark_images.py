@@ -9,8 +9,9 @@ import re
 from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 
-from disc21spark.core.errors import InputError, display_path, first_line
-from disc21spark.core.files import is_directory
+from disc21spark.core.errors import InputError, first_line
+from disc21spark.core.fs import is_directory
+from disc21spark.core.paths import display_path, is_glob
 from disc21spark.core.spark import spark_conf, union_all
 
 # what a library may hold; anything else in a folder is not taken for an image
@@ -90,7 +91,7 @@ def image_frame(spark: SparkSession, patterns: list[str]) -> DataFrame:
 
 
 def _is_folder(spark: SparkSession, path: str) -> bool:
-    if any(c in path for c in "*?[{"):
+    if is_glob(path):
         return False
     try:
         return is_directory(spark, path)

@@ -22,14 +22,14 @@ from pyspark.sql import Column, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from disc21spark.core import fs
-from disc21spark.core.errors import InputError, display_path, first_line
-from disc21spark.core.files import data_files, is_directory
+from disc21spark.core import fs, paths
+from disc21spark.core.errors import InputError, first_line
+from disc21spark.core.fs import data_files, is_directory
+from disc21spark.core.paths import IMAGE_SUFFIX_PATTERN, bare_image_name, display_path
 
 # what h5py raises for a damaged file, besides OSError: a corrupt object header or heap
 # surfaces as KeyError ('message not aligned'), RuntimeError or ValueError (tests/test_fuzz.py)
 HDF5_DAMAGE = (OSError, KeyError, RuntimeError, ValueError, TypeError)
-IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".webp", ".bmp", ".gif", ".tif", ".tiff")
 ID_NAMES = ("id", "image_id", "image_name", "name", "query_id", "reference_id")
 VECTOR_NAMES = ("vector", "vectors", "descriptor", "descriptors", "embedding", "features")
 # a file's format by its name (a Parquet dataset may also be a folder)
@@ -63,14 +63,13 @@ def _readable(f: DescriptorFile) -> str:
 def _remote(path: str) -> bool:
     """A URI (file: included) is read through Hadoop on the driver and shipped to the
     executors; a plain path is opened where it is, by every node (a shared disk)."""
-    return fs.is_uri(path)
+    return paths.is_uri(path)
 
 
 def bare_id(name: str) -> str:
     """'images/R000123.jpg' -> 'R000123', as the ISC2021 reader reduces image names."""
     base = PurePosixPath(name.replace("\\", "/")).name
-    stem, dot, suffix = base.rpartition(".")
-    return stem if dot and f".{suffix.lower()}" in IMAGE_SUFFIXES else base
+    return bare_image_name(base)
 
 
 def bare_ids(names) -> np.ndarray:
@@ -83,8 +82,7 @@ def bare_ids(names) -> np.ndarray:
 
 def bare_id_column(name: Column) -> Column:
     """bare_id as a Spark expression, for ids the executors read (Parquet queries)."""
-    suffix = r"(?i)\.(" + "|".join(s.lstrip(".") for s in IMAGE_SUFFIXES) + ")$"
-    return F.regexp_replace(F.regexp_extract(name, r"([^/\\]*)$", 1), suffix, "")
+    return F.regexp_replace(F.regexp_extract(name, r"([^/\\]*)$", 1), IMAGE_SUFFIX_PATTERN, "")
 
 
 def _format(path: str) -> str:
@@ -92,7 +90,7 @@ def _format(path: str) -> str:
     for suffix, fmt in FORMATS.items():
         if lower.endswith(suffix):
             return fmt
-    if (_remote(path) and fs.scheme(path) != "file") or os.path.isdir(display_path(path)):
+    if (_remote(path) and paths.scheme(path) != "file") or os.path.isdir(display_path(path)):
         # a folder: a Parquet dataset
         return "parquet"
     raise InputError(path, "unknown descriptor format (expected .h5/.hdf5, .npy or Parquet)")

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from disc21spark.core.paths import IMAGE_SUFFIX_PATTERN, bare_image_name
 from disc21spark.matching.arrays import numbers, strings
 from disc21spark.matching.model import GroundTruth, MatchingMetrics
 
@@ -36,18 +37,16 @@ if TYPE_CHECKING:
 
 # "most": more than half of the predictions
 MOST = 0.5
-IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".webp", ".bmp", ".gif", ".tif", ".tiff")
 # the two steps of bare_id as regular expressions (Java's on Spark, RE2 on Arrow: these
 # patterns mean the same in both)
 FOLDER = r"^.*[/\\]"
-SUFFIX = r"(?i)\.(" + "|".join(s.lstrip(".") for s in IMAGE_SUFFIXES) + ")$"
+SUFFIX = IMAGE_SUFFIX_PATTERN
 
 
 def bare_id(name: str) -> str:
     """'images/Q000123.jpg' -> 'Q000123': the id once its folder and image extension go."""
     base = PurePosixPath(name.replace("\\", "/")).name if ("/" in name or "\\" in name) else name
-    stem, dot, suffix = base.rpartition(".")
-    return stem if dot and f".{suffix.lower()}" in IMAGE_SUFFIXES else base
+    return bare_image_name(base)
 
 
 @dataclass(frozen=True)

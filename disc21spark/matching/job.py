@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from disc21spark import engine
 from disc21spark.core import config
 from disc21spark.core.errors import InputError, first_line
-from disc21spark.core.files import sized_files
+from disc21spark.core.fs import sized_files
 from disc21spark.core.output import check_writable, staged_output
 from disc21spark.core.phases import Phases
 from disc21spark.core.runner import BaseJob, job_fields

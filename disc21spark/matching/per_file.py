@@ -24,7 +24,8 @@ from urllib.parse import unquote
 from pyspark.sql import SparkSession
 
 from disc21spark.core import faults
-from disc21spark.core.errors import InputError, display_path
+from disc21spark.core.errors import InputError
+from disc21spark.core.paths import display_path
 from disc21spark.core.spark import spark_conf
 from disc21spark.matching import local
 from disc21spark.matching.model import GroundTruth, MatchingMetrics

@@ -6,8 +6,9 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from disc21spark.core.errors import InputError, display_path, first_line
-from disc21spark.core.files import data_files, detect_format, read_parquet
+from disc21spark.core.errors import InputError, first_line
+from disc21spark.core.fs import data_files, read_parquet
+from disc21spark.core.paths import codec, detect_format, display_path
 from disc21spark.matching.rows import (
     PREDICTION_COLUMNS,
     WHITESPACE,
@@ -99,7 +100,7 @@ def read_small_table(
 def _small_text(spark: SparkSession, file: str) -> list[str]:
     """Lines of a small text file: directly when local, else through Spark (any codec)."""
     local = display_path(file)
-    if local.startswith("/") and not local.endswith((".gz", ".bz2", ".zst", ".lz4", ".snappy")):
+    if local.startswith("/") and codec(local) is None:
         # as textFile reads: no byte-order mark in the first id, U+FFFD for a byte that is
         # not UTF-8 (refused by name in parse_ground_truth)
         with open(local, encoding="utf-8-sig", errors="replace", newline="") as fh:

@@ -18,15 +18,14 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import IO
 
-from disc21spark.core.errors import InputError, display_path, first_line
-from disc21spark.core.files import detect_format
-from disc21spark.core.fs import HADOOP_CODECS, is_glob
+from disc21spark.core.errors import InputError, first_line
+from disc21spark.core.paths import ARROW_CODECS, HADOOP_CODECS, detect_format, display_path, is_glob
 from disc21spark.matching.rows import Row, parse_csv_line
 
 # what Arrow reads from a local path (compression from the name, as Spark's codecs do)
-CSV_SUFFIXES = (".csv", ".txt", ".csv.gz", ".txt.gz", ".csv.bz2", ".txt.bz2")
+CSV_SUFFIXES = tuple(f"{kind}{c}" for kind in (".csv", ".txt") for c in ("", *ARROW_CODECS))
 # codecs Hadoop reads and Arrow does not take from a file name
-HADOOP_ONLY = tuple(c for c in HADOOP_CODECS if c not in (".gz", ".bz2"))
+HADOOP_ONLY = tuple(c for c in HADOOP_CODECS if c not in ARROW_CODECS)
 # the codecs decompressed here, keyed by the suffix Hadoop's codec factory goes by
 _OPENERS = {".gz": gzip.open, ".bz2": bz2.open}
 

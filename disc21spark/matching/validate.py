@@ -5,7 +5,8 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from disc21spark.core.errors import InputError, display_path
+from disc21spark.core.errors import InputError
+from disc21spark.core.paths import display_path
 from disc21spark.matching.read import find_lines
 from disc21spark.matching.rows import (
     MISSING_SCORE,

@@ -21,13 +21,13 @@ from disc21spark import engine
 from disc21spark.core import config, fs, record
 from disc21spark.core.errors import (
     InputError,
-    display_path,
     failure_texts,
     first_line,
     is_read_failure,
 )
-from disc21spark.core.files import data_files, detect_format, read_parquet
+from disc21spark.core.fs import data_files, read_parquet
 from disc21spark.core.output import check_writable
+from disc21spark.core.paths import detect_format, display_path
 from disc21spark.core.phases import Phases
 from disc21spark.core.runner import BaseJob, job_fields
 from disc21spark.matching import coverage, labels, per_file, report, validate
@@ -156,7 +156,7 @@ def _read_pool(spark: SparkSession, job: PoolJob, subs: list[Submission]) -> Dat
     # Spark names a row's file by its URI ("a%20b.csv"), the listing by its path; a
     # broadcast hash join, not a literal map (looked up by a linear scan of its keys)
     files = spark.createDataFrame(
-        [(_uri(spark, f), i) for f, i in index.items()],
+        [(fs.uri(spark, f), i) for f, i in index.items()],
         f"file string, {labels.SUBMISSION} int",
     )
     return typed.join(F.broadcast(files), "file", "left")
@@ -324,11 +324,6 @@ def _parquet_usable(spark: SparkSession, job: PoolJob, s: Submission) -> bool:
     return True
 
 
-def _uri(spark: SparkSession, path: str) -> str:
-    """A path as Spark names a row's file (``_metadata.file_path``): its URI, encoded."""
-    return spark.sparkContext._jvm.org.apache.hadoop.fs.Path(path).toUri().toString()
-
-
 def _where(s: Submission) -> str:
     return display_path(s.source) if not s.source.startswith("table:") else s.source
 
@@ -341,7 +336,7 @@ def _unreadable(spark: SparkSession, exc: Exception, subs: list[Submission]) -> 
     hits = [
         s
         for s in subs
-        if any(n in text for n in (s.source, display_path(s.source), _uri(spark, s.source)))
+        if any(n in text for n in (s.source, display_path(s.source), fs.uri(spark, s.source)))
     ]
     return max(hits, key=lambda s: len(s.source)) if hits else None
 

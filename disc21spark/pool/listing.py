@@ -12,11 +12,12 @@ from pathlib import PurePosixPath
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from disc21spark.core import fs, record
-from disc21spark.core.errors import InputError, display_path
-from disc21spark.core.files import PARQUET_SUFFIXES, data_files, is_directory, sized_files
+from disc21spark.core import paths, record
+from disc21spark.core.errors import InputError
+from disc21spark.core.fs import data_files, is_directory, sized_files
+from disc21spark.core.paths import PARQUET_SUFFIXES, display_path
 
-SUFFIXES = (".csv", ".txt", *PARQUET_SUFFIXES, *fs.HADOOP_CODECS)
+SUFFIXES = (".csv", ".txt", *PARQUET_SUFFIXES, *paths.HADOOP_CODECS)
 
 
 def submission_name(file: str) -> str:
@@ -33,7 +34,7 @@ def is_pool(spark: SparkSession, predictions: list[str], submission_column: str 
     if submission_column or len(predictions) > 1:
         return True
     path = predictions[0]
-    if fs.is_glob(path):
+    if paths.is_glob(path):
         return True
     files = data_files(spark, path)  # a clear error when the path does not exist
     if not is_directory(spark, path):

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import numpy as np
 
-from disc21spark.core import fs
-from disc21spark.core.errors import InputError, display_path
+from disc21spark.core import fs, paths
+from disc21spark.core.errors import InputError
+from disc21spark.core.paths import display_path
 from disc21spark.matching.model import MatchingMetrics, PRCurve, Submission
 from disc21spark.matching.report import ROWS, json_safe, plot_curves, write_curve_csv
 from disc21spark.matching.stats import compare
@@ -196,7 +197,7 @@ def read_previous(folder: str, settings: dict) -> dict:
     """Submissions of a previous run's output folder, by name, when it was made with the
     same ground truth and settings; otherwise nothing is reused. A folder on another
     file system is copied here first (a leaderboard and its curves: small files)."""
-    if fs.is_uri(folder) and fs.exists(folder):
+    if paths.is_uri(folder) and fs.exists(folder):
         with fs.local_copy(folder) as here:
             return _read_previous(folder, Path(here), settings)
     return _read_previous(folder, Path(display_path(folder)), settings)

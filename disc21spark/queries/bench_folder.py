@@ -24,8 +24,9 @@ import numpy as np
 import pandas as pd
 from PIL import Image, ImageDraw, ImageFont
 
-from disc21spark.core.errors import InputError, display_path
+from disc21spark.core.errors import InputError
 from disc21spark.core.invocation import command
+from disc21spark.core.paths import display_path
 from disc21spark.queries.spec import Made, Selection, Settings
 from disc21spark.queries.transforms import parse_tests
 

@@ -18,8 +18,9 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 
 from disc21spark.core import config
-from disc21spark.core.errors import InputError, display_path, first_line
+from disc21spark.core.errors import InputError, first_line
 from disc21spark.core.output import staged_output
+from disc21spark.core.paths import display_path
 from disc21spark.core.phases import Phases
 from disc21spark.core.runner import BaseJob, job_fields
 from disc21spark.core.spark import arrow_output, spark_conf

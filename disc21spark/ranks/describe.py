@@ -16,7 +16,8 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from disc21spark.core.errors import InputError, display_path, first_line
+from disc21spark.core.errors import InputError, first_line
+from disc21spark.core.paths import display_path
 from disc21spark.core.spark import spark_conf
 from disc21spark.core.spark_images import (
     ARROW_BATCH,
