@@ -46,27 +46,24 @@ def evaluate(
     Parameters
     ----------
     ground_truth : str, os.PathLike, pandas.DataFrame, pyarrow.Table or Spark DataFrame
-        Columns ``query_id``, ``reference_id`` (text; an empty or missing
-        reference_id marks a distractor query). A path is any path Spark reads (CSV,
-        .csv.gz, Parquet; hdfs://, s3a://...).
+        Columns ``query_id``, ``reference_id`` (text; an empty or missing reference_id
+        marks a distractor query). A path is any path Spark reads (CSV, .csv.gz,
+        Parquet; hdfs://, s3a://...).
     predictions : str, os.PathLike, pandas.DataFrame, pyarrow.Table or Spark DataFrame
-        Columns ``query_id``, ``reference_id`` (text or integers) and ``score``
-        (numbers; higher is more confident), n rows. A path is read as the command
-        reads ``--predictions`` (a glob or a folder is read as one submission here:
-        see ``evaluate_pool`` for many).
+        Columns ``query_id``, ``reference_id`` (text or integers) and ``score`` (numbers;
+        higher is more confident), n rows. A path is read as the command reads
+        ``--predictions`` (a glob or a folder is one submission: ``evaluate_pool`` scores many).
     max_results : int
-        More predictions than this is an error, as the official scorer says (0: no
-        limit); default from conf/defaults.ini (500,000).
+        More predictions than this is an error, as the official scorer says (0: no limit).
     engine : {"auto", "local", "spark"} or SparkSession
-        "auto": a Spark DataFrame, a remote path, a glob, a folder or a file larger
-        than ``local_max_bytes`` → Spark; a table in memory or a local file → this
-        process (no JVM). A SparkSession: Spark, in that session.
-    curve_points, partitions : int, int or None
-        Points kept in ``pr_curve`` (figures are exact); partitions of the repeat
-        check's shuffle on Spark (None: adaptive).
+        "auto": a Spark DataFrame, a remote path, a glob, a folder or a file larger than
+        ``local_max_bytes`` → Spark; a table in memory or a local file → this process (no
+        JVM). A SparkSession: Spark, in that session.
+    curve_points, partitions, local_max_bytes : int, int or None, int
+        Points kept in ``pr_curve`` (figures are exact); partitions of the repeat check's
+        shuffle on Spark (None: adaptive); the largest file the local engine scores.
     predictions_format, ground_truth_format : {"auto", "csv", "parquet"}
-        The format of a path (auto: from its name).
-    local_max_bytes : int
+        The format of a path (auto: from its name). Defaults: conf/defaults.ini.
 
     Returns
     -------
@@ -83,18 +80,58 @@ def evaluate(
     A Spark DataFrame is scored where it is (no files); what the scorer caches is
     released before the call returns, error or not.
     """
-    args = inputs.command_options(
-        "evaluate", ground_truth=label("ground_truth", ground_truth),
-        predictions=[label("predictions", predictions)], output=None, max_results=max_results,
-        curve_points=curve_points, partitions=partitions, predictions_format=predictions_format,
-        ground_truth_format=ground_truth_format,
-    )  # fmt: skip
-    chosen = inputs.choose_engine(
-        engine, [ground_truth, predictions], [ground_truth_format, predictions_format],
-        local_max_bytes,
-    )  # fmt: skip
-    gt = inputs.ground_truth(ground_truth, ground_truth_format, chosen)
+    given = (max_results, curve_points, partitions, predictions_format, ground_truth_format)
+    options = _options(*given)
+    one = {label("predictions", predictions): predictions}
+    args, chosen, gt = _prepared(ground_truth, one, engine, local_max_bytes, options)
     return _score_one(chosen, gt, predictions, args)
+
+
+def _options(
+    max_results: int,
+    curve_points: int,
+    partitions: int | None,
+    predictions_format: str,
+    ground_truth_format: str,
+) -> dict[str, Any]:
+    """The command's options both functions take, by their option names."""
+    return {
+        "max_results": max_results,
+        "curve_points": curve_points,
+        "partitions": partitions,
+        "predictions_format": predictions_format,
+        "ground_truth_format": ground_truth_format,
+    }
+
+
+def _prepared(
+    ground_truth: Any,
+    submissions: Mapping[str, Any],
+    engine: Any,
+    local_max_bytes: int,
+    options: dict[str, Any],
+    pool: bool = False,
+) -> tuple[Any, Engine, GroundTruth]:
+    """The command's options, the engine chosen once for the ground truth and every
+    submission (``evaluate``: its one input by its label, read in ``predictions_format``;
+    ``pool``: name → table), and the ground truth read on that engine."""
+    given = ["-"] if pool else list(submissions)
+    gt_format = options["ground_truth_format"]
+    fmt = "auto" if pool else options["predictions_format"]
+    args = inputs.command_options(
+        "evaluate",
+        ground_truth=label("ground_truth", ground_truth),
+        predictions=given,
+        output=None,
+        **options,
+    )
+    chosen = inputs.choose_engine(
+        engine,
+        [ground_truth, *submissions.values()],
+        [gt_format] + [fmt] * len(submissions),
+        local_max_bytes,
+    )
+    return args, chosen, inputs.ground_truth(ground_truth, gt_format, chosen)
 
 
 def _score_one(
@@ -107,7 +144,7 @@ def _score_one(
     if kind(predictions) == PATH:
         return score_predictions(engine.spark, job, gt, Phases())
     source = label(name, predictions)
-    if engine.spark is None:
+    if not engine.choice.needs_spark:
         return score_table(predictions, source, gt, job.max_results, job.curve_points)
     return score_frame(engine.spark, _spark_raw(engine.spark, predictions, source), source, gt,
                        job, Phases())  # fmt: skip
@@ -141,6 +178,7 @@ def evaluate_pool(
     predictions_format: str = "auto",
     ground_truth_format: str = "auto",
     pool_plan: str | None = None,
+    local_max_bytes: int = _LOCAL_MAX_BYTES,
 ) -> Leaderboard:
     """Score many submissions at once; a bad one is marked invalid with its one-line
     message and does not sink the others (as ``disc21spark evaluate`` with a pool).
@@ -156,7 +194,8 @@ def evaluate_pool(
     submission : str or None
         The column of a table (or of a Parquet pool file) that names the submission.
     max_results, engine, curve_points, partitions, predictions_format,
-    ground_truth_format : as for ``evaluate``
+    ground_truth_format, local_max_bytes : as for ``evaluate``
+        (a pool of files: the largest file the per-file plan scores under ``auto``)
     pool_plan : {"auto", "per-file", "one-sort"} or None
 
     Returns
@@ -171,31 +210,24 @@ def evaluate_pool(
         Bad ground truth, options or pool (no file, rows with no submission); a bad
         submission is reported in the leaderboard instead.
     """
-    options = dict(
-        max_results=max_results, curve_points=curve_points, partitions=partitions,
-        predictions_format=predictions_format, ground_truth_format=ground_truth_format,
-    )  # fmt: skip
+    given = (max_results, curve_points, partitions, predictions_format, ground_truth_format)
+    options = _options(*given)
     if _all_paths(predictions):
-        return _pool_of_files(ground_truth, predictions, submission, engine, pool_plan, options)
+        options.update(local_max_bytes=local_max_bytes, pool_plan=pool_plan)
+        return _pool_of_files(ground_truth, predictions, submission, engine, options)
     tables = _named_tables(predictions, submission)
-    args = inputs.command_options(
-        "evaluate", ground_truth=label("ground_truth", ground_truth), predictions=["-"],
-        output=None, **options,
-    )  # fmt: skip
-    chosen = inputs.choose_engine(
-        engine, [ground_truth, *tables.values()], [ground_truth_format] + ["auto"] * len(tables),
-        _LOCAL_MAX_BYTES,
-    )  # fmt: skip
-    gt = inputs.ground_truth(ground_truth, ground_truth_format, chosen)
-    subs = []
-    for name, table in tables.items():
-        s = Submission(name, label(name, table))
-        try:
-            s.metrics = _score_one(chosen, gt, table, args, name)
-        except InputError as error:
-            s.invalid(error)
-        subs.append(s)
-    return Leaderboard(subs)
+    args, chosen, gt = _prepared(ground_truth, tables, engine, local_max_bytes, options, True)
+    return Leaderboard([_submission(chosen, gt, table, args, name) for name, table in tables.items()])
+
+
+def _submission(engine: Engine, gt: GroundTruth, table: Any, args: Any, name: str) -> Submission:
+    """One table of a pool scored, or marked invalid with its message."""
+    s = Submission(name, label(name, table))
+    try:
+        s.metrics = _score_one(engine, gt, table, args, name)
+    except InputError as error:
+        s.invalid(error)
+    return s
 
 
 def _all_paths(predictions: Any) -> bool:
@@ -205,8 +237,7 @@ def _all_paths(predictions: Any) -> bool:
 
 
 def _pool_of_files(
-    ground_truth: Any, predictions: Any, submission: str | None, engine: Any, plan: str | None,
-    options: dict,
+    ground_truth: Any, predictions: Any, submission: str | None, engine: Any, options: dict
 ) -> Leaderboard:
     """A pool of files through the command line's pool job, on Spark."""
     from disc21spark.pool import job as pool_job
@@ -217,10 +248,11 @@ def _pool_of_files(
     if isinstance(predictions, (str, os.PathLike)):
         predictions = [predictions]
     paths = [os.fspath(p) for p in predictions]
-    given = {"pool_plan": plan} if plan else {}
+    if options["pool_plan"] is None:  # the command's default
+        del options["pool_plan"]
     args = inputs.command_options(
         "evaluate", ground_truth=os.fspath(ground_truth), predictions=paths, output=None,
-        submission_column=submission, **given, **options,
+        submission_column=submission, **options,
     )  # fmt: skip
     if engine == "local":
         raise InputError("engine='local'", "a pool runs on Spark; use engine='spark'")

@@ -79,21 +79,45 @@ def evaluate_descriptors(
         The command line's messages (not vectors, dimensions that differ...); what the
         search caches is released before the call returns.
     """
+    given = _given(index=index, nprobe=nprobe, score_norm=score_norm or None)
+    searched = (knn, max_results, metric)
+    job = _descriptor_job(ground_truth, queries, references, engine, *searched, **given, **options)
+    return _search_and_score(job, ground_truth, engine, return_pairs)
+
+
+def _descriptor_job(
+    ground_truth: Any,
+    queries: Paths,
+    references: Paths,
+    engine: Any,
+    knn: int | None,
+    max_results: int,
+    metric: str,
+    **options: Any,
+) -> Any:
+    """The command's DescriptorJob of these inputs and options; InputError for an engine
+    other than Spark, a local input that is not there, or a bad option (checked in that
+    order, before Spark starts)."""
     from disc21spark.descriptors import job as descriptor_job
 
     if engine == "local":
         raise InputError("engine='local'", "the descriptor track runs on Spark; use engine='spark'")
     for value in [ground_truth, *_paths(queries), *_paths(references)]:
         inputs.check_exists(value)  # said at once, not after starting Spark
+    if "score_norm" in options:
+        options["score_norm"] = _paths(options["score_norm"])
     args = inputs.command_options(
-        "evaluate", ground_truth=inputs.label("ground_truth", ground_truth),
-        query_descriptors=_paths(queries), reference_descriptors=_paths(references),
-        output=None, knn=knn, max_results=max_results, metric=metric,
-        score_norm=_paths(score_norm) if score_norm else None,
-        **_given(index=index, nprobe=nprobe), **options,
-    )  # fmt: skip
-    job = descriptor_job.DescriptorJob.from_args(args)
-    return _search_and_score(job, ground_truth, engine, return_pairs)
+        "evaluate",
+        ground_truth=inputs.label("ground_truth", ground_truth),
+        query_descriptors=_paths(queries),
+        reference_descriptors=_paths(references),
+        output=None,
+        knn=knn,
+        max_results=max_results,
+        metric=metric,
+        **options,
+    )
+    return descriptor_job.DescriptorJob.from_args(args)
 
 
 def _search_and_score(job: Any, ground_truth: Any, engine: Any, return_pairs: bool) -> DescriptorResult:

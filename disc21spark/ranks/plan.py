@@ -154,25 +154,34 @@ def rank_pass(
                 sl = slice(a, a + block)
                 x = np.frombuffer(b"".join(vecs[sl]), dtype=np.float32).reshape(-1, dim)
                 pairs, r = search_block(s, x, orig[sl], ref["layout"], knn)
-                n_pairs, n_q = len(pairs), len(x)
-                yield pa.RecordBatch.from_pydict(
-                    {
-                        "kind": np.r_[np.full(n_pairs, PAIR), np.full(n_q, RANK)].astype(np.int32),
-                        "submission": np.r_[subs[sl][pairs.query], subs[sl]].astype(np.int32),
-                        "query_id": list(qids[sl][pairs.query]) + list(qids[sl]),
-                        "reference_id": list(ref["ids"][pairs.reference]) + [None] * n_q,
-                        "score": np.r_[pairs.score, np.zeros(n_q)].astype(np.float64),
-                        "rank": np.r_[np.zeros(n_pairs, np.int64), r.rank],
-                        "rank_in_subset": np.r_[np.zeros(n_pairs, np.int64), r.rank_in_subset],
-                        "rank_by_size": [None] * n_pairs + [list(v) for v in r.rank_by_size],
-                        "better": np.r_[np.zeros(n_pairs, np.int64), r.better],
-                        "better_in_subset": np.r_[np.zeros(n_pairs, np.int64), r.better_in_subset],
-                        "better_by_size": [None] * n_pairs + [list(v) for v in r.better_by_size],
-                    },
-                    schema=_ARROW,
-                )
+                yield _block_batch(subs[sl], qids[sl], pairs, r, ref["ids"])
 
     return frame.mapInArrow(search_partition, OUTPUT).persist(StorageLevel.MEMORY_AND_DISK)
+
+
+def _block_batch(
+    subs: np.ndarray, qids: np.ndarray, pairs: descriptor_spec.Pairs, r: Ranks, ids: np.ndarray
+) -> pa.RecordBatch:
+    """One block's rows of ``rank_pass``: its kNN pairs (kind 0), then one rank row per
+    query (kind 1); ``subs``, ``qids``: the block's submissions and query ids, ``ids``
+    the reference ids by position."""
+    n_pairs, n_q = len(pairs), len(qids)
+    return pa.RecordBatch.from_pydict(
+        {
+            "kind": np.r_[np.full(n_pairs, PAIR), np.full(n_q, RANK)].astype(np.int32),
+            "submission": np.r_[subs[pairs.query], subs].astype(np.int32),
+            "query_id": list(qids[pairs.query]) + list(qids),
+            "reference_id": list(ids[pairs.reference]) + [None] * n_q,
+            "score": np.r_[pairs.score, np.zeros(n_q)].astype(np.float64),
+            "rank": np.r_[np.zeros(n_pairs, np.int64), r.rank],
+            "rank_in_subset": np.r_[np.zeros(n_pairs, np.int64), r.rank_in_subset],
+            "rank_by_size": [None] * n_pairs + [list(v) for v in r.rank_by_size],
+            "better": np.r_[np.zeros(n_pairs, np.int64), r.better],
+            "better_in_subset": np.r_[np.zeros(n_pairs, np.int64), r.better_in_subset],
+            "better_by_size": [None] * n_pairs + [list(v) for v in r.better_by_size],
+        },
+        schema=_ARROW,
+    )
 
 
 def pairs_of(result: DataFrame) -> DataFrame:

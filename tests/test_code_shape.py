@@ -1,0 +1,40 @@
+"""The house rules a reader can check without running anything: no module of the
+package over 400 lines, no function over 60 (its docstring included), and no test of
+``spark is None`` outside ``disc21spark/engine.py`` (the engine is decided there and
+handed down)."""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from tests.conftest import ROOT
+
+PACKAGE = ROOT / "disc21spark"
+MAX_MODULE_LINES = 400
+MAX_FUNCTION_LINES = 60
+
+
+def modules() -> list:
+    return sorted(PACKAGE.rglob("*.py"))
+
+
+def test_no_module_is_over_400_lines():
+    long = {
+        str(p.relative_to(ROOT)): n
+        for p in modules()
+        if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES
+    }
+    assert not long, f"modules over {MAX_MODULE_LINES} lines: {long}"
+
+
+def test_no_function_is_over_60_lines():
+    long = {}
+    for path in modules():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                lines = node.end_lineno - node.lineno + 1
+                if lines > MAX_FUNCTION_LINES:
+                    long[f"{path.relative_to(ROOT)}:{node.lineno} {node.name}"] = lines
+    assert not long, f"functions over {MAX_FUNCTION_LINES} lines: {long}"
+
