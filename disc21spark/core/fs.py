@@ -1,26 +1,21 @@
 """Any path Spark can read, through the Hadoop FileSystem API of the running session:
-listing (a file, a folder or a glob), kind, size, SHA-256, copies, Parquet, outputs.
+listing (a file, a folder or a glob), kind, size, SHA-256, copies, Parquet; the files
+of a run (``LocalFiles``, ``SparkFiles``).
 What a path's text says (scheme, glob, suffix) is ``core/paths.py``'s.
 
 A plain path (``out/``, ``/data/gt.csv``) is this machine's file system and is handled
 with the standard library: the in-process engine and ``--help`` need no JVM. A URI
 (``file:///x``, ``hdfs://nn/x``, ``s3a://bucket/x``, ``gs://``, ``abfs://``) goes through
 the file system Hadoop has for its scheme, wherever the cluster has the connector.
-
-Outputs are written into a staging folder on this machine, copied beside the target and
-renamed onto it at the end, with a ``_SUCCESS`` marker. On HDFS and local disks the final
-rename is atomic: readers see the old folder or the new one. Object stores (S3, GCS,
-Azure) have no folder rename: Hadoop copies object by object, so a reader may briefly
-see a partial folder; ``_SUCCESS`` is written into the staging folder first and is the
-sign that a folder is complete.
 """
 
 from __future__ import annotations
 
+import glob
 import hashlib
+import os
 import shutil
 import tempfile
-import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -44,6 +39,87 @@ CONNECTORS = {
 }
 
 
+class LocalFiles:
+    """The files of a run without Spark: plain paths on this machine (a URI is not
+    listed). The runner and the engines hand one of these (or ``SparkFiles``) down, so
+    that no caller tells the two apart by a session that is None."""
+
+    name = "local"
+    spark: Any = None
+
+    def describe(self) -> dict[str, Any]:
+        """The engine part of a run document."""
+        return dict.fromkeys(("spark_application_id", "spark_master", "spark_version")) | {
+            "engine": self.name
+        }
+
+    def listed(self, path: str) -> list[str] | None:
+        """The files a path stands for (a file, a folder's files, a glob's), sorted; None
+        when there are none, or for a URI this run cannot list."""
+        if is_uri(path):
+            return None
+        if os.path.isfile(path):
+            return [path]
+        if os.path.isdir(path):
+            return sorted(str(p) for p in Path(path).rglob("*") if p.is_file())
+        found = sorted(f for f in glob.glob(path, recursive=True) if os.path.isfile(f))
+        return found or None
+
+    def size(self, path: str) -> int:
+        """Bytes of one listed file."""
+        return os.path.getsize(path)
+
+    def stop(self) -> None:
+        """Release what the run started (nothing, here)."""
+
+
+class SparkFiles(LocalFiles):
+    """The files of a run on Spark: URIs too, through the session's Hadoop file systems."""
+
+    name = "spark"
+
+    def __init__(self, spark: Any) -> None:
+        self.spark = spark
+
+    def describe(self) -> dict[str, Any]:
+        sc = self.spark.sparkContext
+        return {
+            "engine": self.name,
+            "spark_application_id": sc.applicationId,
+            "spark_master": sc.master,
+            "spark_version": self.spark.version,
+        }
+
+    def listed(self, path: str) -> list[str] | None:
+        if not is_uri(path):
+            return super().listed(path)
+        try:
+            return data_files(self.spark, path)
+        except Exception:  # an input the job itself reports on
+            return None
+
+    def size(self, path: str) -> int:
+        if not is_uri(path):
+            return super().size(path)
+        where = HadoopPath(self.spark, path)
+        return int(where.fs.getFileStatus(where.path).getLen())
+
+    def stop(self) -> None:
+        """Stop Spark; the JVM may be going down already (under spark-submit a signal
+        reaches it first), which is no reason to print a trace."""
+        try:
+            self.spark.stop()
+        except Exception:  # a JVM already gone is the expected case
+            pass
+
+
+def serving() -> LocalFiles:
+    """The files of a library call that was handed none: the running SparkSession's, or
+    this machine's alone."""
+    spark = active_session()
+    return SparkFiles(spark) if spark else LocalFiles()
+
+
 def active_session() -> Any:
     """The running SparkSession, or None (plain paths need none)."""
     import sys
@@ -52,7 +128,8 @@ def active_session() -> Any:
     return sql.SparkSession.getActiveSession() if sql is not None else None
 
 
-def _session(path: str, error: type[Exception]) -> Any:
+def session_for(path: str, error: type[Exception]) -> Any:
+    """The running SparkSession that serves a URI, or ``error`` saying to use Spark."""
     spark = active_session()
     if spark:
         return spark
@@ -167,7 +244,7 @@ def sha256(path: str, spark: Any = None) -> str:
                 return hashlib.file_digest(fh, "sha256").hexdigest()
         except OSError as exc:
             raise InputError(path, f"cannot be read ({exc.strerror or exc})") from None
-    spark = spark or _session(path, InputError)
+    spark = spark or session_for(path, InputError)
     where = HadoopPath(spark, path)
     try:
         stream = where.fs.open(where.path)
@@ -192,7 +269,7 @@ def files_digest(sums: list[tuple[str, str]]) -> str:
 
 def copy_to(path: str, folder: Path, spark: Any = None) -> Path:
     """Copy a file of any file system into a local folder (same name); the copy's path."""
-    spark = spark or _session(path, InputError)
+    spark = spark or session_for(path, InputError)
     where = HadoopPath(spark, path)
     target = folder / str(where.path.getName())
     try:
@@ -228,87 +305,9 @@ def read_text(path: str, spark: Any = None) -> str:
 def exists(path: str, spark: Any = None) -> bool:
     if not is_uri(path):
         return Path(path).exists()
-    spark = spark or _session(path, InputError)
+    spark = spark or session_for(path, InputError)
     where = HadoopPath(spark, path)
     try:
         return where.exists()
     except Exception as exc:
         raise failure(path, exc, InputError) from None
-
-
-def check_writable_uri(path: str, overwrite: bool, spark: Any = None) -> None:
-    """The checks of ``output.check_writable`` for a URI target."""
-    spark = spark or _session(path, OutputError)
-    where = HadoopPath(spark, path, OutputError)
-    try:
-        if where.exists():
-            if not where.is_dir():
-                raise OutputError(f"{path}: exists and is not a folder")
-            if not overwrite and not where.is_empty_dir():
-                raise OutputError(
-                    f"{path}: folder exists and is not empty (pass --overwrite to replace it)"
-                )
-        parent = where.path.getParent()
-        # object stores have no folders to create: only a real file system needs a parent
-        if parent is not None and scheme(path) in ("file", "hdfs") and not where.exists(parent):
-            raise OutputError(f"{parent.toString()}: parent folder does not exist")
-    except OutputError:
-        raise
-    except Exception as exc:
-        raise failure(path, exc, OutputError) from None
-
-
-@contextmanager
-def staged_uri_output(path: str, overwrite: bool) -> Iterator[Path]:
-    """``output.staged_output`` for a URI: write here, then copy beside the target and
-    rename onto it (see the module's note on object stores)."""
-    spark = _session(path, OutputError)
-    check_writable_uri(path, overwrite, spark)
-    local = Path(tempfile.mkdtemp(prefix="disc21spark-out-"))
-    try:
-        yield local
-        (local / SUCCESS).write_bytes(b"")
-        commit(spark, local, path, overwrite)
-    finally:
-        shutil.rmtree(local, ignore_errors=True)
-
-
-def commit(spark: Any, local: Path, path: str, overwrite: bool) -> None:
-    """Copy the finished folder ``local`` beside ``path`` and rename it onto ``path``."""
-    where = HadoopPath(spark, path, OutputError)
-    Path_ = where.jvm.org.apache.hadoop.fs.Path
-    parent = where.path.getParent()
-    token = uuid.uuid4().hex[:8]
-    staging = Path_(parent, f".{where.path.getName()}.staging-{token}")
-    old = Path_(parent, f".{where.path.getName()}.old-{token}")
-    try:
-        where.fs.copyFromLocalFile(False, True, Path_(local.as_uri()), staging)
-        check_writable_uri(path, overwrite, spark)  # someone may have written there meanwhile
-        moved_old = False
-        if where.exists():
-            if not where.fs.rename(where.path, old):
-                raise OutputError(f"{path}: the previous folder could not be moved aside")
-            moved_old = True
-        if not where.fs.rename(staging, where.path):
-            if moved_old:
-                where.fs.rename(old, where.path)
-            raise OutputError(f"{path}: the finished folder could not be renamed into place")
-        if moved_old:
-            where.fs.delete(old, True)
-    except OutputError:
-        _remove(where, staging)
-        raise
-    except Exception as exc:
-        _remove(where, staging)
-        raise failure(path, exc, OutputError) from None
-    except BaseException:  # a signal: no staging folder left behind
-        _remove(where, staging)
-        raise
-
-
-def _remove(where: HadoopPath, path: Any) -> None:
-    try:
-        if where.fs.exists(path):
-            where.fs.delete(path, True)
-    except Exception:  # the error being reported matters more than this debris
-        pass

@@ -2,7 +2,15 @@
 
 A plain path is written here with ``os.replace``; a URI (``file:///``, ``hdfs://``,
 ``s3a://``...) through Hadoop's file systems (``core/fs.py``). Either way the folder holds
-the run record ``run.json`` and, once it is complete, ``_SUCCESS``."""
+the run record ``run.json`` and, once it is complete, ``_SUCCESS``.
+
+Outputs are written into a staging folder on this machine, copied beside the target and
+renamed onto it at the end, with a ``_SUCCESS`` marker. On HDFS and local disks the final
+rename is atomic: readers see the old folder or the new one. Object stores (S3, GCS,
+Azure) have no folder rename: Hadoop copies object by object, so a reader may briefly
+see a partial folder; ``_SUCCESS`` is written into the staging folder first and is the
+sign that a folder is complete.
+"""
 
 from __future__ import annotations
 
@@ -12,9 +20,11 @@ import os
 import shutil
 import sys
 import tempfile
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from disc21spark.core import faults, fs, lock, paths, record, signals
 from disc21spark.core.errors import OutputError
@@ -25,7 +35,7 @@ def check_writable(path: str | os.PathLike, overwrite: bool) -> None:
     checked once Spark runs (its file systems live in the JVM)."""
     if paths.is_uri(str(path)):
         if fs.active_session() is not None:
-            fs.check_writable_uri(str(path), overwrite)
+            _check_writable_uri(str(path), overwrite)
         return
     _check_local(Path(path), overwrite)
 
@@ -54,7 +64,7 @@ def staged_output(path: str | os.PathLike, overwrite: bool) -> Iterator[Path]:
     locked = lock.acquire(path)  # a library call: the runner holds it already for a command
     try:
         if paths.is_uri(str(path)):
-            with fs.staged_uri_output(str(path), overwrite) as stage:
+            with _staged_uri_output(str(path), overwrite) as stage:
                 yield stage
                 record.write(stage, fs.active_session())
                 faults.at("publish")
@@ -172,3 +182,81 @@ def _alive(pid: int) -> bool:
     except PermissionError:  # another user's process: alive
         return True
     return True
+
+
+def _check_writable_uri(path: str, overwrite: bool, spark: Any = None) -> None:
+    """The checks of ``output.check_writable`` for a URI target."""
+    spark = spark or fs.session_for(path, OutputError)
+    where = fs.HadoopPath(spark, path, OutputError)
+    try:
+        if where.exists():
+            if not where.is_dir():
+                raise OutputError(f"{path}: exists and is not a folder")
+            if not overwrite and not where.is_empty_dir():
+                raise OutputError(
+                    f"{path}: folder exists and is not empty (pass --overwrite to replace it)"
+                )
+        parent = where.path.getParent()
+        # object stores have no folders to create: only a real file system needs a parent
+        if parent is not None and paths.scheme(path) in ("file", "hdfs") and not where.exists(parent):
+            raise OutputError(f"{parent.toString()}: parent folder does not exist")
+    except OutputError:
+        raise
+    except Exception as exc:
+        raise fs.failure(path, exc, OutputError) from None
+
+
+@contextmanager
+def _staged_uri_output(path: str, overwrite: bool) -> Iterator[Path]:
+    """``output.staged_output`` for a URI: write here, then copy beside the target and
+    rename onto it (see the module's note on object stores)."""
+    spark = fs.session_for(path, OutputError)
+    _check_writable_uri(path, overwrite, spark)
+    local = Path(tempfile.mkdtemp(prefix="disc21spark-out-"))
+    try:
+        yield local
+        (local / fs.SUCCESS).write_bytes(b"")
+        _commit(spark, local, path, overwrite)
+    finally:
+        shutil.rmtree(local, ignore_errors=True)
+
+
+def _commit(spark: Any, local: Path, path: str, overwrite: bool) -> None:
+    """Copy the finished folder ``local`` beside ``path`` and rename it onto ``path``."""
+    where = fs.HadoopPath(spark, path, OutputError)
+    Path_ = where.jvm.org.apache.hadoop.fs.Path
+    parent = where.path.getParent()
+    token = uuid.uuid4().hex[:8]
+    staging = Path_(parent, f".{where.path.getName()}.staging-{token}")
+    old = Path_(parent, f".{where.path.getName()}.old-{token}")
+    try:
+        where.fs.copyFromLocalFile(False, True, Path_(local.as_uri()), staging)
+        _check_writable_uri(path, overwrite, spark)  # someone may have written there meanwhile
+        moved_old = False
+        if where.exists():
+            if not where.fs.rename(where.path, old):
+                raise OutputError(f"{path}: the previous folder could not be moved aside")
+            moved_old = True
+        if not where.fs.rename(staging, where.path):
+            if moved_old:
+                where.fs.rename(old, where.path)
+            raise OutputError(f"{path}: the finished folder could not be renamed into place")
+        if moved_old:
+            where.fs.delete(old, True)
+    except OutputError:
+        _remove(where, staging)
+        raise
+    except Exception as exc:
+        _remove(where, staging)
+        raise fs.failure(path, exc, OutputError) from None
+    except BaseException:  # a signal: no staging folder left behind
+        _remove(where, staging)
+        raise
+
+
+def _remove(where: fs.HadoopPath, path: Any) -> None:
+    try:
+        if where.fs.exists(path):
+            where.fs.delete(path, True)
+    except Exception:  # the error being reported matters more than this debris
+        pass

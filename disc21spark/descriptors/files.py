@@ -100,12 +100,12 @@ def ids_file(npy_path: str) -> str:
     return npy_path[: -len(".npy")] + "_ids.txt"
 
 
-def expand(patterns: list[str], side: str, spark: SparkSession | None = None) -> list[str]:
+def expand(patterns: list[str], side: str, spark: SparkSession) -> list[str]:
     """Every file of the patterns, each glob sorted; several files are one side. A
     pattern on another file system is listed by Hadoop (a folder there: its files)."""
     files: list[str] = []
     for pattern in patterns:
-        if _remote(pattern) and spark is not None:
+        if _remote(pattern):
             whole = not glob.has_magic(pattern) and fs.exists(pattern, spark)
             if whole and is_directory(spark, pattern):
                 files.append(pattern)  # a Parquet dataset
