@@ -34,6 +34,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from disc21spark.core import fs
 from disc21spark.core.config import parse_size, value
 from disc21spark.core.errors import InputError
 from disc21spark.core.paths import display_path, is_plain, is_uri
@@ -197,21 +198,15 @@ def _not_per_file(path: str, size: int | None, fmt: str, max_bytes: int | None) 
     return None
 
 
-class Engine:
+class Engine(fs.LocalFiles):
     """What a job asks of the engine it runs on, whichever it is: small tables read on
-    the driver, and the engine's part of the run document."""
-
-    name = "local"
-    spark: Any = None
+    the driver, and (from ``fs.LocalFiles``) the files of the run and its part of the
+    run document."""
 
     def table_rows(self, path: str, columns: tuple[str, ...], fmt: str = "auto") -> list[Row]:
         """A small table (the ground truth) as records with their line or row numbers;
         InputError naming ``path`` when it cannot be read."""
         raise NotImplementedError
-
-    def describe(self) -> dict[str, Any]:
-        """The engine part of a run document: engine, spark_master, spark_version."""
-        return {"engine": self.name, "spark_master": None, "spark_version": None}
 
 
 class LocalEngine(Engine):
@@ -223,23 +218,14 @@ class LocalEngine(Engine):
         return read_small_table(path, columns, fmt)
 
 
-class SparkEngine(Engine):
+class SparkEngine(fs.SparkFiles, Engine):
     """A SparkSession: any path Spark reads."""
-
-    name = "spark"
-
-    def __init__(self, spark: Any) -> None:
-        self.spark = spark
 
     def table_rows(self, path: str, columns: tuple[str, ...], fmt: str = "auto") -> list[Row]:
         # here, not above: the in-process engine never pays for importing PySpark
         from disc21spark.matching import read
 
         return read.read_small_table(self.spark, path, columns, fmt)
-
-    def describe(self) -> dict[str, Any]:
-        sc = self.spark.sparkContext
-        return {"engine": self.name, "spark_master": sc.master, "spark_version": self.spark.version}
 
 
 def engine_of(spark: Any) -> Engine:

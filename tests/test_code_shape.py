@@ -38,3 +38,15 @@ def test_no_function_is_over_60_lines():
                     long[f"{path.relative_to(ROOT)}:{node.lineno} {node.name}"] = lines
     assert not long, f"functions over {MAX_FUNCTION_LINES} lines: {long}"
 
+
+
+def test_only_the_engine_module_tells_the_engines_apart_by_a_missing_session():
+    missing_session = re.compile(r"\b(spark|session|sc)\s+is\s+(not\s+)?None\b")
+    found = [
+        f"{path.relative_to(ROOT)}:{number}"
+        for path in modules()
+        if path != PACKAGE / "engine.py"
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if missing_session.search(line)
+    ]
+    assert not found, f"pass the engine down instead of testing its session: {found}"

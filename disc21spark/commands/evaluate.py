@@ -203,12 +203,28 @@ class Evaluation:
     def output_folder(self) -> str | None:
         return self.args.output
 
+    def settings(self) -> dict[str, Any]:
+        """What the run record keeps of the command line: the options of this run's
+        track (a matching run does not record the descriptor track's, nor a descriptor
+        run the pools')."""
+        return track_options(self.args)
+
     def execute(self, spark: Any) -> Any:
         self.chosen = pick(spark, self.args, self.choice)
         return self.chosen.execute(spark)
 
     def summary(self, result: Any) -> list[str]:
         return self.chosen.summary(result)
+
+
+def track_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The options of ``args`` less those of the other track's group of options."""
+    parser = argparse.ArgumentParser(add_help=False)
+    add_arguments(parser)
+    other = "pools" if args.track == "descriptor" else "descriptor track"
+    (group,) = [g for g in parser._action_groups if g.title == other]
+    dropped = {action.dest for action in group._group_actions}
+    return {name: value for name, value in vars(args).items() if name not in dropped}
 
 
 def choice_of(args: argparse.Namespace) -> engine.Choice:

@@ -31,13 +31,23 @@ from disc21spark.core.errors import OutputError
 
 
 def check_writable(path: str | os.PathLike, overwrite: bool) -> None:
-    """Fail early, before any work, when the results could not be published. A URI is
-    checked once Spark runs (its file systems live in the JVM)."""
-    if paths.is_uri(str(path)):
-        if fs.active_session() is not None:
-            _check_writable_uri(str(path), overwrite)
+    """Fail early, before any work, when the results could not be published: once per
+    run (the runner checks before Spark starts, ``staged_output`` only a folder nobody
+    checked; the publish itself checks again, for what was written there meanwhile). A
+    URI is checked once Spark runs (its file systems live in the JVM)."""
+    run, key = record.current(), str(path)
+    if key in run.checked_outputs:
         return
-    _check_local(Path(path), overwrite)
+    if paths.is_uri(key):
+        if fs.active_session() is None:
+            return
+        _check_writable_uri(key, overwrite)
+    else:
+        out = Path(path)
+        if out.parent.is_dir():
+            recover(out)  # a previous output a killed run had set aside is put back first
+        _check_local(out, overwrite)
+    run.checked_outputs.add(key)
 
 
 def _check_local(out: Path, overwrite: bool) -> Path:
@@ -66,7 +76,7 @@ def staged_output(path: str | os.PathLike, overwrite: bool) -> Iterator[Path]:
         if paths.is_uri(str(path)):
             with _staged_uri_output(str(path), overwrite) as stage:
                 yield stage
-                record.write(stage, fs.active_session())
+                record.write(stage)
                 faults.at("publish")
                 signals.check()  # a signal whose raise py4j swallowed still stops the publish
             signals.published()
@@ -80,9 +90,7 @@ def staged_output(path: str | os.PathLike, overwrite: bool) -> Iterator[Path]:
 
 @contextmanager
 def _staged_local(out: Path, overwrite: bool) -> Iterator[Path]:
-    if out.parent.is_dir():
-        recover(out)
-    out = _check_local(out, overwrite)
+    check_writable(out, overwrite)
     try:
         stage = Path(tempfile.mkdtemp(prefix=f"{_prefix(out, 'staging')}", dir=out.parent))
     except OSError as exc:
@@ -90,7 +98,7 @@ def _staged_local(out: Path, overwrite: bool) -> Iterator[Path]:
     try:
         stage.chmod(0o777 & ~_umask())  # mkdtemp's 0700 would become the output's mode
         yield stage
-        record.write(stage, fs.active_session())
+        record.write(stage)
         (stage / fs.SUCCESS).write_bytes(b"")
         _check_local(out, overwrite)  # someone may have written there meanwhile
         faults.at("publish")
@@ -211,7 +219,7 @@ def _staged_uri_output(path: str, overwrite: bool) -> Iterator[Path]:
     """``output.staged_output`` for a URI: write here, then copy beside the target and
     rename onto it (see the module's note on object stores)."""
     spark = fs.session_for(path, OutputError)
-    _check_writable_uri(path, overwrite, spark)
+    check_writable(path, overwrite)
     local = Path(tempfile.mkdtemp(prefix="disc21spark-out-"))
     try:
         yield local

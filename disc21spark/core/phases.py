@@ -17,8 +17,12 @@ class Phases:
     """Times phases; each ends with a line such as ``sort: 5,000,000 rows in 3.12 s``."""
 
     def __init__(self) -> None:
-        self.seconds: dict[str, float] = {}
         self.record = record.for_phases()
+
+    @property
+    def seconds(self) -> dict[str, float]:
+        """Seconds by phase name: the run record's, where they are kept (once)."""
+        return self.record.phase_seconds
 
     @contextmanager
     def phase(self, name: str) -> Iterator[dict]:
@@ -26,15 +30,12 @@ class Phases:
         note: dict = {}
         start = time.perf_counter()
         sc = _active_context()
-        if sc is not None:  # the Spark UI names each job by the phase that ran it
-            sc.setJobDescription(name)
+        sc.setJobDescription(name)  # the Spark UI names each job by the phase that ran it
         try:
             yield note
         finally:
-            if sc is not None:
-                sc.setJobDescription(None)
+            sc.setJobDescription(None)
         elapsed = time.perf_counter() - start
-        self.seconds[name] = round(elapsed, 3)
         self.record.phase_seconds[name] = round(elapsed, 3)
         rows = note.get("rows")
         counted = f"{rows:,} rows" if rows is not None else "done"
@@ -44,8 +45,16 @@ class Phases:
         )
 
 
+class _NoContext:
+    """The job descriptions of a run without Spark: nowhere to show them."""
+
+    def setJobDescription(self, value: str | None) -> None:  # SparkContext's name
+        pass
+
+
 def _active_context():
-    """The running SparkContext, if any; PySpark is not imported for it (the in-process
-    engine starts no JVM and does not pay for the import)."""
+    """The running SparkContext, else ``_NoContext``; PySpark is not imported for it (the
+    in-process engine starts no JVM and does not pay for the import)."""
     pyspark = sys.modules.get("pyspark")
-    return getattr(pyspark, "SparkContext", None) and pyspark.SparkContext._active_spark_context
+    context = getattr(pyspark, "SparkContext", None)
+    return (context and context._active_spark_context) or _NoContext()

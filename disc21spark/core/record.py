@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import functools
 import json
 import os
 import subprocess
@@ -25,6 +26,10 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from importlib import metadata
 from pathlib import Path
 from typing import Any
+
+from disc21spark.core import fs
+from disc21spark.core.errors import InputError
+from disc21spark.core.paths import display_path
 
 RUN_FILE = "run.json"
 # job fields that name inputs (files, folders, globs); their content is hashed
@@ -51,8 +56,12 @@ class Record:
         self.started = now()
         self.job = job
         self.runner = runner  # begun by the runner for a command (else a library call)
-        self.spark: Any = None  # the runner's session (None: the in-process engine)
+        # the files of the run: the runner's (this machine's, or its session's once Spark
+        # is started); a library call is described by what it hands ``document``
+        self.files: fs.LocalFiles = fs.LocalFiles()
         self.phase_seconds: dict[str, float] = {}
+        self._document: dict | None = None
+        self.checked_outputs: set[str] = set()  # output folders checked before the work
         self._inputs: Future | None = None
         self._digests: dict[str, Future] = {}
         self._digests_lock = threading.Lock()
@@ -61,9 +70,6 @@ class Record:
         """``fs.sha256`` of ``path`` once per run: the job's own checks (a pool's reuse of
         previous results, its ground truth) and this record share one digest of each
         file, even when they ask at the same moment from different threads."""
-        from disc21spark.core import fs
-        from disc21spark.core.paths import display_path
-
         key = display_path(path)  # file:/x and /x are one file
         with self._digests_lock:
             future = self._digests.get(key)
@@ -77,48 +83,47 @@ class Record:
                 future.set_exception(exc)
         return future.result()
 
-    def hash_inputs(self, spark: Any = None) -> None:
+    def hash_inputs(self) -> None:
         """Start hashing the job's inputs in a thread (hashlib and the JVM digest run
-        outside Python's lock, beside the work)."""
+        outside Python's lock, beside the work), on the run's files."""
         if self._inputs is None and self.job is not None:
             paths = input_paths(self.job)
             pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="disc21spark-inputs")
-            self._inputs = pool.submit(describe_inputs, paths, spark)
+            self._inputs = pool.submit(describe_inputs, paths, self.files)
             pool.shutdown(wait=False)
 
-    def inputs(self, spark: Any = None) -> list[dict]:
-        self.hash_inputs(spark)
+    def inputs(self) -> list[dict]:
+        self.hash_inputs()
         return self._inputs.result() if self._inputs is not None else []
 
     def settings(self) -> dict:
-        fields = job_fields(self.job)
+        fields = job_settings(self.job)
         return {
             name: json_value(value)
             for name, value in fields.items()
             if name not in NOT_SETTINGS and name not in INPUT_FIELDS
         }
 
-    def document(self, spark: Any = None) -> dict:
-        """The record as written: run.json, and the ``run`` block of the result files."""
-        if self.runner:
-            spark = self.spark
-        elif spark is None:
-            from disc21spark.core.fs import active_session
-
-            spark = active_session()
-        sc = spark.sparkContext if spark is not None else None
-        return {
-            "command": " ".join(self.command),
-            "started": self.started,
-            "ended": now(),
-            "spark_application_id": sc.applicationId if sc is not None else None,
-            "spark_master": sc.master if sc is not None else None,
-            "versions": versions(),
-            "git_commit": git_commit(),
-            "settings": self.settings(),
-            "inputs": self.inputs(spark),
-            "phase_seconds": dict(self.phase_seconds),
-        }
+    def document(self, files: fs.LocalFiles | None = None) -> dict:
+        """The record as written: run.json, and the ``run`` block of the result files;
+        built once per run (one end time, one git call), whoever asks first. ``files``:
+        the engine of a library call (the runner's record knows its own; a call handed
+        none is described by ``fs.serving``)."""
+        if self._document is None:
+            if not self.runner:
+                self.files = files or fs.serving()
+            self._document = {
+                "command": " ".join(self.command),
+                "started": self.started,
+                "ended": now(),
+                **self.files.describe(),
+                "versions": versions(),
+                "git_commit": git_commit(),
+                "settings": self.settings(),
+                "inputs": self.inputs(),
+                "phase_seconds": dict(self.phase_seconds),
+            }
+        return self._document
 
 
 _CURRENT: list[Record] = []
@@ -153,20 +158,18 @@ def current() -> Record:
     return _CURRENT[0]
 
 
-def job_fields(job: Any) -> dict[str, Any]:
-    """A job's options: the dataclass's fields, or the parsed command line of a command
-    that picks its job at run time (evaluate)."""
-    if job is None:
-        return {}
+def job_settings(job: Any) -> dict[str, Any]:
+    """What a job was given, by name: the dataclass's fields, or what a command that
+    picks its job at run time (evaluate) says through its ``settings()``."""
     if dataclasses.is_dataclass(job) and not isinstance(job, type):
         return {f.name: getattr(job, f.name) for f in dataclasses.fields(job)}
-    args = getattr(job, "args", None)
-    return dict(vars(args)) if args is not None else {}
+    settings = getattr(job, "settings", None)
+    return dict(settings()) if callable(settings) else {}
 
 
 def input_paths(job: Any) -> list[str]:
     paths: list[str] = []
-    fields = job_fields(job)
+    fields = job_settings(job)
     for name in INPUT_FIELDS:
         value = fields.get(name)
         if isinstance(value, str | os.PathLike):
@@ -176,23 +179,21 @@ def input_paths(job: Any) -> list[str]:
     return paths
 
 
-def describe_inputs(paths: list[str], spark: Any = None) -> list[dict]:
+def describe_inputs(paths: list[str], files: fs.LocalFiles) -> list[dict]:
     """Each input: its path, bytes and SHA-256; a folder or glob by its files (count,
-    bytes, and the SHA-256 of their names and digests in order)."""
-    from disc21spark.core import fs
-
+    bytes, and the SHA-256 of their names and digests in order), listed by ``files``."""
     described = []
     for path in paths:
-        files = _files_of(path, spark)
-        if files is None:
+        listed = files.listed(path)
+        if listed is None:
             described.append({"path": path, "bytes": None, "sha256": None, "missing": True})
             continue
-        sums = [(f, _size(f, spark), _sha256(f, spark)) for f in files]
+        sums = [(f, files.size(f), _sha256(f, files.spark)) for f in listed]
         if len(sums) == 1 and sums[0][0] == path:
             described.append({"path": path, "bytes": sums[0][1], "sha256": sums[0][2]})
             continue
-        entry = {"path": path, "files": len(sums), "bytes": sum(s for _, s, _ in sums),
-                 "sha256": fs.files_digest([(f, sha or "unreadable") for f, _, sha in sums])}  # fmt: skip
+        digest = fs.files_digest([(f, sha or "unreadable") for f, _, sha in sums])
+        entry = {"path": path, "files": len(sums), "bytes": sum(s for _, s, _ in sums), "sha256": digest}
         unreadable = sum(sha is None for _, _, sha in sums)
         described.append({**entry, "unreadable": unreadable} if unreadable else entry)
     return described
@@ -201,43 +202,10 @@ def describe_inputs(paths: list[str], spark: Any = None) -> list[dict]:
 def _sha256(path: str, spark: Any) -> str | None:
     """None for a file that cannot be read: the job that skipped it (an image without
     read permission in a library) reports it; the record only counts it."""
-    from disc21spark.core.errors import InputError
-
     try:
         return current().sha256(path, spark)
     except InputError:
         return None
-
-
-def _files_of(path: str, spark: Any) -> list[str] | None:
-    from disc21spark.core import fs
-
-    if fs.is_uri(path):
-        if spark is None:
-            return None
-        from disc21spark.core.fs import data_files
-
-        try:
-            return data_files(spark, path)
-        except Exception:  # an input the job itself reports on
-            return None
-    import glob
-
-    if os.path.isfile(path):
-        return [path]
-    if os.path.isdir(path):
-        return sorted(str(p) for p in Path(path).rglob("*") if p.is_file())
-    found = sorted(f for f in glob.glob(path, recursive=True) if os.path.isfile(f))
-    return found or None
-
-
-def _size(path: str, spark: Any) -> int | None:
-    from disc21spark.core import fs
-
-    if not fs.is_uri(path):
-        return os.path.getsize(path)
-    where = fs.HadoopPath(spark, path)
-    return int(where.fs.getFileStatus(where.path).getLen())
 
 
 def json_value(value: Any) -> Any:
@@ -264,6 +232,7 @@ def versions() -> dict:
     return found
 
 
+@functools.cache
 def git_commit() -> str | None:
     """The checkout's commit when the package runs from one (not from a wheel)."""
     root = Path(__file__).resolve().parents[2]
@@ -277,26 +246,24 @@ def git_commit() -> str | None:
     return out.stdout.strip() or None
 
 
-def write(folder: Path, spark: Any = None) -> dict:
+def write(folder: Path) -> dict:
     """run.json in an output folder (the staging folder, before it is published)."""
-    return write_to(folder / RUN_FILE, spark)
+    return write_to(folder / RUN_FILE)
 
 
-def write_to(path: Path, spark: Any = None) -> dict:
-    document = current().document(spark)
+def write_to(path: Path) -> dict:
+    document = current().document()
     path.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
     return document
 
 
-def up_to_date(output: str, job: Any, spark: Any = None) -> bool:
+def up_to_date(output: str) -> bool:
     """Whether ``output`` holds a complete run of the same inputs (by content), settings
-    and package version: a retried task has nothing to do."""
-    from disc21spark.core import fs
-
+    and package version as the current record's: a retried task has nothing to do."""
     try:
-        if not fs.exists(f"{output.rstrip('/')}/{fs.SUCCESS}", spark):
+        if not fs.exists(f"{output.rstrip('/')}/{fs.SUCCESS}"):
             return False
-        old = json.loads(fs.read_text(f"{output.rstrip('/')}/{RUN_FILE}", spark))
+        old = json.loads(fs.read_text(f"{output.rstrip('/')}/{RUN_FILE}"))
     except Exception:  # no record, or not one of ours: not up to date
         return False
     record = current()
@@ -304,7 +271,7 @@ def up_to_date(output: str, job: Any, spark: Any = None) -> bool:
     return (
         same_version
         and old.get("settings") == record.settings()
-        and _comparable(old.get("inputs")) == _comparable(record.inputs(spark))
+        and _comparable(old.get("inputs")) == _comparable(record.inputs())
     )
 
 

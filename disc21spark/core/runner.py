@@ -2,8 +2,9 @@
 
 Every command builds a job (a small dataclass with ``from_args``) and hands it here:
 
-1. the checks that need no Spark (``job.check()``), then the output folder, so that a bad
-   command fails in a second instead of after Spark's start;
+1. the checks that need no Spark (``job.check()``), then the output folder (once a run;
+   a URI's once Spark runs), so that a bad command fails in a second instead of after
+   Spark's start;
 2. the session, started once (not at all for a job that says it needs none: the
    in-process engine of ``evaluate``);
 3. ``job.execute(spark)``, then ``job.summary(result)`` printed on stdout.
@@ -25,7 +26,7 @@ from argparse import Namespace
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from disc21spark.core import lock, record, signals
+from disc21spark.core import fs, lock, paths, record, signals
 from disc21spark.core.errors import InputError, OutputError
 from disc21spark.core.output import check_writable
 from disc21spark.core.signals import Terminated
@@ -85,7 +86,7 @@ def run(
     command: list[str] | None = None,
 ) -> int:
     """Build the job, check it, start Spark, run it, print its summary: the exit code."""
-    spark = None
+    files = fs.LocalFiles()  # the run's files: its session's once Spark is started
     restore = signals.install()  # SIGTERM's default would leave staging folders behind
     try:
         job = build()
@@ -93,38 +94,32 @@ def run(
         run_record = record.begin(job, command)
         # the in-process engine of evaluate needs neither Java nor a session
         needs_spark = getattr(job, "needs_spark", True)
-        problem = java_is_usable() if needs_spark else None
-        if problem:
-            print(f"error: {problem}", file=sys.stderr)
-            return EXIT_INPUT
+        stopped = _before_spark(job, needs_spark)
+        if stopped is not None:
+            return stopped
         folder = job.output_folder()
-        if folder and not job.overwrite and record.up_to_date(folder, job):
-            # a retried task: the output there was made by the same inputs and settings
-            print(f"{folder}: up to date (its run.json has the same inputs, settings and "
-                  "version); nothing to do")  # fmt: skip
-            return EXIT_OK
-        if folder:
-            lock.acquire(folder)  # one writer per output: a second run stops here at once
-            check_writable(folder, job.overwrite)  # before paying for Spark's start
-        spark = (session or _spark_session)(profile, master, debug=debug) if needs_spark else None
+        if needs_spark:
+            files = fs.SparkFiles((session or _spark_session)(profile, master, debug=debug))
         signals.reclaim()  # PySpark's SIGINT handler records nothing
-        run_record.spark = spark
-        run_record.hash_inputs(spark)
-        result = job.execute(spark)
+        if folder and paths.is_uri(folder):
+            check_writable(folder, job.overwrite)  # its file system lives in the JVM
+        run_record.files = files
+        run_record.hash_inputs()
+        result = job.execute(files.spark)
         for line in job.summary(result):
             print(line)
         if signals.received() is not None:
-            return _signalled(spark)
+            return _signalled(files)
     except (InputError, OutputError) as exc:
         if debug:
             traceback.print_exc()
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_INPUT
     except KeyboardInterrupt as exc:
-        return _interrupted(exc, spark)
+        return _interrupted(exc, files)
     except Exception as exc:  # a bug of ours: still one line, the trace on request
         if signals.received() is not None:  # a py4j call the signal broke, not a bug
-            return _signalled(spark)
+            return _signalled(files)
         if debug:
             traceback.print_exc()
         print(internal_error_line(exc), file=sys.stderr)
@@ -137,35 +132,45 @@ def run(
     return EXIT_OK
 
 
-def _interrupted(exc: KeyboardInterrupt, spark: Any) -> int:
+def _before_spark(job: Job, needs_spark: bool) -> int | None:
+    """What is checked before Spark starts: Java (when it will), a retried task's output
+    already up to date, the output's lock and folder (a URI's once Spark runs). The exit
+    code when the run ends here, else None."""
+    problem = java_is_usable() if needs_spark else None
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return EXIT_INPUT
+    folder = job.output_folder()
+    if folder and not job.overwrite and record.up_to_date(folder):
+        # a retried task: the output there was made by the same inputs and settings
+        print(f"{folder}: up to date (its run.json has the same inputs, settings and "
+              "version); nothing to do")  # fmt: skip
+        return EXIT_OK
+    if folder:
+        lock.acquire(folder)  # one writer per output: a second run stops here at once
+    if folder and not paths.is_uri(folder):
+        check_writable(folder, job.overwrite)  # before paying for Spark's start
+    return None
+
+
+def _interrupted(exc: KeyboardInterrupt, files: fs.LocalFiles) -> int:
     """The exit of a run a signal stopped: one line, Spark stopped, 130 or 143."""
     terminated = isinstance(exc, Terminated) or signals.received() == signal.SIGTERM
     what = "terminated (SIGTERM)" if terminated else "interrupted"
     print(f"error: {what}; nothing was written, any previous output is untouched",
           file=sys.stderr)  # fmt: skip
-    _stop(spark)
+    files.stop()
     return EXIT_TERMINATED if terminated else EXIT_INTERRUPTED
 
 
-def _signalled(spark: Any) -> int:
+def _signalled(files: fs.LocalFiles) -> int:
     """The job returned although a signal came (its raise swallowed, or after publishing)."""
     if signals.is_published():
         print("note: a signal arrived after the output was put in place; the run is complete",
               file=sys.stderr)  # fmt: skip
         return EXIT_OK
     signum = signals.received()
-    return _interrupted(Terminated() if signum == signal.SIGTERM else KeyboardInterrupt(), spark)
-
-
-def _stop(spark: Any) -> None:
-    """Stop Spark after a signal; the JVM may be going down already (under spark-submit
-    the signal reaches it first), which is no reason to print a trace."""
-    if spark is None:
-        return
-    try:
-        spark.stop()
-    except Exception:  # a JVM already gone is the expected case
-        pass
+    return _interrupted(Terminated() if signum == signal.SIGTERM else KeyboardInterrupt(), files)
 
 
 def _spark_session(profile: str, master: str | None, debug: bool = False) -> Any:

@@ -174,7 +174,7 @@ def score_frame(
 
 def run(spark: SparkSession | None, job: MatchingJob) -> MatchingMetrics:
     """Score one submission; writes job.output (when given) whole or not at all."""
-    if job.output:
+    if job.output:  # before the work (once a run: the runner's check counts)
         check_writable(job.output, job.overwrite)
     phases = Phases()
     gt = ground_truth_phase(spark, job.ground_truth, job.ground_truth_format, phases)
@@ -183,7 +183,6 @@ def run(spark: SparkSession | None, job: MatchingJob) -> MatchingMetrics:
         with phases.phase("report"), staged_output(job.output, job.overwrite) as stage:
             run_info = report.run_document(
                 spark,
-                phases,
                 ground_truth=job.ground_truth,
                 predictions=job.predictions,
                 max_results=job.max_results,

@@ -46,17 +46,11 @@ def metrics_document(metrics: MatchingMetrics, run: dict) -> dict:
     return doc
 
 
-def run_document(spark: SparkSession | None, phases: Phases, **inputs: Any) -> dict:
-    """The ``run`` part of a result file: the inputs and settings given, the run record
-    (core/record.py: command, times, versions, inputs with SHA-256...), then the engine
-    that ran the job (Spark's master and version; none in process) and the seconds of
-    each phase."""
-    return {
-        **inputs,
-        **record.current().document(spark),
-        **engine_of(spark).describe(),
-        "phase_seconds": phases.seconds,
-    }
+def run_document(spark: SparkSession | None, **inputs: Any) -> dict:
+    """The ``run`` part of a result file: the inputs and settings given, then the run
+    record (core/record.py: command, times, the engine that ran the job, versions,
+    inputs with SHA-256, the seconds of each phase), built once per run."""
+    return {**inputs, **record.current().document(engine_of(spark))}
 
 
 @contextmanager
@@ -66,7 +60,7 @@ def staged_report(
     """The report phase: a staging folder that becomes ``output`` whole when the block
     ends well, and the run document of ``inputs`` for the files written there."""
     with phases.phase("report"), staged_output(output, overwrite) as stage:
-        yield stage, run_document(spark, phases, **inputs)
+        yield stage, run_document(spark, **inputs)
 
 
 def format_table(metrics: MatchingMetrics, title: str = "DISC21 matching track") -> str:

@@ -100,7 +100,7 @@ def run(spark: SparkSession, job: ExtractJob) -> dict:
             Path(ids_file(str(tmp))).replace(ids_file(str(out)))
         tmp.replace(out)
         # a single file has no folder for run.json: its record lies beside it
-        record.write_to(out.with_name(f"{out.stem}_run.json"), spark)
+        record.write_to(out.with_name(f"{out.stem}_run.json"))
         skipped = out.with_name(f"{out.stem}_skipped.csv")
         pd.DataFrame(d.skipped, columns=["path", "reason"]).to_csv(skipped, index=False)
         document.update(images=len(d.ids), skipped=len(d.skipped))

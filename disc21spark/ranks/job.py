@@ -251,7 +251,7 @@ def run(spark: SparkSession, job: RankJob) -> dict:
                 bench,
             )  # fmt: skip
         # the run record, as metrics.json and leaderboard.json carry it
-        document["run"] = record.current().document(spark)
+        document["run"] = record.current().document()
         (stage / "rank_eval.json").write_text(json.dumps(document, indent=2) + "\n")
     document["seconds"] = phases.seconds
     return document
