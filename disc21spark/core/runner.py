@@ -65,7 +65,7 @@ class BaseJob:
         return getattr(self, "output", None)
 
 
-def job_fields(cls: type, args: Namespace, **given: Any) -> dict[str, Any]:
+def fields_from_options(cls: type, args: Namespace, **given: Any) -> dict[str, Any]:
     """The keyword arguments of the job dataclass ``cls`` from a command's options: each
     field an option sets (``--max-results`` → ``max_results``), then ``given`` over them
     (the fields with no option of their name, or converted on the way)."""

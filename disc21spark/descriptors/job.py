@@ -25,7 +25,7 @@ from disc21spark.core import config
 from disc21spark.core.errors import InputError, first_line
 from disc21spark.core.output import check_writable
 from disc21spark.core.phases import Phases
-from disc21spark.core.runner import BaseJob, job_fields
+from disc21spark.core.runner import BaseJob, fields_from_options
 from disc21spark.descriptors import plan as descriptor_plan
 from disc21spark.descriptors import query_side, shipping
 from disc21spark.descriptors import side as descriptor_side
@@ -70,7 +70,7 @@ class DescriptorJob(BaseJob):
     @classmethod
     def from_args(cls, args: Namespace) -> DescriptorJob:
         """`disc21spark evaluate --query-descriptors ... --reference-descriptors ...`."""
-        fields = job_fields(
+        fields = fields_from_options(
             cls,
             args,
             score_norm=args.score_norm or [],

@@ -21,7 +21,7 @@ from disc21spark.core import config
 from disc21spark.core.errors import InputError
 from disc21spark.core.output import staged_output
 from disc21spark.core.phases import Phases
-from disc21spark.core.runner import BaseJob, job_fields
+from disc21spark.core.runner import BaseJob, fields_from_options
 from disc21spark.library import images
 from disc21spark.queries import codec
 
@@ -43,7 +43,7 @@ class LibraryJob(BaseJob):
 
     @classmethod
     def from_args(cls, args: Namespace) -> LibraryJob:
-        return cls(**job_fields(cls, args, photos=not args.no_photos))
+        return cls(**fields_from_options(cls, args, photos=not args.no_photos))
 
     def check(self) -> None:
         """The plan checks every argument (size, seed, dimensions) before Spark starts."""

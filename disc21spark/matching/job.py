@@ -20,7 +20,7 @@ from disc21spark.core.errors import InputError, first_line
 from disc21spark.core.fs import sized_files
 from disc21spark.core.output import check_writable, staged_output
 from disc21spark.core.phases import Phases
-from disc21spark.core.runner import BaseJob, job_fields
+from disc21spark.core.runner import BaseJob, fields_from_options
 from disc21spark.matching import coverage, local, report
 from disc21spark.matching.ground_truth import ground_truth_phase
 from disc21spark.matching.model import GroundTruth, MatchingMetrics
@@ -64,7 +64,7 @@ class MatchingJob(BaseJob):
         predictions = args.predictions
         if not isinstance(predictions, str):
             (predictions,) = predictions
-        return cls(**job_fields(cls, args, predictions=predictions, choice=choice))
+        return cls(**fields_from_options(cls, args, predictions=predictions, choice=choice))
 
     def execute(self, spark: SparkSession | None) -> MatchingMetrics:
         metrics = run(spark, self)

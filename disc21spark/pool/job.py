@@ -29,7 +29,7 @@ from disc21spark.core.fs import data_files, read_parquet
 from disc21spark.core.output import check_writable
 from disc21spark.core.paths import detect_format, display_path
 from disc21spark.core.phases import Phases
-from disc21spark.core.runner import BaseJob, job_fields
+from disc21spark.core.runner import BaseJob, fields_from_options
 from disc21spark.matching import coverage, labels, per_file, report, validate
 from disc21spark.matching.ground_truth import ground_truth_phase
 from disc21spark.matching.model import GroundTruth, Submission
@@ -83,7 +83,7 @@ class PoolJob(BaseJob):
     @classmethod
     def from_args(cls, args: Namespace) -> PoolJob:
         """`disc21spark evaluate` with a pool (see is_pool)."""
-        return cls(**job_fields(cls, args, predictions=list(args.predictions)))
+        return cls(**fields_from_options(cls, args, predictions=list(args.predictions)))
 
     def execute(self, spark: SparkSession) -> PoolResult:
         return run(spark, self)

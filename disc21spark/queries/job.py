@@ -22,7 +22,7 @@ from disc21spark.core.errors import InputError, first_line
 from disc21spark.core.output import staged_output
 from disc21spark.core.paths import display_path
 from disc21spark.core.phases import Phases
-from disc21spark.core.runner import BaseJob, job_fields
+from disc21spark.core.runner import BaseJob, fields_from_options
 from disc21spark.core.spark import arrow_output, spark_conf
 from disc21spark.core.spark_images import (
     ARROW_BATCH,
@@ -77,7 +77,7 @@ class QueryJob(BaseJob):
             fmt=args.format,
             sheet_per_test=args.sheet_per_test,
         )
-        return cls(**job_fields(cls, args, settings=settings))
+        return cls(**fields_from_options(cls, args, settings=settings))
 
     def execute(self, spark: SparkSession) -> dict:
         return run(spark, self)

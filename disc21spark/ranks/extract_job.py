@@ -20,7 +20,7 @@ from disc21spark.core import config, record
 from disc21spark.core.errors import InputError
 from disc21spark.core.output import check_writable, staged_output
 from disc21spark.core.phases import Phases
-from disc21spark.core.runner import BaseJob, job_fields
+from disc21spark.core.runner import BaseJob, fields_from_options
 from disc21spark.descriptors.files import FORMATS, ids_file, write_vectors
 from disc21spark.queries import bench_folder
 from disc21spark.ranks import methods
@@ -40,7 +40,7 @@ class ExtractJob(BaseJob):
 
     @classmethod
     def from_args(cls, args: Namespace) -> ExtractJob:
-        return cls(**job_fields(cls, args))
+        return cls(**fields_from_options(cls, args))
 
     def check(self) -> None:
         """The method (a user module is imported and probed) and the bench, before Spark."""

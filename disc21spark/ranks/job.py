@@ -21,7 +21,7 @@ from disc21spark.core.errors import InputError
 from disc21spark.core.invocation import command
 from disc21spark.core.output import staged_output
 from disc21spark.core.phases import Phases
-from disc21spark.core.runner import BaseJob, job_fields
+from disc21spark.core.runner import BaseJob, fields_from_options
 from disc21spark.core.spark import union_all
 from disc21spark.matching.ground_truth import ground_truth_phase
 from disc21spark.matching.model import GroundTruth, MatchingMetrics
@@ -63,7 +63,7 @@ class RankJob(BaseJob):
         if len(set(names)) != len(names):
             raise InputError("--methods", f"a method is named twice ({', '.join(names)})")
         chosen = parse_distances(getattr(args, "distance", None) or "", names)
-        return cls(**job_fields(cls, args, methods=methods, sizes=tuple(args.sizes), distances=chosen))
+        return cls(**fields_from_options(cls, args, methods=methods, sizes=tuple(args.sizes), distances=chosen))
 
     def check(self) -> None:
         """Unknown methods and a bad bench fail before Spark starts."""
