@@ -69,6 +69,23 @@ def test_defaults_ini_has_a_section_per_command_and_a_comment_per_key():
             previous = line
 
 
+def test_a_job_built_without_options_has_the_command_lines_defaults():
+    """The API and the tests build jobs with few options, the command line from every
+    option: both get defaults.ini's values (read once, by config.fill_defaults)."""
+    from disc21spark.matching.job import MatchingJob
+    from disc21spark.pool.job import PoolJob
+
+    argv = ["evaluate", "--ground-truth", "g.csv", "--predictions", "p.csv", "--output", "out"]
+    args = commands.parse(argv)
+    for cls, predictions in ((MatchingJob, "p.csv"), (PoolJob, ["p.csv"])):
+        bare = cls("g.csv", predictions, "out")
+        built = cls.from_args(args)
+        for f in fields(cls):
+            if f.default is config.FROM_DEFAULTS:
+                assert getattr(bare, f.name) == getattr(built, f.name), (cls.__name__, f.name)
+                assert getattr(bare, f.name) is not config.FROM_DEFAULTS
+
+
 def test_job_dataclasses_read_the_same_defaults():
     from disc21spark.descriptors.job import DescriptorJob
     from disc21spark.library.job import LibraryJob
@@ -83,7 +100,9 @@ def test_job_dataclasses_read_the_same_defaults():
         conf = config.section(command)
         for f in fields(cls):
             key = (renamed or {}).get(f.name, f.name)
-            if key in conf and f.default is not MISSING:  # a required field has none
+            # a required field has none; one read from defaults.ini when the job is built
+            # is held by test_a_job_built_without_options_has_the_command_lines_defaults
+            if key in conf and f.default not in (MISSING, config.FROM_DEFAULTS):
                 text = conf[key]
                 expected = TYPES.get(key, str)(text) if text else None
                 if key == "sizes":

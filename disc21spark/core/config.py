@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import argparse
 import configparser
+import dataclasses
 import functools
 import os
 import tempfile
 from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:  # importlib.resources.abc is 3.11+; only the annotations need it
     from importlib.resources.abc import Traversable
@@ -79,6 +80,30 @@ def value(command: str, key: str, parse: Callable[[str], T] = str) -> T | None:
     """One default, typed by the parser the command line uses for the same option."""
     text = default(command, key)
     return None if text is None else parse(text)
+
+
+class _FromDefaults:
+    def __repr__(self) -> str:
+        return "<from defaults.ini>"
+
+
+FROM_DEFAULTS: Any = _FromDefaults()
+
+
+def from_defaults(parse: Callable[[str], Any] = str) -> Any:
+    """A job dataclass's field whose default is the defaults.ini value of its name, in
+    the job's ``DEFAULTS`` section, typed by ``parse`` (the option's argparse type);
+    ``fill_defaults`` reads it when the job is built, so a job built without the option
+    (a test, the API) gets what the command line would."""
+    return dataclasses.field(default=FROM_DEFAULTS, metadata={"parse": parse})
+
+
+def fill_defaults(job: Any, command: str) -> None:
+    """Every field of the (frozen) dataclass ``job`` still at ``FROM_DEFAULTS`` set to
+    defaults.ini's value of its name in ``[command]``."""
+    for f in dataclasses.fields(job):
+        if getattr(job, f.name) is FROM_DEFAULTS:
+            object.__setattr__(job, f.name, value(command, f.name, f.metadata["parse"]))
 
 
 # value syntaxes shared by defaults.ini and the command line (argparse types: a bad value

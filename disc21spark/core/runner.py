@@ -24,9 +24,9 @@ import sys
 import traceback
 from argparse import Namespace
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
-from disc21spark.core import fs, lock, paths, record, signals
+from disc21spark.core import config, fs, lock, paths, record, signals
 from disc21spark.core.errors import InputError, OutputError
 from disc21spark.core.output import check_writable
 from disc21spark.core.signals import Terminated
@@ -56,7 +56,14 @@ class Job(Protocol):
 
 class BaseJob:
     """The parts of the protocol most jobs share: no check before Spark (Spark reads the
-    inputs), and ``output`` is the folder they publish."""
+    inputs), ``output`` is the folder they publish, and the fields declared
+    ``config.from_defaults()`` take defaults.ini's values of section ``DEFAULTS``."""
+
+    DEFAULTS: ClassVar[str] = ""
+
+    def __post_init__(self) -> None:
+        if self.DEFAULTS:
+            config.fill_defaults(self, self.DEFAULTS)
 
     def check(self) -> None:
         return None

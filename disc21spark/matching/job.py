@@ -34,19 +34,21 @@ if TYPE_CHECKING:
 class MatchingJob(BaseJob):
     """One submission, scored strictly; defaults from conf/defaults.ini [evaluate]."""
 
+    DEFAULTS = "evaluate"
+
     ground_truth: str
     predictions: str
     output: str | None
-    max_results: int = config.value("evaluate", "max_results", int)
-    partitions: int | None = config.value("evaluate", "partitions", int)
+    max_results: int = config.from_defaults(int)
+    partitions: int | None = config.from_defaults(int)
     overwrite: bool = False
-    curve_points: int = config.value("evaluate", "curve_points", int)
-    predictions_format: str = config.value("evaluate", "predictions_format")
-    ground_truth_format: str = config.value("evaluate", "ground_truth_format")
-    title: str | None = config.value("evaluate", "title")
-    resamples: int = config.value("evaluate", "resamples", int)
-    confidence: float = config.value("evaluate", "confidence", float)
-    seed: int = config.value("evaluate", "seed", int)
+    curve_points: int = config.from_defaults(int)
+    predictions_format: str = config.from_defaults()
+    ground_truth_format: str = config.from_defaults()
+    title: str | None = config.from_defaults()
+    resamples: int = config.from_defaults(int)
+    confidence: float = config.from_defaults(float)
+    seed: int = config.from_defaults(int)
     choice: engine.Choice = engine.DISTRIBUTED  # engine and plan (engine.choose decides)
 
     @property

@@ -53,23 +53,25 @@ log = logging.getLogger("disc21spark")
 class PoolJob(BaseJob):
     """A pool of submissions; defaults from conf/defaults.ini [evaluate]."""
 
+    DEFAULTS = "evaluate"
+
     ground_truth: str
     predictions: list[str]
     output: str | None
     submission_column: str | None = None
-    max_results: int = config.value("evaluate", "max_results", int)
-    partitions: int | None = config.value("evaluate", "partitions", int)
+    max_results: int = config.from_defaults(int)
+    partitions: int | None = config.from_defaults(int)
     overwrite: bool = False
-    curve_points: int = config.value("evaluate", "curve_points", int)
-    predictions_format: str = config.value("evaluate", "predictions_format")
-    ground_truth_format: str = config.value("evaluate", "ground_truth_format")
+    curve_points: int = config.from_defaults(int)
+    predictions_format: str = config.from_defaults()
+    ground_truth_format: str = config.from_defaults()
     fail_on_invalid: bool = False
     previous: str | None = None
-    pool_plan: str = config.value("evaluate", "pool_plan")
-    local_max_bytes: int = config.value("evaluate", "local_max_bytes", config.parse_size)
-    resamples: int = config.value("evaluate", "resamples", int)
-    confidence: float = config.value("evaluate", "confidence", float)
-    seed: int = config.value("evaluate", "seed", int)
+    pool_plan: str = config.from_defaults()
+    local_max_bytes: int = config.from_defaults(config.parse_size)
+    resamples: int = config.from_defaults(int)
+    confidence: float = config.from_defaults(float)
+    seed: int = config.from_defaults(int)
 
     @property
     def resampling(self) -> Resampling:
