@@ -72,14 +72,21 @@ def test_defaults_ini_has_a_section_per_command_and_a_comment_per_key():
 def test_a_job_built_without_options_has_the_command_lines_defaults():
     """The API and the tests build jobs with few options, the command line from every
     option: both get defaults.ini's values (read once, by config.fill_defaults)."""
+    from disc21spark.descriptors.job import DescriptorJob
     from disc21spark.matching.job import MatchingJob
     from disc21spark.pool.job import PoolJob
 
     argv = ["evaluate", "--ground-truth", "g.csv", "--predictions", "p.csv", "--output", "out"]
     args = commands.parse(argv)
-    for cls, predictions in ((MatchingJob, "p.csv"), (PoolJob, ["p.csv"])):
-        bare = cls("g.csv", predictions, "out")
-        built = cls.from_args(args)
+    vectors = ["--query-descriptors", "q.h5", "--reference-descriptors", "r.h5"]
+    descriptor_args = commands.parse([*argv[:3], *vectors, "--output", "out"])
+    jobs = [
+        (MatchingJob("g.csv", "p.csv", "out"), MatchingJob.from_args(args)),
+        (PoolJob("g.csv", ["p.csv"], "out"), PoolJob.from_args(args)),
+        (DescriptorJob("g.csv", ["q.h5"], ["r.h5"], "out"), DescriptorJob.from_args(descriptor_args)),
+    ]
+    for bare, built in jobs:
+        cls = type(bare)
         for f in fields(cls):
             if f.default is config.FROM_DEFAULTS:
                 assert getattr(bare, f.name) == getattr(built, f.name), (cls.__name__, f.name)

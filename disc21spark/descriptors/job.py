@@ -41,30 +41,30 @@ from disc21spark.matching.score import Scoring, score
 class DescriptorJob(BaseJob):
     """The descriptor track; defaults from conf/defaults.ini [evaluate]."""
 
+    DEFAULTS = "evaluate"
+
     ground_truth: str
     query_descriptors: list[str]
     reference_descriptors: list[str]
     output: str | None
-    knn: int | None = config.value("evaluate", "knn", int)  # None: max-results mode
-    max_results: int = config.value("evaluate", "max_results", int)
-    metric: str = config.value("evaluate", "metric")
-    index: str = config.value("evaluate", "index")
-    nprobe: int | None = config.value("evaluate", "nprobe", int)
-    max_dim: int = config.value("evaluate", "max_dim", int)
-    broadcast_limit: int = config.value("evaluate", "broadcast_limit", config.parse_size)
+    knn: int | None = config.from_defaults(int)  # None: max-results mode
+    max_results: int = config.from_defaults(int)
+    metric: str = config.from_defaults()
+    index: str = config.from_defaults()
+    nprobe: int | None = config.from_defaults(int)
+    max_dim: int = config.from_defaults(int)
+    broadcast_limit: int = config.from_defaults(config.parse_size)
     score_norm: list[str] = field(default_factory=list)
-    score_norm_weight: float = config.value("evaluate", "score_norm_weight", float)
-    score_norm_neighbors: tuple[int, int] = config.value(
-        "evaluate", "score_norm_neighbors", config.parse_span
-    )
+    score_norm_weight: float = config.from_defaults(float)
+    score_norm_neighbors: tuple[int, int] = config.from_defaults(config.parse_span)
     train_descriptors: list[str] = field(default_factory=list)
     write_predictions: bool = False
-    query_partitions: int | None = config.value("evaluate", "query_partitions", int)
-    partitions: int | None = config.value("evaluate", "partitions", int)
+    query_partitions: int | None = config.from_defaults(int)
+    partitions: int | None = config.from_defaults(int)
     overwrite: bool = False
-    curve_points: int = config.value("evaluate", "curve_points", int)
-    ground_truth_format: str = config.value("evaluate", "ground_truth_format")
-    title: str | None = config.value("evaluate", "title")
+    curve_points: int = config.from_defaults(int)
+    ground_truth_format: str = config.from_defaults()
+    title: str | None = config.from_defaults()
     block_rows: int = 16384  # queries searched at a time in a task (memory per task)
 
     @classmethod
