@@ -32,9 +32,10 @@ from disc21spark.core.errors import OutputError
 
 def check_writable(path: str | os.PathLike, overwrite: bool) -> None:
     """Fail early, before any work, when the results could not be published: once per
-    run (the runner checks before Spark starts, ``staged_output`` only a folder nobody
-    checked; the publish itself checks again, for what was written there meanwhile). A
-    URI is checked once Spark runs (its file systems live in the JVM)."""
+    command (the runner checks before Spark starts; a job's or ``staged_output``'s check
+    of the same folder is then a no-op; a library call checks each time). The publish
+    itself checks again, for what was written there meanwhile. A URI is checked once
+    Spark runs (its file systems live in the JVM)."""
     run, key = record.current(), str(path)
     if key in run.checked_outputs:
         return
@@ -47,7 +48,8 @@ def check_writable(path: str | os.PathLike, overwrite: bool) -> None:
         if out.parent.is_dir():
             recover(out)  # a previous output a killed run had set aside is put back first
         _check_local(out, overwrite)
-    run.checked_outputs.add(key)
+    if run.runner:
+        run.checked_outputs.add(key)
 
 
 def _check_local(out: Path, overwrite: bool) -> Path:

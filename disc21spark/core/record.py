@@ -61,7 +61,7 @@ class Record:
         self.files: fs.LocalFiles = fs.LocalFiles()
         self.phase_seconds: dict[str, float] = {}
         self._document: dict | None = None
-        self.checked_outputs: set[str] = set()  # output folders checked before the work
+        self.checked_outputs: set[str] = set()  # output folders the runner checked
         self._inputs: Future | None = None
         self._digests: dict[str, Future] = {}
         self._digests_lock = threading.Lock()
