@@ -20,41 +20,22 @@ from disc21spark.core.errors import InputError, first_line
 from disc21spark.core.fs import sized_files
 from disc21spark.core.output import check_writable, staged_output
 from disc21spark.core.phases import Phases
-from disc21spark.core.runner import BaseJob, fields_from_options
+from disc21spark.core.runner import fields_from_options
 from disc21spark.matching import coverage, local, report
 from disc21spark.matching.ground_truth import ground_truth_phase
-from disc21spark.matching.model import GroundTruth, MatchingMetrics
-from disc21spark.matching.stats.model import Resampling
+from disc21spark.matching.model import GroundTruth, MatchingMetrics, ScoringJob
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 
 @dataclass(frozen=True)
-class MatchingJob(BaseJob):
-    """One submission, scored strictly; defaults from conf/defaults.ini [evaluate]."""
+class MatchingJob(ScoringJob):
+    """One submission, scored strictly."""
 
-    DEFAULTS = "evaluate"
-
-    ground_truth: str
     predictions: str
-    output: str | None
-    max_results: int = config.from_defaults(int)
-    partitions: int | None = config.from_defaults(int)
-    overwrite: bool = False
-    curve_points: int = config.from_defaults(int)
-    predictions_format: str = config.from_defaults()
-    ground_truth_format: str = config.from_defaults()
     title: str | None = config.from_defaults()
-    resamples: int = config.from_defaults(int)
-    confidence: float = config.from_defaults(float)
-    seed: int = config.from_defaults(int)
     choice: engine.Choice = engine.DISTRIBUTED  # engine and plan (engine.choose decides)
-
-    @property
-    def resampling(self) -> Resampling:
-        """The bootstrap settings (resamples, confidence, seed)."""
-        return Resampling(self.resamples, self.confidence, self.seed)
 
     @property
     def needs_spark(self) -> bool:

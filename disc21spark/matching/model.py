@@ -7,6 +7,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from disc21spark.core import config
+from disc21spark.core.runner import BaseJob
+from disc21spark.matching.stats.model import Resampling
+
 if TYPE_CHECKING:
     import pandas as pd
     from matplotlib.figure import Figure
@@ -127,3 +131,29 @@ class Submission:
 
     def invalid(self, error: Exception | str) -> None:
         self.status, self.reason, self.metrics = "invalid", str(error), None
+
+
+@dataclass(frozen=True)
+class ScoringJob(BaseJob):
+    """What scoring is given, one submission (``MatchingJob``) or a pool
+    (``pool.job.PoolJob``); defaults from conf/defaults.ini [evaluate]."""
+
+    DEFAULTS = "evaluate"
+
+    ground_truth: str
+    predictions: Any  # one path, or a pool's paths
+    output: str | None
+    max_results: int = config.from_defaults(int)
+    partitions: int | None = config.from_defaults(int)
+    overwrite: bool = False
+    curve_points: int = config.from_defaults(int)
+    predictions_format: str = config.from_defaults()
+    ground_truth_format: str = config.from_defaults()
+    resamples: int = config.from_defaults(int)
+    confidence: float = config.from_defaults(float)
+    seed: int = config.from_defaults(int)
+
+    @property
+    def resampling(self) -> Resampling:
+        """The bootstrap settings (resamples, confidence, seed)."""
+        return Resampling(self.resamples, self.confidence, self.seed)

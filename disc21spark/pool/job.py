@@ -29,14 +29,13 @@ from disc21spark.core.fs import data_files, read_parquet
 from disc21spark.core.output import check_writable
 from disc21spark.core.paths import detect_format, display_path
 from disc21spark.core.phases import Phases
-from disc21spark.core.runner import BaseJob, fields_from_options
+from disc21spark.core.runner import fields_from_options
 from disc21spark.matching import coverage, labels, per_file, report, validate
 from disc21spark.matching.ground_truth import ground_truth_phase
-from disc21spark.matching.model import GroundTruth, Submission
+from disc21spark.matching.model import GroundTruth, ScoringJob, Submission
 from disc21spark.matching.read import read_predictions
 from disc21spark.matching.rows import PREDICTION_COLUMNS
 from disc21spark.matching.score import Scoring, UnreadableInput, score
-from disc21spark.matching.stats.model import Resampling
 from disc21spark.pool import report as pool_report
 from disc21spark.pool.listing import (  # noqa: F401 (is_pool, submission_name: the pool's face)
     file_checksums,
@@ -50,32 +49,15 @@ log = logging.getLogger("disc21spark")
 
 
 @dataclass(frozen=True)
-class PoolJob(BaseJob):
-    """A pool of submissions; defaults from conf/defaults.ini [evaluate]."""
+class PoolJob(ScoringJob):
+    """A pool of submissions (the fields of ``ScoringJob``, then the pool's)."""
 
-    DEFAULTS = "evaluate"
-
-    ground_truth: str
     predictions: list[str]
-    output: str | None
     submission_column: str | None = None
-    max_results: int = config.from_defaults(int)
-    partitions: int | None = config.from_defaults(int)
-    overwrite: bool = False
-    curve_points: int = config.from_defaults(int)
-    predictions_format: str = config.from_defaults()
-    ground_truth_format: str = config.from_defaults()
     fail_on_invalid: bool = False
     previous: str | None = None
     pool_plan: str = config.from_defaults()
     local_max_bytes: int = config.from_defaults(config.parse_size)
-    resamples: int = config.from_defaults(int)
-    confidence: float = config.from_defaults(float)
-    seed: int = config.from_defaults(int)
-
-    @property
-    def resampling(self) -> Resampling:
-        return Resampling(self.resamples, self.confidence, self.seed)
 
     @property
     def choice(self) -> engine.Choice:
