@@ -63,6 +63,9 @@ def test_evaluate_writes_run_json_and_reruns_are_up_to_date(
     assert "evaluate" in doc["command"]
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["run"]["inputs"] == doc["inputs"] and metrics["run"]["engine"] == engine
+    # one document per run: the same end time; a matching run records no descriptor option
+    assert metrics["run"]["ended"] == doc["ended"] and doc["engine"] == engine
+    assert "knn" not in doc["settings"] and "index" not in doc["settings"]
     assert sorted(p.name for p in out.iterdir()) == [
         "_SUCCESS", "metrics.json", "pr_curve.csv", "pr_curve.png", "run.json"]
     before = {p.name: p.read_bytes() for p in out.iterdir()}
