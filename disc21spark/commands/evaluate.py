@@ -158,7 +158,8 @@ def _add_descriptor_arguments(d: argparse._ArgumentGroup, conf: dict[str, Any]) 
         key = name.lstrip("-").replace("-", "_")
         d.add_argument(
             name, action=ValueList, convert=partial(parse_counts, example=example),
-            default=parse_counts(conf[key]) if conf[key] else None, metavar="N", help=help_text,
+            default=parse_counts(conf[key]) if conf[key] else None,
+            metavar="K" if "knn" in key else "N", help=help_text,
         )  # fmt: skip
 
 
