@@ -21,6 +21,7 @@ from disc21spark.core.phases import Phases
 from disc21spark.descriptors import job as D
 from disc21spark.descriptors import spec as S
 from disc21spark.descriptors.budgets import spec as B
+from disc21spark.descriptors.budgets.table import BudgetTable
 from disc21spark.matching.model import GroundTruth
 from disc21spark.testing.synth import write_hdf5_descriptors
 from tests.conftest import DESCRIPTORS, MINIMAL
@@ -78,6 +79,24 @@ def test_ranks_in_query():
     ranks = B.ranks_in_query(q, S.reference_order(r.astype(str)), HAND.score.to_numpy())
     assert ranks.tolist() == [1, 2, 1, 2, 1, 3]
     assert B.ranks_in_query(q[:0], np.zeros(0, np.int64), np.zeros(0)).tolist() == []
+
+
+def test_the_table_as_csv_json_dataframe_and_plot(tmp_path):
+    rows = hand_metrics("max_results", [1, 3, 4])
+    table = BudgetTable(B.Budgets("max_results", (1, 3, 4), 2), tuple(rows))
+    table.write_csv(tmp_path / "budgets.csv")
+    back = pd.read_csv(tmp_path / "budgets.csv", float_precision="round_trip")
+    frame = table.to_pandas()
+    assert back.columns.tolist() == frame.columns.tolist() == ["budget", *rows[0].to_dict()]
+    assert back.micro_ap.tolist() == frame.micro_ap.tolist() == [0.5, 0.5 + 0.5 * 2 / 3, 0.75]
+    block = table.to_dict()
+    assert (block["kind"], block["searched"]) == ("max_results", 4)
+    assert [r["n_predictions"] for r in block["rows"]] == [1, 3, 4]
+    assert "query id, then reference id" in block["ties"]
+    table.write_plot(tmp_path / "budgets.png", "hand")
+    with Image.open(tmp_path / "budgets.png") as png:
+        assert png.size == (770, 495)
+    assert [line.split()[0] for line in table.lines()[2:]] == ["1", "3", "4"]
 
 
 # ---------------------------------------- the cut of a cut is the cut (no JVM)
@@ -208,7 +227,7 @@ def test_budget_files_and_the_api_table(spark, vectors, tmp_path):
     assert [r["budget"] for r in block["rows"]] == [10, 100, 1000]
     assert doc["micro_ap"] == scores.metrics.micro_ap
     assert doc["run"]["budgets"] == [10, 100, 1000]
-    csv = pd.read_csv(out / "budgets.csv")
+    csv = pd.read_csv(out / "budgets.csv", float_precision="round_trip")
     assert csv.budget.tolist() == [10, 100, 1000]
     assert csv.micro_ap.tolist() == [r["micro_ap"] for r in block["rows"]]
     assert csv.n_predictions.tolist() == [10, 100, 1000]

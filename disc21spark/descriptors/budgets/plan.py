@@ -65,10 +65,9 @@ def budget_pairs(pairs: DataFrame, budgets: Budgets) -> DataFrame:
         keep = _kept(ranked, budgets, budget)
         if keep is not None:
             first = first + F.when(keep, 0).otherwise(1)
+    # a generator cannot sit inside another expression (no cast): the codes are ints
     code = F.explode(F.sequence(first, F.lit(last))) if last else F.lit(0)
-    return ranked.select(
-        code.cast("int").alias(SUBMISSION), "query_id", "reference_id", "score"
-    )
+    return ranked.select(code.alias(SUBMISSION), "query_id", "reference_id", "score")
 
 
 def score_budgets(
