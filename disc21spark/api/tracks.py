@@ -65,10 +65,8 @@ def evaluate_descriptors(
     score_norm : path(s) or None
         Background descriptors for score normalisation.
     budgets, knn_budgets : sequence of int or None
-        Candidate budgets (``--budgets``, ``--knn-budgets``): the metrics of the best N
-        pairs over all queries for each N (global search), or of the k best references
-        per query for each k (with ``knn``), all from one search; whole numbers ≥ 1,
-        increasing. The table is ``DescriptorResult.budgets``.
+        ``--budgets`` (global search), ``--knn-budgets`` (with ``knn``): the metrics of
+        one search cut to each budget, as ``DescriptorResult.budgets``.
     return_pairs : bool
         Also return the searched pairs as a pandas DataFrame (collected to the driver).
     engine : "spark" or SparkSession
