@@ -39,6 +39,8 @@ def evaluate_descriptors(
     index: str | None = None,
     nprobe: int | None = None,
     score_norm: Paths | None = None,
+    budgets: Sequence[int] | None = None,
+    knn_budgets: Sequence[int] | None = None,
     return_pairs: bool = False,
     engine: Any = "spark",
     **options: Any,
@@ -62,6 +64,9 @@ def evaluate_descriptors(
         A FAISS factory string (None: Flat, exact) and the IVF lists visited per query.
     score_norm : path(s) or None
         Background descriptors for score normalisation.
+    budgets, knn_budgets : sequence of int or None
+        ``--budgets`` (global search), ``--knn-budgets`` (with ``knn``): the metrics of
+        one search cut to each budget, as ``DescriptorResult.budgets``.
     return_pairs : bool
         Also return the searched pairs as a pandas DataFrame (collected to the driver).
     engine : "spark" or SparkSession
@@ -71,7 +76,9 @@ def evaluate_descriptors(
     Returns
     -------
     DescriptorResult
-        ``metrics`` (MatchingMetrics) and ``pairs`` (None unless ``return_pairs``).
+        ``metrics`` (MatchingMetrics, of ``max_results`` or ``knn``), ``pairs`` (None
+        unless ``return_pairs``) and ``budgets`` (a pandas DataFrame, None unless budgets
+        were given).
 
     Raises
     ------
@@ -90,7 +97,8 @@ def evaluate_descriptors(
         query_descriptors=_paths(queries), reference_descriptors=_paths(references),
         output=None, knn=knn, max_results=max_results, metric=metric,
         score_norm=_paths(score_norm) if score_norm else None,
-        **_given(index=index, nprobe=nprobe), **options,
+        **_given(index=index, nprobe=nprobe, budgets=_listed(budgets),
+                 knn_budgets=_listed(knn_budgets)), **options,
     )  # fmt: skip
     job = descriptor_job.DescriptorJob.from_args(args)
     return _search_and_score(job, ground_truth, engine, return_pairs)
@@ -106,11 +114,23 @@ def _search_and_score(job: Any, ground_truth: Any, engine: Any, return_pairs: bo
     gt = inputs.ground_truth(ground_truth, job.ground_truth_format, chosen)
     outcome = descriptor_job.search_pairs(chosen.spark, job, phases)
     try:
-        metrics = descriptor_job.score_pairs(chosen.spark, job, gt, outcome, phases)
+        scores = descriptor_job.score_pairs(chosen.spark, job, gt, outcome, phases)
         pairs = _pairs_table(outcome.pairs) if return_pairs else None
     finally:
         outcome.release()
-    return DescriptorResult(metrics, pairs)
+    table = scores.budgets.to_pandas() if scores.budgets is not None else None
+    return DescriptorResult(scores.metrics, pairs, table)
+
+
+def _listed(values: Any) -> Any:
+    """A sequence of budgets as the option's list (the command's check judges it);
+    anything else as given, for the check to name."""
+    if values is None or isinstance(values, (str, bytes)):
+        return values
+    try:
+        return list(values)
+    except TypeError:
+        return values
 
 
 def _pairs_table(pairs: Any) -> Any:
