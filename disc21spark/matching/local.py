@@ -310,6 +310,9 @@ def score_source(
         with phases.phase("bootstrap") as note:
             found = stats_local.measure(pairs.query, encoded, gt, resampling)
             metrics = replace(metrics, uncertainty=found)
+            if resampling.groups is not None:
+                table = stats_local.measure_groups(pairs.query, encoded, gt, resampling)
+                metrics = replace(metrics, groups=table)
             note["rows"] = metrics.n_predictions
             note["detail"] = f"{resampling.resamples:,} resamples"
     return metrics
