@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from disc21spark.core.errors import InputError
@@ -129,3 +129,69 @@ def test_bad_groups_file_is_one_line(tmp_path, monkeypatch, text, reason):
     with pytest.raises(InputError) as err:
         read_query_groups("g.csv", make_gt(3, 2))
     assert str(err.value) == reason
+
+
+def random_groups(tmp: Path, rng, gt: GroundTruth, n_groups: int):
+    picked = rng.integers(-1, n_groups, size=gt.n_queries)
+    mapping = {q: f"g{c}" for q, c in zip(gt.query_ids, picked) if c >= 0} or {gt.query_ids[0]: "g0"}
+    return read_query_groups(str(groups_csv(tmp / "g.csv", mapping)), gt)
+
+
+@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(0, 200), n_scores=st.sampled_from([1, 7, 10**6]))
+def test_spark_plan_equals_the_definition(spark, tmp_path_factory, seed, n, n_scores):
+    from disc21spark.matching import labels
+    from disc21spark.matching.score import Scoring, score
+
+    rng = np.random.default_rng(seed)
+    gt = make_gt(30, 18)
+    frame = random_submission(rng, gt, n, n_scores)
+    groups = random_groups(tmp_path_factory.mktemp("groups"), rng, gt, 3)
+    for resamples in (0, 25):
+        r = Resampling(resamples, 0.9, seed % 5, groups)
+        wanted = spec_table(frame, gt, r)
+        for partitions in (1, 3):
+            pairs = spark.createDataFrame(frame, "query_id string, reference_id string, score double")
+            pairs = pairs.repartition(partitions).withColumn(labels.SUBMISSION, labels.F.lit(0))
+            scored = score(spark, pairs, [0], Scoring(gt, 50, partitions, resampling=r))
+            assert scored.metrics[0].groups == wanted
+
+
+def test_both_pool_plans_and_the_leaderboard(spark, tmp_path):
+    import json
+
+    from disc21spark.pool import job as pool_job
+    from tests.test_engines import gt_csv
+
+    gt = make_gt(30, 18)
+    truth = gt_csv(tmp_path / "gt.csv", gt)
+    rng = np.random.default_rng(9)
+    groups = random_groups(tmp_path, rng, gt, 3)
+    frames = {}
+    for i in range(2):
+        frames[f"team{i}"] = random_submission(rng, gt, 120, 9)
+        frames[f"team{i}"].iloc[::-1].to_csv(tmp_path / f"team{i}.csv", index=False)
+    r = Resampling(30, 0.95, 3, groups)
+    common = dict(max_results=0, resamples=30, confidence=0.95, seed=3,
+                  query_groups=str(tmp_path / "g.csv"))  # fmt: skip
+    for plan in ("per-file", "one-sort"):
+        out = tmp_path / plan
+        job = pool_job.PoolJob(str(truth), [str(tmp_path / "team*.csv")], str(out),
+                               pool_plan=plan, **common)  # fmt: skip
+        for s in pool_job.run(spark, job).submissions:
+            assert s.metrics.groups == spec_table(frames[s.name], gt, r)
+    board = json.loads((tmp_path / "one-sort" / "leaderboard.json").read_text())
+    first = board["submissions"][0]
+    assert [g["group"] for g in first["groups"]["groups"]] == list(groups.names)
+    assert "μAP by query group" in (tmp_path / "one-sort" / "leaderboard.md").read_text()
+    assert 'id="groups"' in (tmp_path / "one-sort" / "leaderboard.html").read_text()
+    header = (tmp_path / "one-sort" / "leaderboard.csv").read_text().splitlines()[0]
+    assert header.endswith(",".join(f"micro_ap:{n}" for n in groups.names))
+    # a previous run's group figures are reused as they were written
+    again = pool_job.PoolJob(str(truth), [str(tmp_path / "team*.csv")], str(tmp_path / "again"),
+                             previous=str(tmp_path / "one-sort"), **common)  # fmt: skip
+    result = pool_job.run(spark, again)
+    assert all(s.reused for s in result.submissions)
+    assert json.loads((tmp_path / "again" / "leaderboard.json").read_text())["submissions"][0][
+        "groups"
+    ] == first["groups"]
