@@ -195,3 +195,30 @@ def test_both_pool_plans_and_the_leaderboard(spark, tmp_path):
     assert json.loads((tmp_path / "again" / "leaderboard.json").read_text())["submissions"][0][
         "groups"
     ] == first["groups"]
+
+
+def test_the_command_line_writes_the_groups_and_refuses_a_bad_file(tmp_path, capsys):
+    import json
+
+    from disc21spark.commands import main
+    from tests.test_engines import gt_csv
+
+    gt, frame, _ = hand_case(tmp_path)
+    truth = gt_csv(tmp_path / "gt.csv", gt)
+    frame.to_csv(tmp_path / "p.csv", index=False)
+    base = ["evaluate", "--engine", "local", "--ground-truth", str(truth), "--predictions",
+            str(tmp_path / "p.csv"), "--resamples", "0", "--quiet"]  # fmt: skip
+    out = tmp_path / "out"
+    assert main([*base, "--query-groups", str(tmp_path / "g.csv"), "--output", str(out)]) == 0
+    doc = json.loads((out / "metrics.json").read_text())
+    assert [g["group"] for g in doc["groups"]["groups"]] == ["a", "b"]
+    assert doc["groups"]["groups"][1]["recall_at_p90"] is None
+    assert doc["run"]["query_groups"] == str(tmp_path / "g.csv")
+    assert (out / "groups.csv").read_text().splitlines()[1].startswith("a,1,2,3,")
+    (tmp_path / "bad.csv").write_text("query_id,group\nQ000,a\nQ000,b\n")
+    capsys.readouterr()
+    code = main([*base, "--query-groups", str(tmp_path / "bad.csv"), "--output", str(tmp_path / "o2")])
+    assert code == 2 and not (tmp_path / "o2").exists()
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        f"error: {tmp_path / 'bad.csv'}: line 3: query 'Q000' named twice (first on line 2)"
+    )
