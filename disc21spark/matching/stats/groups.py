@@ -26,6 +26,7 @@ import numpy as np
 from disc21spark.matching.model import GroundTruth
 from disc21spark.matching.spec import REQUIRED_PRECISION
 from disc21spark.matching.stats import spec
+from disc21spark.matching.stats.groups_file import QueryGroups
 from disc21spark.matching.stats.groups_table import GroupResult, GroupTable
 from disc21spark.matching.stats.model import Resampling
 
@@ -83,7 +84,7 @@ def positive_codes(gt: GroundTruth, codes: np.ndarray) -> np.ndarray:
 
 
 def table(
-    groups,
+    groups: QueryGroups,
     levels: list[np.ndarray],
     counts: list[np.ndarray] | None,
     true_pairs: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
@@ -138,7 +139,9 @@ def point(hits: np.ndarray, misses: np.ndarray, ranks: np.ndarray, n_positives: 
     return out
 
 
-def measure(s: spec.Sample, code: np.ndarray, gt: GroundTruth, groups, r: Resampling) -> GroupTable:
+def measure(
+    s: spec.Sample, code: np.ndarray, gt: GroundTruth, groups: QueryGroups, r: Resampling
+) -> GroupTable:
     """The group table of one submission held in memory (``s``; ``code`` int (n,): each
     row's code), the one counting pass the in-process engine and a pool's file task run."""
     true_codes = code[s.label]

@@ -10,6 +10,7 @@ import numpy as np
 from disc21spark.matching import spec as matching_spec
 from disc21spark.matching.model import GroundTruth
 from disc21spark.matching.stats import spec
+from disc21spark.matching.stats.groups_file import QueryGroups
 from disc21spark.matching.stats.groups_table import GroupResult, GroupTable
 from disc21spark.matching.stats.model import STATISTICS, Resampling
 
@@ -31,7 +32,7 @@ def group_table(
     reference_ids: np.ndarray,
     scores: np.ndarray,
     gt: GroundTruth,
-    groups,
+    groups: QueryGroups,
     r: Resampling,
 ) -> GroupTable:
     """Every group's figures (``groups``: groups_file.QueryGroups resolved against ``gt``)
