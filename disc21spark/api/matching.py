@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from disc21spark.api import inputs
@@ -20,6 +21,7 @@ from disc21spark.api.tables import score_table
 from disc21spark.core import config
 from disc21spark.core.errors import InputError
 from disc21spark.core.phases import Phases
+from disc21spark.matching.ground_truth import groups_phase
 from disc21spark.matching.job import MatchingJob, score_frame, score_predictions
 from disc21spark.matching.model import GroundTruth, MatchingMetrics, Submission
 
@@ -39,6 +41,7 @@ def evaluate(
     predictions_format: str = "auto",
     ground_truth_format: str = "auto",
     local_max_bytes: int = _LOCAL_MAX_BYTES,
+    query_groups: str | os.PathLike | None = None,
 ) -> MatchingMetrics:
     """Score one matching-track submission: μAP, recall at precision 0.9, recall at rank
     1 and 10, exactly as ``disc21spark evaluate`` (and the official ISC2021 scorer).
@@ -67,12 +70,16 @@ def evaluate(
     predictions_format, ground_truth_format : {"auto", "csv", "parquet"}
         The format of a path (auto: from its name).
     local_max_bytes : int
+    query_groups : path or None
+        A CSV ``query_id,group`` (as ``--query-groups``): the figures of each group, over
+        its queries and every query in no group, with intervals (docs/statistics.md).
 
     Returns
     -------
     MatchingMetrics
         The figures as attributes, ``to_dict()`` (metrics.json's figures), ``pr_curve``
-        (a pandas DataFrame), ``plot()`` (a matplotlib Figure), ``warnings``.
+        (a pandas DataFrame), ``plot()`` (a matplotlib Figure), ``warnings``; with
+        ``query_groups``, ``by_group()`` (a pandas DataFrame, as groups.csv).
 
     Raises
     ------
@@ -88,6 +95,7 @@ def evaluate(
         predictions=[label("predictions", predictions)], output=None, max_results=max_results,
         curve_points=curve_points, partitions=partitions, predictions_format=predictions_format,
         ground_truth_format=ground_truth_format,
+        query_groups=None if query_groups is None else os.fspath(query_groups),
     )  # fmt: skip
     chosen = inputs.choose_engine(
         engine, [ground_truth, predictions], [ground_truth_format, predictions_format],
@@ -104,11 +112,14 @@ def _score_one(
     ``name``: how a table names itself in messages."""
     args.engine = engine.name
     job = MatchingJob.from_args(args, engine.choice)
+    job = replace(job, groups=groups_phase(engine.spark, job.query_groups, gt, Phases()))
     if kind(predictions) == PATH:
         return score_predictions(engine.spark, job, gt, Phases())
     source = label(name, predictions)
     if engine.spark is None:
-        return score_table(predictions, source, gt, job.max_results, job.curve_points)
+        # a table gets intervals only with groups, which are reported with theirs
+        with_groups = job.resampling if job.groups is not None else None
+        return score_table(predictions, source, gt, job.max_results, job.curve_points, with_groups)
     return score_frame(engine.spark, _spark_raw(engine.spark, predictions, source), source, gt,
                        job, Phases())  # fmt: skip
 
@@ -141,6 +152,7 @@ def evaluate_pool(
     predictions_format: str = "auto",
     ground_truth_format: str = "auto",
     pool_plan: str | None = None,
+    query_groups: str | os.PathLike | None = None,
 ) -> Leaderboard:
     """Score many submissions at once; a bad one is marked invalid with its one-line
     message and does not sink the others (as ``disc21spark evaluate`` with a pool).
@@ -158,6 +170,8 @@ def evaluate_pool(
     max_results, engine, curve_points, partitions, predictions_format,
     ground_truth_format : as for ``evaluate``
     pool_plan : {"auto", "per-file", "one-sort"} or None
+    query_groups : path or None
+        As for ``evaluate``: each submission's ``by_group()``, and the leaderboard's.
 
     Returns
     -------
@@ -174,6 +188,7 @@ def evaluate_pool(
     options = dict(
         max_results=max_results, curve_points=curve_points, partitions=partitions,
         predictions_format=predictions_format, ground_truth_format=ground_truth_format,
+        query_groups=None if query_groups is None else os.fspath(query_groups),
     )  # fmt: skip
     if _all_paths(predictions):
         return _pool_of_files(ground_truth, predictions, submission, engine, pool_plan, options)

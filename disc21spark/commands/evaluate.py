@@ -89,6 +89,12 @@ def _add_bootstrap_arguments(g: argparse._ArgumentGroup, conf: dict[str, Any]) -
                help="level of the intervals, and 1 − the tiers' error rate")  # fmt: skip
     add_option(g, conf, "--seed", type=int,
                help="seed of the resample weights: the same seed, the same resamples")  # fmt: skip
+    g.add_argument(
+        "--query-groups", metavar="PATH",
+        help="matching track: a CSV query_id,group (one group per query, such as a bench "
+        "folder's query_groups.csv); each group's figures and intervals are reported over "
+        "its queries and every query in no group",
+    )  # fmt: skip
 
 
 def _add_pool_arguments(g: argparse._ArgumentGroup, conf: dict[str, Any]) -> None:
@@ -184,6 +190,9 @@ def check(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
         p.error("give --predictions, or --query-descriptors and --reference-descriptors")
     if descriptor and not (args.query_descriptors and args.reference_descriptors):
         p.error("the descriptor track needs --query-descriptors and --reference-descriptors")
+    if descriptor and args.query_groups:
+        p.error("--query-groups is for the matching track: score the descriptor track's "
+                "--write-predictions file with it")
     if descriptor and args.knn is None and args.max_results < 1:
         p.error("the descriptor track needs --max-results ≥ 1 (or --knn K)")
     if (args.knn is not None and args.knn < 1) or args.max_dim < 1 or _below_one(args.nprobe):

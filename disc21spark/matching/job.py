@@ -10,7 +10,7 @@ errors included.
 from __future__ import annotations
 
 from argparse import Namespace
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -22,7 +22,7 @@ from disc21spark.core.output import check_writable, staged_output
 from disc21spark.core.phases import Phases
 from disc21spark.core.runner import BaseJob, job_fields
 from disc21spark.matching import coverage, local, report
-from disc21spark.matching.ground_truth import ground_truth_phase
+from disc21spark.matching.ground_truth import ground_truth_phase, groups_phase
 from disc21spark.matching.model import GroundTruth, MatchingMetrics
 from disc21spark.matching.stats.model import Resampling
 
@@ -48,11 +48,14 @@ class MatchingJob(BaseJob):
     confidence: float = config.value("evaluate", "confidence", float)
     seed: int = config.value("evaluate", "seed", int)
     choice: engine.Choice = engine.DISTRIBUTED  # engine and plan (engine.choose decides)
+    query_groups: str | None = None  # the groups file (stats/groups_file.py)
+    # that file read against the ground truth (``run`` sets it): a QueryGroups
+    groups: object = field(default=None, compare=False, repr=False)
 
     @property
     def resampling(self) -> Resampling:
-        """The bootstrap settings (resamples, confidence, seed)."""
-        return Resampling(self.resamples, self.confidence, self.seed)
+        """The bootstrap settings (resamples, confidence, seed) and the query groups."""
+        return Resampling(self.resamples, self.confidence, self.seed, self.groups)
 
     @property
     def needs_spark(self) -> bool:
@@ -74,8 +77,11 @@ class MatchingJob(BaseJob):
 
     def summary(self, metrics: MatchingMetrics) -> list[str]:
         lines = [report.format_table(metrics, f"DISC21 matching track: {self.predictions}")]
+        if metrics.groups is not None:
+            lines.extend(metrics.groups.lines())
         if self.output:
-            lines.append(f"results in {self.output}/ (metrics.json, pr_curve.csv, pr_curve.png)")
+            extra = ", groups.csv" if metrics.groups is not None else ""
+            lines.append(f"results in {self.output}/ (metrics.json, pr_curve.csv, pr_curve.png{extra})")
         return lines
 
 
@@ -178,6 +184,7 @@ def run(spark: SparkSession | None, job: MatchingJob) -> MatchingMetrics:
         check_writable(job.output, job.overwrite)
     phases = Phases()
     gt = ground_truth_phase(spark, job.ground_truth, job.ground_truth_format, phases)
+    job = replace(job, groups=groups_phase(spark, job.query_groups, gt, phases))
     metrics = score_predictions(spark, job, gt, phases)
     if job.output:
         with phases.phase("report"), staged_output(job.output, job.overwrite) as stage:
@@ -188,6 +195,7 @@ def run(spark: SparkSession | None, job: MatchingJob) -> MatchingMetrics:
                 predictions=job.predictions,
                 max_results=job.max_results,
                 **job.resampling.settings(),
+                query_groups=job.query_groups,
             )
             title = job.title or f"DISC21 matching track: {Path(job.predictions).name}"
             report.write_matching_report(stage, metrics, run_info, title)

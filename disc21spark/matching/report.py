@@ -43,6 +43,8 @@ def metrics_document(metrics: MatchingMetrics, run: dict, blocks: dict | None = 
     doc["warnings"] = list(metrics.warnings)
     if metrics.uncertainty is not None:
         doc.update(metrics.uncertainty.to_dict())
+    if metrics.groups is not None:
+        doc["groups"] = metrics.groups.to_dict()
     doc.update(blocks or {})
     doc["run"] = run
     return doc
@@ -118,4 +120,6 @@ def write_matching_report(
     doc = {k: json_safe(v) for k, v in metrics_document(metrics, run, blocks).items()}
     (folder / "metrics.json").write_text(json.dumps(doc, indent=2) + "\n")
     write_curve_csv(folder / "pr_curve.csv", metrics)
+    if metrics.groups is not None:
+        metrics.groups.write_csv(folder / "groups.csv")
     plot_curves(folder / "pr_curve.png", [(name, metrics)], title)

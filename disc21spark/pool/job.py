@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 from argparse import Namespace
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -31,7 +31,7 @@ from disc21spark.core.output import check_writable
 from disc21spark.core.phases import Phases
 from disc21spark.core.runner import BaseJob, job_fields
 from disc21spark.matching import coverage, labels, per_file, report, validate
-from disc21spark.matching.ground_truth import ground_truth_phase
+from disc21spark.matching.ground_truth import ground_truth_phase, groups_phase
 from disc21spark.matching.model import GroundTruth, Submission
 from disc21spark.matching.read import read_predictions
 from disc21spark.matching.rows import PREDICTION_COLUMNS
@@ -70,10 +70,13 @@ class PoolJob(BaseJob):
     resamples: int = config.value("evaluate", "resamples", int)
     confidence: float = config.value("evaluate", "confidence", float)
     seed: int = config.value("evaluate", "seed", int)
+    query_groups: str | None = None  # the groups file (stats/groups_file.py)
+    # that file read against the ground truth (``run`` sets it): a QueryGroups
+    groups: object = field(default=None, compare=False, repr=False)
 
     @property
     def resampling(self) -> Resampling:
-        return Resampling(self.resamples, self.confidence, self.seed)
+        return Resampling(self.resamples, self.confidence, self.seed, self.groups)
 
     @property
     def choice(self) -> engine.Choice:
@@ -116,6 +119,8 @@ def _settings(spark: SparkSession, job: PoolJob, gt_path: str) -> dict:
         "max_results": job.max_results,
         "curve_points": job.curve_points,
         **job.resampling.settings(),
+        # the groups by their content: None (no groups) matches a leaderboard without any
+        "query_groups_sha256": None if job.groups is None else job.groups.digest,
     }
 
 
@@ -181,6 +186,7 @@ def run(spark: SparkSession, job: PoolJob, announce: bool = True) -> PoolResult:
         check_writable(job.output, job.overwrite)
     phases = Phases()
     gt = ground_truth_phase(spark, job.ground_truth, job.ground_truth_format, phases)
+    job = replace(job, groups=groups_phase(spark, job.query_groups, gt, phases))
     settings = _settings(spark, job, job.ground_truth)
     with phases.phase("pool") as note:
         subs, sizes = _list_submissions(spark, job)
@@ -210,6 +216,7 @@ def run(spark: SparkSession, job: PoolJob, announce: bool = True) -> PoolResult:
             "ground_truth": job.ground_truth,
             "predictions": job.predictions,
             "submission_column": job.submission_column,
+            "query_groups": job.query_groups,
             **settings,
         }
         with report.staged_report(spark, phases, job.output, job.overwrite, inputs) as written:
