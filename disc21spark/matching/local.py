@@ -38,7 +38,13 @@ from disc21spark.matching.rows import (
     parquet_problem,
     parse_csv_line,
 )
-from disc21spark.matching.source import NotForThisEngine, Source, file_format, local_path
+from disc21spark.matching.source import (
+    NotForThisEngine,
+    Source,
+    file_format,
+    local_path,
+    parquet_table,
+)
 from disc21spark.matching.stats import local as stats_local
 from disc21spark.matching.stats.model import Resampling
 
@@ -205,14 +211,9 @@ def _parse_float(text: str) -> float | None:
 
 
 def _read_parquet(source: Source) -> Pairs:
-    import pyarrow.parquet as pq
-
     where = source.where
-    try:
-        table = pq.read_table(source.arrow_input())
-        names = table.column_names  # a name that is not UTF-8 fails here (tests/test_fuzz.py)
-    except (pa.ArrowInvalid, OSError, UnicodeDecodeError) as exc:
-        raise InputError(where, f"cannot be read ({first_line(exc)})") from None
+    table = parquet_table(source)
+    names = table.column_names
     missing = [c for c in PREDICTION_COLUMNS if c not in names]
     if missing:
         has = ", ".join(names)
