@@ -126,9 +126,13 @@ def parquet_bytes() -> bytes:
     return out.getvalue()
 
 
-def matching_case(rng: random.Random) -> tuple[str, dict[str, bytes], str]:
-    """(what was done, the case's files, the predictions' name): one mutated file."""
-    kind = rng.choice(["p.csv", "p.csv.gz", "p.csv.gz", "p.parquet", "gt.csv"])
+KINDS = ["p.csv", "p.csv.gz", "p.csv.gz", "p.parquet", "gt.csv"]  # .gz twice: text, bytes
+
+
+def matching_case(rng: random.Random, kind: str | None = None) -> tuple[str, dict[str, bytes], str]:
+    """(what was done, the case's files, the predictions' name): one mutated file, of
+    ``kind`` (a name of KINDS) or one drawn."""
+    kind = kind or rng.choice(KINDS)
     valid = {"p.csv": (HEADER + CLEAN).encode(), "gt.csv": GT.encode()}
     case = dict(valid)
     preds = "p.csv" if kind == "gt.csv" else kind
@@ -207,11 +211,15 @@ def test_fuzz_matching_inputs_on_the_in_process_engine(tmp_path, capsys):
 
 
 def test_fuzz_sample_gives_the_same_verdict_on_spark(spark, tmp_path, capsys):
-    """The first cases of the in-process fuzz (the same seed) again on Spark."""
+    """Cases made as the in-process fuzz makes them (the same seed), on both engines, each
+    file kind in turn (plain CSV, .csv.gz, Parquet, the ground truth): the same exit code
+    and the same error line, word for word. Parquet's reason is ours on both engines
+    (``core/damage.py``), not Arrow's or parquet-mr's."""
     rng = random.Random(SEED)
-    compared = 0
+    compared: dict[str, int] = {}
     for i in range(SPARK_SAMPLE * 3):
-        what, files, preds = matching_case(rng)
+        kind = KINDS[sum(compared.values()) % len(KINDS)]
+        what, files, preds = matching_case(rng, kind)
         folders = {e: tmp_path / e / f"case{i:03d}" for e in ("local", "spark")}
         for folder in folders.values():
             write_case(folder, files)
@@ -221,15 +229,12 @@ def test_fuzz_sample_gives_the_same_verdict_on_spark(spark, tmp_path, capsys):
             continue  # not one for the in-process engine: nothing to compare
         on_spark = verdict(folders["spark"], in_process(
             evaluate_args(folders["spark"], preds, "spark"), capsys, spark), what)  # fmt: skip
-        # the same exit code, naming the same file; the reason's words may be each reader's
-        # own (Arrow's "magic bytes not found" vs parquet-mr's "footer is too large")
-        assert on_spark[0] == local[0], f"{what}: local {local} vs Spark {on_spark}"
-        assert on_spark[1].split(": ")[:2] == local[1].split(": ")[:2], (what, local, on_spark)
-        compared += 1
-        if compared == SPARK_SAMPLE:
+        assert on_spark == local, f"{what}: local {local} vs Spark {on_spark}"
+        compared[kind] = compared.get(kind, 0) + 1
+        if sum(compared.values()) == SPARK_SAMPLE:
             break
-    print(f"\nfuzz (Spark sample): {compared} cases compared, seed {SEED}")
-    assert compared >= min(SPARK_SAMPLE, 3)
+    print(f"\nfuzz (Spark sample): {sum(compared.values())} cases compared, seed {SEED}: {compared}")
+    assert sum(compared.values()) >= min(SPARK_SAMPLE, 3)
 
 
 def h5_bytes(ids: list[str], vectors: np.ndarray) -> bytes:
@@ -249,8 +254,8 @@ def npy_bytes(vectors: np.ndarray) -> bytes:
     return out.getvalue()
 
 
-def descriptor_case(rng: random.Random) -> tuple[str, dict[str, bytes], list[str]]:
-    fmt = rng.choice(["h5", "npy"])
+def descriptor_case(rng: random.Random, fmt: str) -> tuple[str, dict[str, bytes], list[str]]:
+    """One mutated descriptor file of ``fmt`` (h5 or npy), the query's or the reference's."""
     files = {"gt.csv": b"Q1,R1\nQ2,R2\nQ3,\nQ4,R4\n"}
     if fmt == "h5":
         files |= {"q.h5": h5_bytes(QIDS, XQ), "r.h5": h5_bytes(RIDS, XB)}
@@ -268,7 +273,7 @@ def test_fuzz_descriptor_files_on_spark(spark, tmp_path, capsys):
     rng = random.Random(SEED)
     codes = []
     for i in range(SPARK_SAMPLE):
-        what, files, (q, r) = descriptor_case(rng)
+        what, files, (q, r) = descriptor_case(rng, ("h5", "npy")[i % 2])  # both, in turn
         folder = tmp_path / f"case{i:03d}"
         write_case(folder, files)
         args = ["evaluate", "--ground-truth", str(folder / "gt.csv"), "--query-descriptors",
@@ -283,7 +288,7 @@ def test_fuzz_images_on_spark(spark, tmp_path, capsys):
     rng = random.Random(SEED)
     codes = []
     for i in range(SPARK_SAMPLE):
-        fmt = rng.choice(["PNG", "JPEG"])
+        fmt = ("PNG", "JPEG")[i % 2]  # both, in turn
         what, data = mutate(rng, image_bytes(picture(50 + i), fmt))
         folder = tmp_path / f"case{i:03d}"
         write_case(folder, {})
@@ -304,6 +309,59 @@ def test_mutations_are_seeded_and_change_the_bytes():
     rng = random.Random(3)
     assert sum(MUTATIONS[name](rng, data) != data for name in MUTATIONS for _ in range(5)) > 20
 
+
+
+def test_a_damaged_parquet_files_reason_is_told_from_its_size_and_ends():
+    """core/damage.py's words, which both engines give: from the size, the first 4 and
+    the last 8 bytes alone (tiny cases, computed by hand)."""
+    from disc21spark.core.damage import parquet_reason_of_bytes as reason
+
+    good = parquet_bytes()
+    footer = int.from_bytes(good[-8:-4], "little")
+    said = "cannot be read as Parquet ({})"
+    assert reason(b"") == said.format("truncated, or not a Parquet file: 0 bytes, fewer than "
+                                      "the 12 of the smallest")  # fmt: skip
+    assert reason(b"PAR1PAR1PAR") == said.format("truncated, or not a Parquet file: 11 bytes, "
+                                                 "fewer than the 12 of the smallest")  # fmt: skip
+    assert reason(good[:-1]) == said.format("not a Parquet file, or a damaged one: no PAR1 "
+                                            "magic number at both ends")  # fmt: skip
+    assert reason(b"Q1,R" + good[4:]) == reason(good[:-1])
+    cut = good[:4] + good[-(footer // 2) - 8 :]  # the footer's end kept, its start lost
+    assert reason(cut) == said.format(f"truncated or damaged: its footer is said to be "
+                                      f"{footer:,} bytes, more than the file holds")  # fmt: skip
+    assert reason(good) == said.format("damaged: its metadata or data pages cannot be decoded")
+
+
+def test_a_damaged_arrow_schema_is_left_out_as_spark_leaves_it_out():
+    """Spark's reader ignores the ``ARROW:schema`` key of a footer; the in-process engine
+    reads a file whose key is damaged without it, to the same table, and an id that
+    happens to read ``ARROW:schema`` is not touched."""
+    import base64
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from disc21spark.core.errors import InputError
+    from disc21spark.matching.source import ARROW_SCHEMA, Source, parquet_table
+
+    table = pa.table({"query_id": ["ARROW:schema", "Q2"], "reference_id": ["R1", "R2"],
+                      "score": [0.5, 0.25]})  # fmt: skip
+    out = io.BytesIO()
+    pq.write_table(table, out)
+    data = out.getvalue()
+    key = data.rindex(ARROW_SCHEMA)  # the footer's, after the id in the data page
+    value = data.index(base64.b64encode(table.schema.serialize())[:16], key)
+    damaged = data[:value] + b"!" + data[value + 1 :]  # not base64: Arrow refuses the key
+    with pytest.raises(pa.ArrowInvalid):
+        pq.read_table(pa.BufferReader(damaged))
+    assert parquet_table(Source.of_bytes("/x/p.parquet", damaged)).equals(table)
+    # and with a column name that is not UTF-8 as well: damaged either way, in our words
+    start = len(data) - 8 - int.from_bytes(data[-8:-4], "little")
+    worse = damaged[:start] + damaged[start:].replace(b"reference_id", b"\xffeference_id")
+    with pytest.raises(InputError) as info:
+        parquet_table(Source.of_bytes("/x/p.parquet", worse))
+    assert str(info.value) == ("/x/p.parquet: cannot be read as Parquet (damaged: its metadata "
+                               "or data pages cannot be decoded)")  # fmt: skip
 
 
 # ------------------------------------------------------------------- one enormous line

@@ -184,10 +184,12 @@ def _unreadable() -> tuple[type[Exception], ...]:
 
 def _without_arrow_schema(data: bytes) -> bytes | None:
     """The file with ``ARROW:schema`` renamed in its footer (same length: nothing else
-    moves), or None when its footer holds no such key."""
+    moves), or None when its footer holds no such key. The last one: the key-value
+    metadata follows the row groups, whose statistics may hold an id of those letters
+    (base64 has no colon: the value cannot)."""
     footer = int.from_bytes(data[-8:-4], "little") if len(data) >= damage.SHORTEST else 0
     start = len(data) - damage.TAIL - footer
-    at = data.find(ARROW_SCHEMA, start) if 0 <= start < len(data) - damage.TAIL else -1
+    at = data.rfind(ARROW_SCHEMA, start) if 0 <= start < len(data) - damage.TAIL else -1
     if at < 0:
         return None
     return data[:at] + ARROW_SCHEMA[:-1] + b"_" + data[at + len(ARROW_SCHEMA) :]
