@@ -311,59 +311,6 @@ def test_mutations_are_seeded_and_change_the_bytes():
 
 
 
-def test_a_damaged_parquet_files_reason_is_told_from_its_size_and_ends():
-    """core/damage.py's words, which both engines give: from the size, the first 4 and
-    the last 8 bytes alone (tiny cases, computed by hand)."""
-    from disc21spark.core.damage import parquet_reason_of_bytes as reason
-
-    good = parquet_bytes()
-    footer = int.from_bytes(good[-8:-4], "little")
-    said = "cannot be read as Parquet ({})"
-    assert reason(b"") == said.format("truncated, or not a Parquet file: 0 bytes, fewer than "
-                                      "the 12 of the smallest")  # fmt: skip
-    assert reason(b"PAR1PAR1PAR") == said.format("truncated, or not a Parquet file: 11 bytes, "
-                                                 "fewer than the 12 of the smallest")  # fmt: skip
-    assert reason(good[:-1]) == said.format("not a Parquet file, or a damaged one: no PAR1 "
-                                            "magic number at both ends")  # fmt: skip
-    assert reason(b"Q1,R" + good[4:]) == reason(good[:-1])
-    cut = good[:4] + good[-(footer // 2) - 8 :]  # the footer's end kept, its start lost
-    assert reason(cut) == said.format(f"truncated or damaged: its footer is said to be "
-                                      f"{footer:,} bytes, more than the file holds")  # fmt: skip
-    assert reason(good) == said.format("damaged: its metadata or data pages cannot be decoded")
-
-
-def test_a_damaged_arrow_schema_is_left_out_as_spark_leaves_it_out():
-    """Spark's reader ignores the ``ARROW:schema`` key of a footer; the in-process engine
-    reads a file whose key is damaged without it, to the same table, and an id that
-    happens to read ``ARROW:schema`` is not touched."""
-    import base64
-
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    from disc21spark.core.errors import InputError
-    from disc21spark.matching.source import ARROW_SCHEMA, Source, parquet_table
-
-    table = pa.table({"query_id": ["ARROW:schema", "Q2"], "reference_id": ["R1", "R2"],
-                      "score": [0.5, 0.25]})  # fmt: skip
-    out = io.BytesIO()
-    pq.write_table(table, out)
-    data = out.getvalue()
-    key = data.rindex(ARROW_SCHEMA)  # the footer's, after the id in the data page
-    value = data.index(base64.b64encode(table.schema.serialize())[:16], key)
-    damaged = data[:value] + b"!" + data[value + 1 :]  # not base64: Arrow refuses the key
-    with pytest.raises(pa.ArrowInvalid):
-        pq.read_table(pa.BufferReader(damaged))
-    assert parquet_table(Source.of_bytes("/x/p.parquet", damaged)).equals(table)
-    # and with a column name that is not UTF-8 as well: damaged either way, in our words
-    start = len(data) - 8 - int.from_bytes(data[-8:-4], "little")
-    worse = damaged[:start] + damaged[start:].replace(b"reference_id", b"\xffeference_id")
-    with pytest.raises(InputError) as info:
-        parquet_table(Source.of_bytes("/x/p.parquet", worse))
-    assert str(info.value) == ("/x/p.parquet: cannot be read as Parquet (damaged: its metadata "
-                               "or data pages cannot be decoded)")  # fmt: skip
-
-
 # ------------------------------------------------------------------- one enormous line
 
 BOMB_BYTES = 1536 * 2**20  # one line of 1.5 GB, in about 1.5 MB of gzip
