@@ -181,7 +181,9 @@ CLEAN_COLUMNS = {
     k: [row.split(",")[i] if i < 2 else float(row.split(",")[i]) for row in CLEAN.splitlines()]
     for i, k in enumerate(("query_id", "reference_id", "score"))
 }
-# a damaged Parquet file: core/damage.py's words, the same on both engines
+# a damaged Parquet or gzip file: core/damage.py's words, the same on both engines
+GZIP_CUT = "cannot be read as gzip (truncated: the compressed stream ends before its end)"
+GZIP_NOT = "cannot be read as gzip (not gzip: no gzip magic number at its start)"
 PARQUET_EMPTY = "cannot be read as Parquet (truncated, or not a Parquet file: 0 bytes, fewer than the 12 of the smallest)"
 PARQUET_TEXT = "cannot be read as Parquet (not a Parquet file, or a damaged one: no PAR1 magic number at both ends)"
 LOCAL_REFUSES = (
@@ -301,9 +303,9 @@ CASES: list[Case] = [
              with_gt(text("p.csv", bytes(range(256)) * 8)), 2,
              "error: {d}/p.csv: line 1: …"),
     matching("truncated-gz", T, "a truncated .gz", with_gt(gzipped("p.csv.gz", CLEAN * 50, cut=0.5)),
-             2, "error: {d}/p.csv.gz: cannot be read (…)", preds="{d}/p.csv.gz"),
+             2, f"error: {{d}}/p.csv.gz: {GZIP_CUT}", preds="{d}/p.csv.gz"),
     matching("not-gzip", T, "a .gz that is not gzip", with_gt(text("p.csv.gz", CLEAN)),
-             2, "error: {d}/p.csv.gz: cannot be read (…)", preds="{d}/p.csv.gz"),
+             2, f"error: {{d}}/p.csv.gz: {GZIP_NOT}", preds="{d}/p.csv.gz"),
     matching("missing", T, "a predictions file that does not exist", with_gt(), 2,
              "error: {d}/p.csv: no such file or directory"),
     matching("max-results", T, "more predictions than --max-results",

@@ -23,6 +23,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from disc21spark.core import damage
 from disc21spark.core.errors import InputError, first_line
 from disc21spark.core.phases import Phases
 from disc21spark.matching import coverage, spec
@@ -137,9 +138,11 @@ def _read_csv(source: Source) -> Pairs:
         if "Empty CSV file" in str(exc):
             return Pairs(strings([]), strings([]), np.zeros(0))
         # bytes that are not UTF-8, a line Arrow's handler could not see: the line by name
-        raise _first_bad_line(source, f"cannot be read ({first_line(exc)})") from None
+        damaged = _damaged_stream(source)
+        raise damaged or _first_bad_line(source, f"cannot be read ({first_line(exc)})") from None
     except (OSError, EOFError) as exc:
-        raise InputError(source.where, f"cannot be read ({first_line(exc)})") from None
+        damaged = _damaged_stream(source)
+        raise damaged or InputError(source.where, f"cannot be read ({first_line(exc)})") from None
     finally:
         sys.unraisablehook = hook
     query, reference, raw = (
@@ -156,6 +159,16 @@ def _read_csv(source: Source) -> Pairs:
     if bad_rows or score is None or _any_empty(query, reference) or _any_replaced(query, reference):
         raise _first_bad_line(source)
     return Pairs(query, reference, score)
+
+
+def _damaged_stream(source: Source) -> InputError | None:
+    """A damaged ``.gz`` file in ``core/damage.py``'s words (Spark's side gives the same),
+    before any line of it is looked at: on Spark too a damaged stream fails the read."""
+    if not source.where.lower().endswith(".gz"):
+        return None
+    with source.open_raw() as raw:
+        reason = damage.gzip_reason(raw)
+    return InputError(source.where, reason) if reason else None
 
 
 def _scores(raw: pa.Array) -> np.ndarray | None:

@@ -101,9 +101,13 @@ class Source:
             raise OSError(f"{type(exc).__name__}: {exc}") from None
         return pa.BufferReader(data)
 
+    def open_raw(self) -> IO[bytes]:
+        """The file's bytes as stored (compressed or not), as a stream."""
+        return open(self.path, "rb") if self.path is not None else io.BytesIO(self.data)
+
     def open_binary(self) -> IO[bytes]:
         """The decompressed bytes as a stream (.gz, .bz2 by the name, as Spark's codecs)."""
-        raw: IO[bytes] = open(self.path, "rb") if self.path is not None else io.BytesIO(self.data)
+        raw = self.open_raw()
         codec = self._codec()
         return raw if codec is None else codec(raw)
 
