@@ -108,6 +108,8 @@ def run(
             check_writable(folder, job.overwrite)  # before paying for Spark's start
         spark = (session or _spark_session)(profile, master, debug=debug) if needs_spark else None
         signals.reclaim()  # PySpark's SIGINT handler records nothing
+        if folder:
+            lock.acquire(folder)  # an output on a Hadoop file system is locked through Spark
         run_record.spark = spark
         run_record.hash_inputs(spark)
         result = job.execute(spark)
@@ -162,6 +164,7 @@ def _stop(spark: Any) -> None:
     the signal reaches it first), which is no reason to print a trace."""
     if spark is None:
         return
+    lock.release_all()  # a lock on a Hadoop file system is removed through the JVM
     try:
         spark.stop()
     except Exception:  # a JVM already gone is the expected case
