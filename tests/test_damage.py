@@ -63,3 +63,25 @@ def test_a_damaged_arrow_schema_is_left_out_as_spark_leaves_it_out():
         parquet_table(Source.of_bytes("/x/p.parquet", worse))
     assert str(info.value) == ("/x/p.parquet: cannot be read as Parquet (damaged: its metadata "
                                "or data pages cannot be decoded)")  # fmt: skip
+
+
+def test_a_damaged_gzip_files_reason_is_zlibs_told_from_its_bytes():
+    """``core/damage.gzip_reason``: None for one or more whole members; else not gzip,
+    truncated, or zlib's own reason (a CRC, a deflate block), the same on both engines."""
+    import gzip
+
+    from disc21spark.core.damage import gzip_reason
+
+    def reason(data: bytes) -> str | None:
+        return gzip_reason(io.BytesIO(data))
+
+    whole = gzip.compress(b"Q1,R1,0.5\n" * 1000, mtime=0)
+    said = "cannot be read as gzip ({})"
+    assert reason(whole) is None and reason(whole + whole) is None  # members, as both read
+    assert reason(b"Q1,R1,0.5\n") == said.format("not gzip: no gzip magic number at its start")
+    cut = said.format("truncated: the compressed stream ends before its end")
+    assert reason(whole[:10]) == reason(whole[: len(whole) // 2]) == reason(whole[:-1]) == cut
+    crc = bytearray(whole)
+    crc[-5] ^= 1  # the CRC-32 of the trailer
+    assert reason(bytes(crc)) == said.format("damaged: incorrect data check")
+    assert reason(whole + b"junk") == said.format("damaged: incorrect header check")
