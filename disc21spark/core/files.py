@@ -69,7 +69,7 @@ def read_parquet(spark: SparkSession, path: str | list[str], columns: tuple[str,
     try:
         df = spark.read.parquet(*paths)
     except Exception as exc:  # not Parquet, or a damaged footer: the words of core/damage.py
-        reason = damage.unreadable(paths[0], exc, True, spark) if len(paths) == 1 else None
+        reason = damage.unreadable(paths[0], exc, "parquet", spark) if len(paths) == 1 else None
         raise InputError(name, reason or f"cannot be read ({first_line(exc)})") from None
     missing = [c for c in columns if c not in df.columns]
     if missing:

@@ -166,8 +166,8 @@ def score_frame(
     try:
         scored = score(spark, pairs, [0], scoring, phases)
     except UnreadableInput as exc:  # an unreadable file fails at its first read
-        parquet = detect_format(source, job.predictions_format) == "parquet"
-        reason = damage.unreadable(source, exc.cause, parquet, spark)
+        fmt = detect_format(source, job.predictions_format)
+        reason = damage.unreadable(source, exc.cause, fmt, spark)
         raise InputError(source, reason) from None
     if 0 in scored.errors:
         raise scored.errors[0]

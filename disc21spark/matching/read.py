@@ -93,7 +93,7 @@ def read_small_table(
     except InputError:
         raise
     except Exception as exc:
-        raise InputError(path, damage.unreadable(path, exc, fmt == "parquet", spark)) from None
+        raise InputError(path, damage.unreadable(path, exc, fmt, spark)) from None
     return rows
 
 

@@ -297,8 +297,8 @@ def _score_one_sort(
             culprit = _unreadable(spark, exc.cause, live)
             if culprit is None:
                 raise exc.cause from None
-            parquet = detect_format(culprit.source, job.predictions_format) == "parquet"
-            reason = damage.unreadable(culprit.source, exc.cause, parquet, spark)
+            fmt = detect_format(culprit.source, job.predictions_format)
+            reason = damage.unreadable(culprit.source, exc.cause, fmt, spark)
             culprit.invalid(InputError(display_path(culprit.source), reason))
             live = [s for s in live if s is not culprit]
             continue
