@@ -85,3 +85,23 @@ def test_a_damaged_gzip_files_reason_is_zlibs_told_from_its_bytes():
     crc[-5] ^= 1  # the CRC-32 of the trailer
     assert reason(bytes(crc)) == said.format("damaged: incorrect data check")
     assert reason(whole + b"junk") == said.format("damaged: incorrect header check")
+
+
+def test_the_spark_sides_reason_is_the_same_for_a_file_on_this_machine(tmp_path):
+    """``damage.unreadable``, which the Spark jobs call after a failed read: the reasons
+    above for one Parquet or ``.gz`` file, the reader's words for anything else."""
+    import gzip
+
+    from disc21spark.core.damage import gzip_reason, parquet_reason_of_bytes, unreadable
+
+    failed = RuntimeError("java.io.IOException: the reader's own words\nat ...")
+    (tmp_path / "p.parquet").write_bytes(parquet_bytes()[:-3])
+    assert unreadable(str(tmp_path / "p.parquet"), failed, "parquet") == parquet_reason_of_bytes(
+        parquet_bytes()[:-3]
+    )
+    cut = gzip.compress(b"Q1,R1,0.5\n" * 100, mtime=0)[:30]
+    (tmp_path / "p.csv.gz").write_bytes(cut)
+    assert unreadable(str(tmp_path / "p.csv.gz"), failed, "csv") == gzip_reason(io.BytesIO(cut))
+    words = "cannot be read (java.io.IOException: the reader's own words)"
+    assert unreadable(str(tmp_path), failed, "parquet") == words  # a folder: no ends to tell
+    assert unreadable(str(tmp_path / "p.csv"), failed, "csv") == words
