@@ -161,6 +161,32 @@ def _read_csv(source: Source) -> Pairs:
     return Pairs(query, reference, score)
 
 
+def _refuse_bytes_not_utf8(where: str, query: pa.Array, reference: pa.Array) -> None:
+    """An id of a Parquet file whose bytes are not UTF-8 (Arrow does not check a page's
+    strings; a flipped bit makes one): refused, the row named, as a CSV line is. Found by
+    tests/test_fuzz.py (it was an internal error further on)."""
+    bad = []
+    for column in (query, reference):
+        try:
+            column.validate(full=True)
+        except pa.ArrowInvalid:
+            texts = column.cast(pa.binary()).to_pylist()
+            bad.append(next(i for i, t in enumerate(texts) if t is not None and not _utf8(t)))
+    if bad:
+        i = min(bad)
+        q, r = (c.cast(pa.binary())[i].as_py().decode("utf-8", "replace") for c in (query, reference))
+        raise InputError(where, "not UTF-8 text (an id's bytes are not UTF-8)",
+                         f"row query_id={q!r}, reference_id={r!r}")  # fmt: skip
+
+
+def _utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
 def _damaged_stream(source: Source) -> InputError | None:
     """A damaged ``.gz`` file in ``core/damage.py``'s words (Spark's side gives the same),
     before any line of it is looked at: on Spark too a damaged stream fails the read."""
@@ -234,6 +260,7 @@ def _read_parquet(source: Source) -> Pairs:
     if not _plain_types(table.schema):
         raise NotForThisEngine(f"{where}: ids that are not strings or a score that is not a number")
     query, reference = (table.column(c).combine_chunks() for c in PREDICTION_COLUMNS[:2])
+    _refuse_bytes_not_utf8(where, query, reference)
     score = table.column("score").combine_chunks().cast(pa.float64())
     values = score.to_numpy(zero_copy_only=False)
     problem = parquet_problem(query, reference, score, values)
