@@ -311,6 +311,26 @@ def test_mutations_are_seeded_and_change_the_bytes():
 
 
 
+def test_a_parquet_id_whose_bytes_are_not_utf8_is_refused_naming_its_row(tmp_path, capsys):
+    """Found by the fuzz (seed 25, case 3675, a flipped bit in a data page): Arrow does not
+    check a page's strings, and the id was an internal error (UnicodeDecodeError)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = [line.split(",") for line in CLEAN.splitlines()]
+    out = io.BytesIO()  # plain pages, uncompressed: the ids' bytes as they are
+    pq.write_table(pa.table({"query_id": [r[0] for r in rows], "reference_id": [r[1] for r in rows],
+                             "score": [float(r[2]) for r in rows]}),
+                   out, compression="none", use_dictionary=False, write_statistics=False)  # fmt: skip
+    data = out.getvalue()
+    at = data.index(b"QX")  # row 4's query id, in the data page
+    write_case(tmp_path / "c", {"gt.csv": GT.encode(), "p.parquet": data[:at] + b"\xd1" + data[at + 1 :]})
+    screen = in_process(evaluate_args(tmp_path / "c", "p.parquet", "local"), capsys, None)
+    assert verdict(tmp_path / "c", screen, "not UTF-8") == (
+        2, "error: {d}/p.parquet: row query_id='\ufffdX', reference_id='R4': not UTF-8 text "
+        "(an id's bytes are not UTF-8)")  # fmt: skip
+
+
 # ------------------------------------------------------------------- one enormous line
 
 BOMB_BYTES = 1536 * 2**20  # one line of 1.5 GB, in about 1.5 MB of gzip
