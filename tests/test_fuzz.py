@@ -202,8 +202,12 @@ def matching_cases(tmp: Path, capsys, budget: float) -> list[tuple]:
 def test_fuzz_matching_inputs_on_the_in_process_engine(tmp_path, capsys):
     cases = matching_cases(tmp_path, capsys, SECONDS)
     codes = [v[0] for *_, v in cases]
+    kinds: dict[str, int] = {}
+    for what, *_ in cases:  # "p.csv.gz: gzip flip": the file, and for .gz what was mutated
+        kind = what.split(":")[0] + (f" ({what.split()[1]})" if what.startswith("p.csv.gz") else "")
+        kinds[kind] = kinds.get(kind, 0) + 1
     print(f"\nfuzz (in process): {len(cases)} cases, seed {SEED}: {codes.count(0)} exit 0, "
-          f"{codes.count(2)} exit 2")  # fmt: skip
+          f"{codes.count(2)} exit 2; per file: {dict(sorted(kinds.items()))}")  # fmt: skip
     assert len(cases) >= 10 and codes.count(2) > 0
 
 
