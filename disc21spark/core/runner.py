@@ -106,10 +106,7 @@ def run(
         if folder:
             lock.acquire(folder)  # one writer per output: a second run stops here at once
             check_writable(folder, job.overwrite)  # before paying for Spark's start
-        spark = (session or _spark_session)(profile, master, debug=debug) if needs_spark else None
-        signals.reclaim()  # PySpark's SIGINT handler records nothing
-        if folder:
-            lock.acquire(folder)  # an output on a Hadoop file system is locked through Spark
+        spark = _start(session, profile, master, debug, needs_spark, folder)
         run_record.spark = spark
         run_record.hash_inputs(spark)
         result = job.execute(spark)
@@ -137,6 +134,19 @@ def run(
         restore()
         signals.reset()
     return EXIT_OK
+
+
+def _start(
+    session: SessionFactory | None, profile: str, master: str | None, debug: bool,
+    needs_spark: bool, folder: str | None,
+) -> Any:  # fmt: skip
+    """The session (None when the job needs none), then the signal handlers put back and
+    the lock of an output on a Hadoop file system, which needs Spark, taken."""
+    spark = (session or _spark_session)(profile, master, debug=debug) if needs_spark else None
+    signals.reclaim()  # PySpark's SIGINT handler records nothing
+    if folder:
+        lock.acquire(folder)  # a plain path's is held already: nothing done twice
+    return spark
 
 
 def _interrupted(exc: KeyboardInterrupt, spark: Any) -> int:
