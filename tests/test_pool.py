@@ -131,7 +131,7 @@ def bad_pool(folder: Path) -> dict[str, str]:
         "toomany": "6 predictions, more than --max-results 5",
         "columns": "line 1: missing score (expected 3 fields",
         "parquetcols": "missing column 'reference_id'",
-        "unreadable": "cannot be read (",
+        "unreadable": "cannot be read as gzip (truncated: the compressed stream ends before",
     }
 
 

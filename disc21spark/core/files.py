@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from disc21spark.core import damage
 from disc21spark.core.errors import InputError, first_line
 from disc21spark.core.fs import HadoopPath
 from disc21spark.core.fs import failure as fs_failure
@@ -67,8 +68,9 @@ def read_parquet(spark: SparkSession, path: str | list[str], columns: tuple[str,
     name = ", ".join(paths)
     try:
         df = spark.read.parquet(*paths)
-    except Exception as exc:  # not Parquet, or a damaged footer
-        raise InputError(name, f"cannot be read ({first_line(exc)})") from None
+    except Exception as exc:  # not Parquet, or a damaged footer: the words of core/damage.py
+        reason = damage.unreadable(paths[0], exc, "parquet", spark) if len(paths) == 1 else None
+        raise InputError(name, reason or f"cannot be read ({first_line(exc)})") from None
     missing = [c for c in columns if c not in df.columns]
     if missing:
         raise InputError(name, f"missing column {missing[0]!r} (has: {', '.join(df.columns)})")

@@ -106,8 +106,7 @@ def run(
         if folder:
             lock.acquire(folder)  # one writer per output: a second run stops here at once
             check_writable(folder, job.overwrite)  # before paying for Spark's start
-        spark = (session or _spark_session)(profile, master, debug=debug) if needs_spark else None
-        signals.reclaim()  # PySpark's SIGINT handler records nothing
+        spark = _start(session, profile, master, debug, needs_spark, folder)
         run_record.spark = spark
         run_record.hash_inputs(spark)
         result = job.execute(spark)
@@ -137,6 +136,19 @@ def run(
     return EXIT_OK
 
 
+def _start(
+    session: SessionFactory | None, profile: str, master: str | None, debug: bool,
+    needs_spark: bool, folder: str | None,
+) -> Any:  # fmt: skip
+    """The session (None when the job needs none), then the signal handlers put back and
+    the lock of an output on a Hadoop file system, which needs Spark, taken."""
+    spark = (session or _spark_session)(profile, master, debug=debug) if needs_spark else None
+    signals.reclaim()  # PySpark's SIGINT handler records nothing
+    if folder:
+        lock.acquire(folder)  # a plain path's is held already: nothing done twice
+    return spark
+
+
 def _interrupted(exc: KeyboardInterrupt, spark: Any) -> int:
     """The exit of a run a signal stopped: one line, Spark stopped, 130 or 143."""
     terminated = isinstance(exc, Terminated) or signals.received() == signal.SIGTERM
@@ -162,6 +174,7 @@ def _stop(spark: Any) -> None:
     the signal reaches it first), which is no reason to print a trace."""
     if spark is None:
         return
+    lock.release_all()  # a lock on a Hadoop file system is removed through the JVM
     try:
         spark.stop()
     except Exception:  # a JVM already gone is the expected case

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from disc21spark import engine
-from disc21spark.core import config
-from disc21spark.core.errors import InputError, first_line
-from disc21spark.core.files import sized_files
+from disc21spark.core import config, damage
+from disc21spark.core.errors import InputError
+from disc21spark.core.files import detect_format, sized_files
 from disc21spark.core.output import check_writable, staged_output
 from disc21spark.core.phases import Phases
 from disc21spark.core.runner import BaseJob, job_fields
@@ -172,7 +172,9 @@ def score_frame(
     try:
         scored = score(spark, pairs, [0], scoring, phases)
     except UnreadableInput as exc:  # an unreadable file fails at its first read
-        raise InputError(source, f"cannot be read ({first_line(exc.cause)})") from None
+        fmt = detect_format(source, job.predictions_format)
+        reason = damage.unreadable(source, exc.cause, fmt, spark)
+        raise InputError(source, reason) from None
     if 0 in scored.errors:
         raise scored.errors[0]
     return coverage.check_spark(spark, pairs, gt, scored.metrics, {0: source}, False)[0]

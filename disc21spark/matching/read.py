@@ -6,7 +6,8 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from disc21spark.core.errors import InputError, display_path, first_line
+from disc21spark.core import damage
+from disc21spark.core.errors import InputError, display_path
 from disc21spark.core.files import data_files, detect_format, read_parquet
 from disc21spark.matching.rows import (
     PREDICTION_COLUMNS,
@@ -92,7 +93,7 @@ def read_small_table(
     except InputError:
         raise
     except Exception as exc:
-        raise InputError(path, f"cannot be read ({first_line(exc)})") from None
+        raise InputError(path, damage.unreadable(path, exc, fmt, spark)) from None
     return rows
 
 

@@ -18,12 +18,11 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from disc21spark import engine
-from disc21spark.core import config, fs, record
+from disc21spark.core import config, damage, fs, record
 from disc21spark.core.errors import (
     InputError,
     display_path,
     failure_texts,
-    first_line,
     is_read_failure,
 )
 from disc21spark.core.files import data_files, detect_format, read_parquet
@@ -305,7 +304,8 @@ def _score_one_sort(
             culprit = _unreadable(spark, exc.cause, live)
             if culprit is None:
                 raise exc.cause from None
-            reason = f"cannot be read ({first_line(exc.cause)})"
+            fmt = detect_format(culprit.source, job.predictions_format)
+            reason = damage.unreadable(culprit.source, exc.cause, fmt, spark)
             culprit.invalid(InputError(display_path(culprit.source), reason))
             live = [s for s in live if s is not culprit]
             continue
