@@ -81,11 +81,19 @@ def report(stem: str, lines: list[str], results: dict | None = None) -> None:
         (RESULTS / f"{stem}.json").write_text(json.dumps(results, indent=2) + "\n")
 
 
-def micro_ap_of(name: str, out: str) -> float:
+def disc21spark_result(name: str) -> dict | None:
+    """The metrics.json a disc21spark contender wrote (None: another scorer)."""
     if name.startswith("disc21spark in process"):
-        return json.loads((RESULTS / "out_local" / "metrics.json").read_text())["micro_ap"]
+        return json.loads((RESULTS / "out_local" / "metrics.json").read_text())
     if name.startswith("disc21spark"):
-        return json.loads((RESULTS / "out" / "metrics.json").read_text())["micro_ap"]
+        return json.loads((RESULTS / "out" / "metrics.json").read_text())
+    return None
+
+
+def micro_ap_of(name: str, out: str) -> float:
+    found = disc21spark_result(name)
+    if found is not None:
+        return found["micro_ap"]
     lines = [line for line in out.splitlines() if line.startswith("{")]
     if not lines:
         raise SystemExit(f"bench: {name} printed no result:\n{out[-2000:]}")
@@ -161,7 +169,8 @@ def contenders(data: Path, rows: int, env: dict) -> dict[str, list[str]]:
             str(GT),
             str(data),
         ]
-        env["PYTHONPATH"] = official
+        # this checkout first: the disc21spark under test is the one imported
+        env["PYTHONPATH"] = os.pathsep.join([str(ROOT), official])
     return found
 
 
@@ -173,6 +182,9 @@ def run_all(commands: dict[str, list[str]], env: dict, repeat: int) -> dict[str,
             results[name]["seconds"].append(round(seconds, 2))
             results[name]["peak_mb"].append(round(peak))
             results[name]["micro_ap"] = micro_ap_of(name, out)
+            found = disc21spark_result(name)
+            if found is not None:  # where a run's seconds went, from its own phase lines
+                results[name].setdefault("phases", []).append(found["run"]["phase_seconds"])
             print(
                 f"bench: run {i + 1}/{repeat} {name}: {seconds:.1f} s, {peak:,.0f} MB", flush=True
             )
@@ -208,6 +220,18 @@ def goal_lines(results: dict[str, dict], rows: int) -> list[str]:
     return lines
 
 
+def phase_lines(results: dict[str, dict]) -> list[str]:
+    """Each disc21spark contender's phases (seconds, median over the runs)."""
+    lines = []
+    for name, r in results.items():
+        runs = r.get("phases") or []
+        if runs:
+            median = {p: statistics.median(run.get(p, 0.0) for run in runs) for p in runs[0]}
+            text = ", ".join(f"{p} {s:.2f} s" for p, s in median.items())
+            lines.append(f"\nphases of {name}: {text}")
+    return lines
+
+
 def main() -> None:
     rows = (
         50_000_000
@@ -233,6 +257,7 @@ def main() -> None:
             f"{r['median_peak_mb']:,.0f} | {med / first:.2f}× | {r['micro_ap']:.12f} |"
         )
     lines += goal_lines(results, rows)
+    lines += phase_lines(results)
     aps = [r["micro_ap"] for r in results.values()]
     agree = max(aps) - min(aps) <= 1e-12
     lines += ["", f"μAP agrees across scorers to 1e-12: {'yes' if agree else 'NO'}"]
