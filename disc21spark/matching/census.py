@@ -47,7 +47,7 @@ FIGURES = ("n", "bad", "unknown", "known_queries", "repeats")
 
 
 def census(rows: DataFrame, checked: bool, partitions: int | None = None) -> dict[int, Census]:
-    """Counts and checks of every submission of compact rows (``labels.compact``), from
+    """Counts and checks of every submission of compact rows (``labels.encoded``), from
     one shuffle of their keys into ``partitions`` (None: as Spark's adaptive execution
     sizes them). ``checked``: the rows carry ``bad`` (null for a fine row)."""
     flag = F.col("bad").isNotNull() if checked else F.lit(False)
