@@ -3,9 +3,11 @@
     BENCH_ROWS=5000000 (default) | BENCH_LARGE=1 (50M) | BENCH_REPEAT=3 | ISC2021_REPO=path
     BENCH_DRIVER_MEMORY=2g (disc21spark's driver; 1g with BENCH_LARGE, the naive plan keeps 2g)
     BENCH_SCALING=1: only the distributed plan, on local[1] then local[2] (issue 21's check)
+    BENCH_RESAMPLES=N: --resamples of the scaling runs (default: the product's)
 
-disc21spark runs twice: spark-submit with --engine spark (the distributed plan, forced)
-and python jobs/evaluate.py with --engine local (the in-process engine that --engine auto
+disc21spark runs three times: spark-submit with --engine spark (the distributed plan,
+forced), the same with --resamples 0 (no bootstrap: the official scorer computes no
+intervals), and python jobs/evaluate.py with --engine local (the in-process engine that --engine auto
 picks for one local file). The last lines print issue 21's goals against the ratios.
 
 Each contender runs as its own process; wall time includes start-up (the JVM for the
@@ -137,12 +139,17 @@ def contenders(data: Path, rows: int, env: dict) -> dict[str, list[str]]:
             f"disc21spark distributed plan, local[{n}]": submit(f"local[{n}]", memory)
             + ours(data, RESULTS / "out")
             + ["--engine", "spark"]
+            + (["--resamples", os.environ["BENCH_RESAMPLES"]] if "BENCH_RESAMPLES" in os.environ else [])
             for n in (1, 2)
         }
     found = {
         f"disc21spark (--driver-memory {memory})": submit("local[*]", memory)
         + ours(data, RESULTS / "out")
         + ["--engine", "spark"],
+        # the official scorer computes no intervals: the plan alone, without the bootstrap
+        f"disc21spark --resamples 0 (--driver-memory {memory})": submit("local[*]", memory)
+        + ours(data, RESULTS / "out")
+        + ["--engine", "spark", "--resamples", "0"],
         # the in-process engine that python jobs/evaluate.py picks for one local file
         "disc21spark in process (python jobs/evaluate.py)": [
             sys.executable,
