@@ -4,6 +4,7 @@
     BENCH_DRIVER_MEMORY=2g (disc21spark's driver; 1g with BENCH_LARGE, the naive plan keeps 2g)
     BENCH_SCALING=1: only the distributed plan, on local[1] then local[2] (issue 21's check)
     BENCH_RESAMPLES=N: --resamples of the scaling runs (default: the product's)
+    BENCH_SKIP=numpy,disc21spark in process: contenders left out (by how their names begin)
 
 disc21spark runs three times: spark-submit with --engine spark (the distributed plan,
 forced), the same with --resamples 0 (no bootstrap: the official scorer computes no
@@ -178,7 +179,8 @@ def contenders(data: Path, rows: int, env: dict) -> dict[str, list[str]]:
         ]
         # this checkout first: the disc21spark under test is the one imported
         env["PYTHONPATH"] = os.pathsep.join([str(ROOT), official])
-    return found
+    skip = [s for s in os.environ.get("BENCH_SKIP", "").split(",") if s]
+    return {name: cmd for name, cmd in found.items() if not any(name.startswith(s) for s in skip)}
 
 
 def run_all(commands: dict[str, list[str]], env: dict, repeat: int) -> dict[str, dict]:
