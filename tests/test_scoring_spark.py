@@ -240,7 +240,7 @@ def test_census_of_partitions_adds_up_to_counting_by_hand(seed, n, parts):
         assert min(got["at"], default=None) == (repeating[0] if repeating else None)
 
 
-def test_labels_of_arrow_batches_are_the_ground_truths():
+def test_labels_of_arrow_batches_are_the_ground_truths(monkeypatch):
     """The executors' labelling (no Spark): a query's index, or the unknown key of its
     hash, and a true pair exactly when the ground truth lists it; null ids are unknown."""
     import pyarrow as pa
@@ -257,7 +257,11 @@ def test_labels_of_arrow_batches_are_the_ground_truths():
          "score": rng.random(n), "query_hash": hashes, "pair": np.arange(n)}  # fmt: skip
     )
     dictionary = labels.Dictionary.of(gt)
-    (out,) = labels.encode_batches(iter([batch.slice(0, 0), batch]), dictionary)
+    monkeypatch.setattr(labels, "GROUP_ROWS", 250)  # Spark's batches of 100 joined by 250
+    pieces = [batch.slice(0, 0)] + [batch.slice(i, 100) for i in range(0, n, 100)]
+    outs = list(labels.encode_batches(iter(pieces), dictionary))
+    assert [b.num_rows for b in outs] == [300, 200]
+    out = pa.Table.from_batches(outs)
     index = {x: i for i, x in enumerate(gt.query_ids)}
     true = set(zip(gt.positive_queries, gt.positive_references))
     got = out.to_pydict()

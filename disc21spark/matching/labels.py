@@ -94,9 +94,7 @@ def encode_batches(batches, dictionary: Dictionary, keep: tuple[str, ...] = ()):
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    for batch in batches:
-        if not batch.num_rows:
-            continue
+    for batch in _grouped(batches):
         q = _index_in(pc, batch.column("query_id"), dictionary.queries)
         r = _index_in(pc, batch.column("reference_id"), dictionary.references)
         key = q * len(dictionary.references) + r
@@ -118,6 +116,26 @@ def encode_batches(batches, dictionary: Dictionary, keep: tuple[str, ...] = ()):
             ],
             [SUBMISSION, "query_index", "label", "score", "pair", *keep],
         )
+
+
+GROUP_ROWS = 100_000  # rows labelled at once: Arrow's index_in hashes its value set per call
+
+
+def _grouped(batches):
+    """Spark's Arrow batches (10,000 rows) joined into batches of GROUP_ROWS or more (the
+    last may hold fewer); empty batches are dropped."""
+    import pyarrow as pa
+
+    held, rows = [], 0
+    for batch in batches:
+        if batch.num_rows:
+            held.append(batch)
+            rows += batch.num_rows
+        if rows >= GROUP_ROWS:
+            yield pa.Table.from_batches(held).combine_chunks().to_batches()[0]
+            held, rows = [], 0
+    if held:
+        yield pa.Table.from_batches(held).combine_chunks().to_batches()[0]
 
 
 def _index_in(pc, values, value_set) -> np.ndarray:
