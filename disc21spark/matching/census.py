@@ -9,8 +9,8 @@ known queries, repeats and the smallest query holding a repeat. Every figure is 
 partitioning. What moves: 21 bytes a row (submission, query, pair hash, a bad-row flag),
 instead of three hash aggregations over as many groups as there are rows.
 
-The first bad row itself (its file, line and reason) is looked up only for a submission
-that has one.
+The first bad row itself (its file, line and reason) is looked up in the parsed input
+only for a submission that has one.
 """
 
 from __future__ import annotations
@@ -46,11 +46,15 @@ CENSUS_SCHEMA = (
 FIGURES = ("n", "bad", "unknown", "known_queries", "repeats")
 
 
-def census(rows: DataFrame, checked: bool, partitions: int | None = None) -> dict[int, Census]:
+def census(
+    rows: DataFrame, pairs: DataFrame | None = None, partitions: int | None = None
+) -> dict[int, Census]:
     """Counts and checks of every submission of compact rows (``labels.encoded``), from
     one shuffle of their keys into ``partitions`` (None: as Spark's adaptive execution
-    sizes them). ``checked``: the rows carry ``bad`` (null for a fine row)."""
-    flag = F.col("bad").isNotNull() if checked else F.lit(False)
+    sizes them). ``pairs``: the parsed predictions the rows come from, when they need
+    checking: then the rows carry ``bad`` (a boolean) and the first bad row of a
+    submission is looked up in ``pairs`` (its ``bad`` struct)."""
+    flag = F.col("bad") if pairs is not None else F.lit(False)
     keys = rows.select(SUBMISSION, "query_index", "pair", flag.alias("is_bad"))
     if partitions:
         # beyond 64 tasks a core, more partitions only add tasks (a value larger than the
@@ -67,7 +71,7 @@ def census(rows: DataFrame, checked: bool, partitions: int | None = None) -> dic
         if r["repeating"] is not None:
             found = mine["repeating"]
             mine["repeating"] = r["repeating"] if found is None else min(found, r["repeating"])
-    first_bad = _first_bad(rows, [s for s, t in totals.items() if t["bad"]])
+    first_bad = _first_bad(pairs, [s for s, t in totals.items() if t["bad"]])
     return {
         sub: Census(
             n_predictions=t["n"],
@@ -82,13 +86,14 @@ def census(rows: DataFrame, checked: bool, partitions: int | None = None) -> dic
     }
 
 
-def _first_bad(rows: DataFrame, subs: list[int]) -> dict[int, object]:
+def _first_bad(pairs: DataFrame | None, subs: list[int]) -> dict[int, object]:
     """The earliest bad row (the ``bad`` struct's minimum: ``order`` first) of each of
-    ``subs``; no pass at all when none has one."""
-    if not subs:
+    ``subs``: one more read of the input, only when a submission has one (the struct
+    stays out of the compact rows, the cache and the Python workers)."""
+    if not subs or pairs is None:
         return {}
     found = (
-        rows.where(F.col("bad").isNotNull() & F.col(SUBMISSION).isin(subs))
+        pairs.where(F.col("bad").isNotNull() & F.col(SUBMISSION).isin(subs))
         .groupBy(SUBMISSION)
         .agg(F.min("bad").alias("first_bad"))
         .collect()

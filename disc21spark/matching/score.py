@@ -82,10 +82,12 @@ def score(
     what it cached; rows of a submission not listed are an internal error."""
     phases = phases or Phases()
     checked = all(c in pairs.columns for c in CHECKED)
-    rows = labels.encoded(pairs, scoring.gt, *(("bad",) if checked else ()))
+    # only a flag per row moves on: the wording of a bad row is read again if there is one
+    flagged = pairs.withColumn("bad", F.col("bad").isNotNull()) if checked else pairs
+    rows = labels.encoded(flagged, scoring.gt, *(("bad",) if checked else ()))
     rows = rows.persist(StorageLevel.MEMORY_AND_DISK)
     try:
-        censuses = _census(rows, submissions, checked, scoring, phases)
+        censuses = _census(rows, submissions, pairs if checked else None, scoring, phases)
         result = Scored()
         if checked:
             with phases.phase("validate") as note:
@@ -110,12 +112,16 @@ def score(
 
 
 def _census(
-    rows: DataFrame, submissions: Sequence[int], checked: bool, scoring: Scoring, phases: Phases
+    rows: DataFrame,
+    submissions: Sequence[int],
+    pairs: DataFrame | None,
+    scoring: Scoring,
+    phases: Phases,
 ) -> dict[int, census.Census]:
     """The first pass over the input (Spark is lazy: reading happens here)."""
     with phases.phase("read") as note:
         try:
-            found = census.census(rows, checked, scoring.partitions)
+            found = census.census(rows, pairs, scoring.partitions)
         except Exception as exc:
             if is_read_failure(exc):
                 raise UnreadableInput(exc) from None
