@@ -38,7 +38,7 @@ def attach(
 ) -> dict[int, MatchingMetrics]:
     """``metrics`` with each submission's Uncertainty (and group table, with ``r.groups``).
     ``rows``: the scored submissions' compact labelled rows (``submission int, query_index
-    long, label boolean, score double``: ``matching/labels.compact``), query_index < 0 for
+    long, label boolean, score double``: ``matching/labels.encoded``), query_index < 0 for
     an unknown query."""
     from dataclasses import replace
 
