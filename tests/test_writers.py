@@ -82,8 +82,10 @@ def test_a_second_writer_stops_at_once_and_a_dead_ones_lock_is_cleared(
     else:
         output = str(out) if kind == "path" else f"file://{out}"
     engine = "local" if kind == "path" else "spark"
-    # a previous output, then a first run held just before it publishes
-    assert evaluate(inputs, "second", output, engine, **env).wait(timeout=300) == 0
+    # a previous output (made in process on the same folder: the refusals below are what
+    # the URI's kind is for; each Spark run costs a JVM), then a first run held just
+    # before it publishes
+    assert evaluate(inputs, "second", str(out), "local").wait(timeout=300) == 0
     before = snapshot(out)
     marker = tmp_path / "held.pid"
     first = evaluate(inputs, "first", output, engine, **env, **{faults.HOLD_AT: f"publish:{marker}"})
