@@ -730,7 +730,8 @@ MAKE_QUERIES = ["make-queries", "--images", "{d}/lib", "--output", "{d}/out", "-
                 "--queries-per-test", "2", "--seed", "1"]  # fmt: skip
 EXTRACT = ["extract", "--images", "{d}/lib", "--method", "colorhist", "--output", "{d}/v.h5"]
 BENCH_FILES = ("bench.json", "contact_sheet.png", "ground_truth.csv", "queries", "queries.csv",
-               "queries.parquet", "references.csv", "references.parquet", "skipped.csv")  # fmt: skip
+               "queries.parquet", "query_groups.csv", "references.csv", "references.parquet",
+               "skipped.csv")  # fmt: skip
 IMAGE_REASONS = {  # kind: (input, what the scan says; None: a usable image)
     "zero-bytes": ("an image file of zero bytes", r"empty file \(0 bytes\)"),
     "truncated": ("a truncated JPEG", r"damaged image \(.+\)"),

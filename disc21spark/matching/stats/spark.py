@@ -13,6 +13,8 @@ with their queries' rows.
 
 from __future__ import annotations
 
+import io
+
 import numpy as np
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -138,8 +140,6 @@ def _miss_counts(
     shared = spark.sparkContext.broadcast((wanted, by_code, keys, r))
 
     def count(batches):
-        import pickle
-
         import pyarrow as pa
 
         wanted, by_code, keys, r = shared.value
@@ -150,7 +150,7 @@ def _miss_counts(
         for s, (misses, optimistic, *coded) in total.items():
             yield pa.RecordBatch.from_pydict(
                 {SUBMISSION: [s], "misses": [misses.tobytes()], "optimistic": [optimistic.tobytes()],
-                 "groups": [pickle.dumps(coded)]},
+                 "groups": [_pack(coded)]},
                 schema=pa.schema([(SUBMISSION, pa.int32()), ("misses", pa.binary()),
                                   ("optimistic", pa.binary()), ("groups", pa.binary())]),
             )  # fmt: skip
@@ -164,8 +164,6 @@ def _miss_counts(
 def _added(rows: DataFrame, count, wanted: dict, r: Resampling) -> tuple[dict, dict]:
     """The partitions' counts added up per submission, in the order they arrive (integer
     sums: any order gives the same)."""
-    import pickle
-
     misses = rows.where(~F.col("label")).select(SUBMISSION, "query_index", "score")
     out: dict[int, tuple[np.ndarray, np.ndarray]] = {}
     coded: dict[int, list[np.ndarray]] = {}
@@ -175,10 +173,23 @@ def _added(rows: DataFrame, count, wanted: dict, r: Resampling) -> tuple[dict, d
         o = np.frombuffer(row[2], np.int64)
         old = out.get(s)
         out[s] = (m.copy(), o.copy()) if old is None else (old[0] + m, old[1] + o)
-        parts = pickle.loads(row[3])
+        parts = _unpack(row[3])
         if parts:
             coded[s] = groups.add_counts(coded.get(s), parts)
     return out, coded
+
+
+def _pack(arrays: list[np.ndarray]) -> bytes:
+    """A list of int64 arrays as bytes (numpy's .npz: no pickled objects, so nothing read
+    back can run code)."""
+    buffer = io.BytesIO()
+    np.savez(buffer, *arrays)
+    return buffer.getvalue()
+
+
+def _unpack(data: bytes) -> list[np.ndarray]:
+    with np.load(io.BytesIO(data), allow_pickle=False) as stored:
+        return [stored[f"arr_{i}"] for i in range(len(stored.files))]
 
 
 def _batch_counts(batch, wanted: dict, by_code: dict, keys: np.ndarray, r: Resampling) -> dict[int, list]:
