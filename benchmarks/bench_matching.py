@@ -3,9 +3,12 @@
     BENCH_ROWS=5000000 (default) | BENCH_LARGE=1 (50M) | BENCH_REPEAT=3 | ISC2021_REPO=path
     BENCH_DRIVER_MEMORY=2g (disc21spark's driver; 1g with BENCH_LARGE, the naive plan keeps 2g)
     BENCH_SCALING=1: only the distributed plan, on local[1] then local[2] (issue 21's check)
+    BENCH_RESAMPLES=N: --resamples of the scaling runs (default: the product's)
+    BENCH_SKIP=numpy,disc21spark in process: contenders left out (by how their names begin)
 
-disc21spark runs twice: spark-submit with --engine spark (the distributed plan, forced)
-and python jobs/evaluate.py with --engine local (the in-process engine that --engine auto
+disc21spark runs three times: spark-submit with --engine spark (the distributed plan,
+forced), the same with --resamples 0 (no bootstrap: the official scorer computes no
+intervals), and python jobs/evaluate.py with --engine local (the in-process engine that --engine auto
 picks for one local file). The last lines print issue 21's goals against the ratios.
 
 Each contender runs as its own process; wall time includes start-up (the JVM for the
@@ -81,11 +84,19 @@ def report(stem: str, lines: list[str], results: dict | None = None) -> None:
         (RESULTS / f"{stem}.json").write_text(json.dumps(results, indent=2) + "\n")
 
 
-def micro_ap_of(name: str, out: str) -> float:
+def disc21spark_result(name: str) -> dict | None:
+    """The metrics.json a disc21spark contender wrote (None: another scorer)."""
     if name.startswith("disc21spark in process"):
-        return json.loads((RESULTS / "out_local" / "metrics.json").read_text())["micro_ap"]
+        return json.loads((RESULTS / "out_local" / "metrics.json").read_text())
     if name.startswith("disc21spark"):
-        return json.loads((RESULTS / "out" / "metrics.json").read_text())["micro_ap"]
+        return json.loads((RESULTS / "out" / "metrics.json").read_text())
+    return None
+
+
+def micro_ap_of(name: str, out: str) -> float:
+    found = disc21spark_result(name)
+    if found is not None:
+        return found["micro_ap"]
     lines = [line for line in out.splitlines() if line.startswith("{")]
     if not lines:
         raise SystemExit(f"bench: {name} printed no result:\n{out[-2000:]}")
@@ -129,12 +140,17 @@ def contenders(data: Path, rows: int, env: dict) -> dict[str, list[str]]:
             f"disc21spark distributed plan, local[{n}]": submit(f"local[{n}]", memory)
             + ours(data, RESULTS / "out")
             + ["--engine", "spark"]
+            + (["--resamples", os.environ["BENCH_RESAMPLES"]] if "BENCH_RESAMPLES" in os.environ else [])
             for n in (1, 2)
         }
     found = {
         f"disc21spark (--driver-memory {memory})": submit("local[*]", memory)
         + ours(data, RESULTS / "out")
         + ["--engine", "spark"],
+        # the official scorer computes no intervals: the plan alone, without the bootstrap
+        f"disc21spark --resamples 0 (--driver-memory {memory})": submit("local[*]", memory)
+        + ours(data, RESULTS / "out")
+        + ["--engine", "spark", "--resamples", "0"],
         # the in-process engine that python jobs/evaluate.py picks for one local file
         "disc21spark in process (python jobs/evaluate.py)": [
             sys.executable,
@@ -161,8 +177,10 @@ def contenders(data: Path, rows: int, env: dict) -> dict[str, list[str]]:
             str(GT),
             str(data),
         ]
-        env["PYTHONPATH"] = official
-    return found
+        # this checkout first: the disc21spark under test is the one imported
+        env["PYTHONPATH"] = os.pathsep.join([str(ROOT), official])
+    skip = [s for s in os.environ.get("BENCH_SKIP", "").split(",") if s]
+    return {name: cmd for name, cmd in found.items() if not any(name.startswith(s) for s in skip)}
 
 
 def run_all(commands: dict[str, list[str]], env: dict, repeat: int) -> dict[str, dict]:
@@ -173,6 +191,9 @@ def run_all(commands: dict[str, list[str]], env: dict, repeat: int) -> dict[str,
             results[name]["seconds"].append(round(seconds, 2))
             results[name]["peak_mb"].append(round(peak))
             results[name]["micro_ap"] = micro_ap_of(name, out)
+            found = disc21spark_result(name)
+            if found is not None:  # where a run's seconds went, from its own phase lines
+                results[name].setdefault("phases", []).append(found["run"]["phase_seconds"])
             print(
                 f"bench: run {i + 1}/{repeat} {name}: {seconds:.1f} s, {peak:,.0f} MB", flush=True
             )
@@ -208,6 +229,18 @@ def goal_lines(results: dict[str, dict], rows: int) -> list[str]:
     return lines
 
 
+def phase_lines(results: dict[str, dict]) -> list[str]:
+    """Each disc21spark contender's phases (seconds, median over the runs)."""
+    lines = []
+    for name, r in results.items():
+        runs = r.get("phases") or []
+        if runs:
+            median = {p: statistics.median(run.get(p, 0.0) for run in runs) for p in runs[0]}
+            text = ", ".join(f"{p} {s:.2f} s" for p, s in median.items())
+            lines.append(f"\nphases of {name}: {text}")
+    return lines
+
+
 def main() -> None:
     rows = (
         50_000_000
@@ -233,6 +266,7 @@ def main() -> None:
             f"{r['median_peak_mb']:,.0f} | {med / first:.2f}× | {r['micro_ap']:.12f} |"
         )
     lines += goal_lines(results, rows)
+    lines += phase_lines(results)
     aps = [r["micro_ap"] for r in results.values()]
     agree = max(aps) - min(aps) <= 1e-12
     lines += ["", f"μAP agrees across scorers to 1e-12: {'yes' if agree else 'NO'}"]

@@ -23,7 +23,7 @@ from disc21spark.testing.synth import (
 
 IDS = {"query_id": str, "reference_id": str}
 FIGURES = [
-    k for k in ds.MatchingMetrics.__dataclass_fields__ if k not in ("curve", "warnings", "uncertainty")
+    k for k in ds.MatchingMetrics.__dataclass_fields__ if k not in ("curve", "warnings", "uncertainty", "groups")
 ]
 
 

@@ -181,6 +181,11 @@ CLEAN_COLUMNS = {
     k: [row.split(",")[i] if i < 2 else float(row.split(",")[i]) for row in CLEAN.splitlines()]
     for i, k in enumerate(("query_id", "reference_id", "score"))
 }
+# a damaged Parquet or gzip file: core/damage.py's words, the same on both engines
+GZIP_CUT = "cannot be read as gzip (truncated: the compressed stream ends before its end)"
+GZIP_NOT = "cannot be read as gzip (not gzip: no gzip magic number at its start)"
+PARQUET_EMPTY = "cannot be read as Parquet (truncated, or not a Parquet file: 0 bytes, fewer than the 12 of the smallest)"
+PARQUET_TEXT = "cannot be read as Parquet (not a Parquet file, or a damaged one: no PAR1 magic number at both ends)"
 LOCAL_REFUSES = (
     "error: --engine local: {d}/p.parquet: ids that are not strings or a score that is not a "
     "number; use --engine spark"
@@ -255,6 +260,9 @@ CASES: list[Case] = [
     matching("four-fields", T, "a line of four fields",
              with_gt(text("p.csv", "Q1,R1,0.9,x\n")), 2,
              "error: {d}/p.csv: line 1: expected 3 fields: query_id,reference_id,score, found more"),
+    matching("trailing-comma", T, "a comma after the score (an empty fourth field)",
+             with_gt(text("p.csv", "Q1,R1,0.9\nQ2,R2,0.8,\n")), 2,
+             "error: {d}/p.csv: line 2: expected 3 fields: query_id,reference_id,score, found more"),
     matching("tabs", T, "tab-separated values", with_gt(text("p.csv", "Q1\tR1\t0.9\n")), 2,
              "error: {d}/p.csv: line 1: empty reference_id"),
     matching("semicolons", T, "semicolon-separated values (a European spreadsheet)",
@@ -298,9 +306,9 @@ CASES: list[Case] = [
              with_gt(text("p.csv", bytes(range(256)) * 8)), 2,
              "error: {d}/p.csv: line 1: …"),
     matching("truncated-gz", T, "a truncated .gz", with_gt(gzipped("p.csv.gz", CLEAN * 50, cut=0.5)),
-             2, "error: {d}/p.csv.gz: cannot be read (…)", preds="{d}/p.csv.gz"),
+             2, f"error: {{d}}/p.csv.gz: {GZIP_CUT}", preds="{d}/p.csv.gz"),
     matching("not-gzip", T, "a .gz that is not gzip", with_gt(text("p.csv.gz", CLEAN)),
-             2, "error: {d}/p.csv.gz: cannot be read (…)", preds="{d}/p.csv.gz"),
+             2, f"error: {{d}}/p.csv.gz: {GZIP_NOT}", preds="{d}/p.csv.gz"),
     matching("missing", T, "a predictions file that does not exist", with_gt(), 2,
              "error: {d}/p.csv: no such file or directory"),
     matching("max-results", T, "more predictions than --max-results",
@@ -312,10 +320,10 @@ CASES: list[Case] = [
              "the clean file's figures", preds="{d}/p.parquet",
              check=lambda d, e: scores_like_official(d, e, "p.parquet")),
     matching("parquet-zero-bytes", Q, "a Parquet file of zero bytes",
-             with_gt(text("p.parquet", b"")), 2, "error: {d}/p.parquet: cannot be read (…)",
+             with_gt(text("p.parquet", b"")), 2, f"error: {{d}}/p.parquet: {PARQUET_EMPTY}",
              preds="{d}/p.parquet"),
     matching("parquet-not-parquet", Q, "a .parquet file that is CSV text",
-             with_gt(text("p.parquet", CLEAN)), 2, "error: {d}/p.parquet: cannot be read (…)",
+             with_gt(text("p.parquet", CLEAN)), 2, f"error: {{d}}/p.parquet: {PARQUET_TEXT}",
              preds="{d}/p.parquet"),
     matching("parquet-string-scores", Q, "a score column of numbers written as strings",
              with_gt(parquet("p.parquet", **{**CLEAN_COLUMNS, "score": [str(x) for x in CLEAN_COLUMNS["score"]]})),
@@ -389,7 +397,7 @@ CASES: list[Case] = [
              "error: {d}/gt.csv: line 2: not UTF-8 text (a byte the UTF-8 decoder replaced by U+FFFD)"),
     matching("gt-parquet-zero-bytes", G, "a Parquet ground truth of zero bytes",
              files(text("p.csv", CLEAN), text("gt.parquet", b"")), 2,
-             "error: {d}/gt.parquet: cannot be read (…)", gt="{d}/gt.parquet"),
+             f"error: {{d}}/gt.parquet: {PARQUET_EMPTY}", gt="{d}/gt.parquet"),
     matching("gt-parquet-missing-column", G, "a Parquet ground truth without reference_id",
              files(text("p.csv", CLEAN), parquet("gt.parquet", query_id=["Q1"])), 2,
              "error: {d}/gt.parquet: missing column 'reference_id' (has: query_id)",
@@ -457,7 +465,8 @@ CASES += [
          text("pool/b.csv", "Q1,R1,0.9\nQ2,R2,nan\n"), gzipped("pool/c.csv.gz", CLEAN * 50, cut=0.5)),
          outputs=POOL_FILES, check=pool_statuses(
              {"a": "ok", "b": r"{d}/pool/b\.csv: line 2: score 'nan' is not finite",
-              "c": r"{d}/pool/c\.csv\.gz: cannot be read \(.+\)"}, {"a": "pool/a.csv"})),
+              "c": r"{d}/pool/c\.csv\.gz: cannot be read as gzip \(truncated: the "
+                   r"compressed stream ends before its end\)"}, {"a": "pool/a.csv"})),
     Case("pool-fail-on-invalid", PL, "the same pool with --fail-on-invalid",
          evaluate_pool("{d}/pool", extra=("--fail-on-invalid",)), 2,
          "error: {d}/pool: 1 of 2 submissions invalid (--fail-on-invalid); first: b: "
@@ -722,7 +731,8 @@ MAKE_QUERIES = ["make-queries", "--images", "{d}/lib", "--output", "{d}/out", "-
                 "--queries-per-test", "2", "--seed", "1"]  # fmt: skip
 EXTRACT = ["extract", "--images", "{d}/lib", "--method", "colorhist", "--output", "{d}/v.h5"]
 BENCH_FILES = ("bench.json", "contact_sheet.png", "ground_truth.csv", "queries", "queries.csv",
-               "queries.parquet", "references.csv", "references.parquet", "skipped.csv")  # fmt: skip
+               "queries.parquet", "query_groups.csv", "references.csv", "references.parquet",
+               "skipped.csv")  # fmt: skip
 IMAGE_REASONS = {  # kind: (input, what the scan says; None: a usable image)
     "zero-bytes": ("an image file of zero bytes", r"empty file \(0 bytes\)"),
     "truncated": ("a truncated JPEG", r"damaged image \(.+\)"),
@@ -968,7 +978,7 @@ CASES += [
          with_gt(text("p.csv", "Q1,R1,high\n")), engines=("installed",)),
     Case("cli-spark-parquet", CMD, "disc21spark evaluate --engine spark: a .parquet that is not "
          "Parquet (Spark's failure, no Java trace)", [*evaluate("{d}/p.parquet"), "--engine", "spark"],
-         2, "error: {d}/p.parquet: cannot be read (…)", with_gt(text("p.parquet", CLEAN)),
+         2, f"error: {{d}}/p.parquet: {PARQUET_TEXT}", with_gt(text("p.parquet", CLEAN)),
          engines=("installed",), preexisting=False),
     Case("cli-usage", CMD, "jobs/evaluate.py without --ground-truth", ["evaluate", "--output", "{d}/o"],
          2, "error: the following arguments are required: --ground-truth", engines=("jobs",)),

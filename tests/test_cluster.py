@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from disc21spark.core import faults
-from disc21spark.testing.synth import read_ground_truth_csv, simulate_submission
+from disc21spark.testing.synth import read_ground_truth_csv
 from tests.conftest import cli_env, error_lines, held_pid, run_evaluate, spark_submit
 from tests.test_determinism import baseline, comparable, same, scene  # noqa: F401
 
@@ -56,33 +56,6 @@ def killing_a_worker(cmd: list[str], marker: Path, partition: int) -> subprocess
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
-def test_cluster_gives_the_local_result(cluster, tmp_path, dev_gt_path, spark):
-    from disc21spark.matching.job import MatchingJob, run
-
-    frame = simulate_submission(read_ground_truth_csv(dev_gt_path), 40_000, seed=9)
-    preds = tmp_path / "preds.csv"
-    frame.to_csv(preds, index=False)
-    local = run(spark, MatchingJob(str(dev_gt_path), str(preds), None))
-
-    out = tmp_path / "out"
-    proc = run_evaluate(
-        on_cluster(cluster),
-        "--ground-truth",
-        str(dev_gt_path),
-        "--predictions",
-        str(preds),
-        "--output",
-        str(out),
-        "--partitions",
-        "6",
-    )
-    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
-    doc = json.loads((out / "metrics.json").read_text())
-    assert doc["run"]["spark_master"] == cluster
-    for key, value in local.to_dict().items():
-        assert doc[key] == value, key
-
-
 def test_cluster_bad_input_names_the_line(cluster, tmp_path, dev_gt_path):
     """Finding the line runs Python on the executors: the job ships its package there."""
     preds = tmp_path / "preds.csv"
@@ -107,8 +80,9 @@ def test_cluster_bad_input_names_the_line(cluster, tmp_path, dev_gt_path):
 
 def test_cluster_descriptor_track_gives_the_local_result(cluster, tmp_path, dev_gt_path, spark):
     """The index is broadcast in shards to the cluster's executors; the query files are
-    read there (the same machine: a shared file system). A search task's Python worker is
-    killed mid-task (SIGKILL): the retried task gives the same figures."""
+    read there (the same machine: a shared file system). Inputs and output are named by
+    ``file:`` URIs (read and written through Hadoop's file systems). A search task's
+    Python worker is killed mid-task (SIGKILL): the retried task gives the same figures."""
     from disc21spark.descriptors.job import DescriptorJob, run
     from disc21spark.testing.synth import write_descriptor_set
 
@@ -121,9 +95,9 @@ def test_cluster_descriptor_track_gives_the_local_result(cluster, tmp_path, dev_
     # and one search task's Python worker is killed mid-task: Spark's retry changes nothing
     proc = killing_a_worker(
         [*on_cluster(cluster), str(ROOT / "jobs" / "evaluate.py"), "--ground-truth",
-         str(gt_path), "--query-descriptors", str(q), "--reference-descriptors", str(r),
+         str(gt_path), "--query-descriptors", q.as_uri(), "--reference-descriptors", r.as_uri(),
          "--max-results", "20000", "--broadcast-limit", "400K", "--query-partitions", "3",
-         "--output", str(out)],
+         "--output", out.as_uri()],
         tmp_path / "worker.pid", partition=1,
     )  # fmt: skip
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
@@ -147,6 +121,8 @@ def test_cluster_writes_the_bytes_of_local_mode(cluster, scene, baseline, tmp_pa
     proc = run_evaluate(on_cluster(cluster), "--ground-truth", str(root / "gt.csv"), *inputs,
                         "--pool-plan", plan, "--quiet", "--output", str(tmp_path / kind))  # fmt: skip
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    record = json.loads((tmp_path / kind / "run.json").read_text())
+    assert record["spark_master"] == cluster
     same(comparable(tmp_path / kind), baseline[kind])
 
 
@@ -166,8 +142,9 @@ def test_cluster_pool_survives_a_killed_python_worker(cluster, scene, baseline, 
 
 
 def test_cluster_make_queries_writes_the_local_bytes(cluster, tmp_path, spark):
-    """The executors of a real cluster alter and write the queries: the same files, byte
-    for byte, as a local run (same seed)."""
+    """The executors of a real cluster alter and write the queries (an output named by a
+    ``file:`` URI, written through Hadoop's file systems): the same files, byte for byte,
+    as a local run (same seed)."""
     import numpy as np
     from PIL import Image
 
@@ -187,7 +164,7 @@ def test_cluster_make_queries_writes_the_local_bytes(cluster, tmp_path, spark):
     make_bench(spark, QueryJob([str(lib)], str(tmp_path / "local"), settings))
     proc = subprocess.run(
         [*on_cluster(cluster), str(ROOT / "jobs" / "make_queries.py"), "--images", str(lib),
-         "--output", str(tmp_path / "cluster"), "--tests", tests, "--queries-per-test", "10",
+         "--output", (tmp_path / "cluster").as_uri(), "--tests", tests, "--queries-per-test", "10",
          "--distractors", "0.3", "--seed", "11", "--partitions", "3"],
         capture_output=True, text=True, env=cli_env(), timeout=600,
     )  # fmt: skip

@@ -81,19 +81,14 @@ def submit(cluster, archive: Path, cwd: Path, job: str, *args: str) -> subproces
     )  # fmt: skip
 
 
-def test_jobs_on_a_cluster_with_the_archive_equal_local_mode(
-    cluster, archive, tmp_path, dev_gt_path, spark
-):
-    from disc21spark.commands import parse
-    from disc21spark.descriptors.job import DescriptorJob
-    from disc21spark.descriptors.job import run as run_descriptors
-    from disc21spark.library.job import LibraryJob
-    from disc21spark.library.job import run as run_library
+def test_a_pool_on_a_cluster_with_the_archive_equals_local_mode(cluster, archive, tmp_path,
+                                                                dev_gt_path):  # fmt: skip
+    """One application is enough to show the archive is what the executors run (each
+    application unpacks it again on every worker, the largest cost of this file); the
+    descriptor track and make_queries through URIs run on the same cluster in
+    test_cluster.py."""
     from disc21spark.matching.ground_truth import load_ground_truth
     from disc21spark.matching.spec import evaluate
-    from disc21spark.queries.job import QueryJob
-    from disc21spark.queries.job import run as run_queries
-    from disc21spark.testing.synth import write_descriptor_set
 
     work = tmp_path / "elsewhere"  # the user's folder, not the checkout
     work.mkdir()
@@ -119,39 +114,6 @@ def test_jobs_on_a_cluster_with_the_archive_equal_local_mode(
         want = evaluate(frame.query_id, frame.reference_id, frame.score.to_numpy(), truth)
         assert row["micro_ap"] == want.micro_ap, row["submission"]
 
-    # the descriptor track: HDF5 files named by URIs are read through Hadoop on the driver
-    # and shipped to the executors
-    q, r = write_descriptor_set(gt, work / "descriptors", 6_000, dim=32, noise=1.0, seed=5)
-    local = run_descriptors(
-        spark, DescriptorJob(str(dev_gt_path), [str(q)], [str(r)], None, max_results=20_000)
-    )
-    out = work / "descriptor_out"
-    proc = submit(cluster, archive, work, "evaluate", "--ground-truth", str(dev_gt_path),
-                  "--query-descriptors", q.as_uri(), "--reference-descriptors", r.as_uri(),
-                  "--max-results", "20000", "--output", out.as_uri())  # fmt: skip
-    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
-    doc = json.loads((out / "metrics.json").read_text())
-    for key, value in local.to_dict().items():
-        assert doc[key] == value, key
-
-    # make_queries on a small library
-    library = work / "library"
-    run_library(spark, LibraryJob(str(library), size=12, seed=3))
-    settings = ["--tests", "crop:50,lowcon:80", "--queries-per-test", "4", "--seed", "7"]
-    here = work / "bench_local"
-    args = parse(["make-queries", "--images", str(library), "--output", str(here), *settings])
-    run_queries(spark, QueryJob.from_args(args))
-    out = work / "bench_cluster"
-    proc = submit(cluster, archive, work, "make_queries", "--images", str(library),
-                  "--output", out.as_uri(), *settings)  # fmt: skip
-    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
-    for name in ("queries.csv", "ground_truth.csv"):
-        assert (out / name).read_bytes() == (here / name).read_bytes(), name
-    made = sorted(p.name for p in (out / "queries").iterdir())
-    assert made == sorted(p.name for p in (here / "queries").iterdir()) and len(made) == 8
-    for name in made:
-        assert (out / "queries" / name).read_bytes() == (here / "queries" / name).read_bytes()
-
     # the executors ran the archive's Python: each worker unpacked it for the application
     _, state = cluster
     unpacked = list((state / "work").glob("worker*/app-*/*/env/bin/python"))
@@ -159,8 +121,7 @@ def test_jobs_on_a_cluster_with_the_archive_equal_local_mode(
     assert not np.any([".venv" in str(p.resolve()) for p in unpacked])
 
 
-def test_a_missing_archive_and_an_unknown_scheme_are_one_line(cluster, archive, tmp_path,
-                                                              dev_gt_path):  # fmt: skip
+def test_a_missing_archive_is_one_line(cluster, tmp_path, dev_gt_path):
     preds = tmp_path / "p.csv"
     preds.write_text("Q00000,R000001,0.5\n")
     proc = submit(cluster, tmp_path / "missing.tar.gz", tmp_path, "evaluate",
@@ -169,11 +130,3 @@ def test_a_missing_archive_and_an_unknown_scheme_are_one_line(cluster, archive, 
     assert proc.returncode == 2, (proc.stdout + proc.stderr)[-3000:]
     lines = [x for x in (proc.stdout + proc.stderr).splitlines() if x.startswith("error:")]
     assert lines and "missing.tar.gz" in lines[0] and "not found" in lines[0], lines
-    proc = submit(cluster, archive, tmp_path, "evaluate", "--ground-truth", str(dev_gt_path),
-                  "--predictions", str(preds), "--output", "s3a://bucket/out")  # fmt: skip
-    assert proc.returncode == 2, (proc.stdout + proc.stderr)[-3000:]
-    lines = [x for x in (proc.stdout + proc.stderr).splitlines() if x.startswith("error:")]
-    assert lines == [
-        "error: s3a://bucket/out: no FileSystem for scheme 's3a': add the hadoop-aws package "
-        "(--packages org.apache.hadoop:hadoop-aws:<Hadoop version>)"
-    ], lines

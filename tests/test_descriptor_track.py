@@ -4,7 +4,6 @@ copies score as they should, and every bad descriptor file gets one clear line."
 from __future__ import annotations
 
 import json
-import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -24,7 +23,6 @@ from disc21spark.testing.synth import (
     write_descriptor_set,
     write_hdf5_descriptors,
 )
-from tests.conftest import error_lines, run_evaluate
 
 
 def write_npy(path: Path, ids, vectors) -> str:
@@ -325,24 +323,17 @@ def test_npy_without_ids_file_and_parquet_without_vectors(spark, tmp_path):
         D.run(spark, D.DescriptorJob(str(gt), ["q.h5"], [str(tmp_path / "r.parquet")], None))
 
 
-def test_cli_descriptor_track_bad_file_is_one_line_and_exit_2(tmp_path):
+def test_cli_descriptor_track_bad_file_is_one_line_and_exit_2(spark, tmp_path, capsys):
+    from tests.test_bad_input_matrix import in_process
+
     (tmp_path / "gt.csv").write_text("query_id,reference_id\nQ0,R0\n")
     q = h5(tmp_path / "q.h5", vectors=np.array([[np.nan, 0]], np.float32), image_names=names(1))
     r = h5(tmp_path / "r.h5", vectors=np.eye(2, dtype=np.float32), image_names=names(2, "R"))
-    proc = run_evaluate(
-        [sys.executable],
-        "--ground-truth",
-        str(tmp_path / "gt.csv"),
-        "--query-descriptors",
-        q,
-        "--reference-descriptors",
-        r,
-        "--output",
-        str(tmp_path / "out"),
-        "--quiet",
-    )
-    assert proc.returncode == 2, proc.stdout + proc.stderr
-    assert error_lines(proc) == [
+    argv = ["evaluate", "--ground-truth", str(tmp_path / "gt.csv"), "--query-descriptors", str(q),
+            "--reference-descriptors", str(r), "--output", str(tmp_path / "out"), "--quiet"]  # fmt: skip
+    screen = in_process(argv, capsys, spark)
+    assert screen.code == 2, screen.out + screen.err
+    assert [x for x in screen.err.splitlines() if x.startswith("error:")] == [
         f"error: {q}: row 1 (image 'Q0'): vector has NaN or infinite values"
     ]
     assert not (tmp_path / "out").exists()

@@ -224,3 +224,34 @@ def test_page_draws_intervals_tiers_and_tie_flags(tmp_path, browser):
             browser.screenshot(tmp_path / "intervals.png")
     md = (tmp_path / "leaderboard.md").read_text()
     assert "with optimistic ties" in md and "tier" in md.splitlines()[0]
+
+
+def test_page_shows_the_groups_table(tmp_path, browser):
+    """--query-groups: the page's table of μAP by group, read back from the DOM, holds
+    leaderboard.json's figures and intervals; a team's group name stays text."""
+    from disc21spark.matching import local
+    from disc21spark.matching.stats.groups_file import read_query_groups
+
+    (tmp_path / "g.csv").write_text(f"query_id,group\nQ0,crop\nQ1,{IMG_NAME.replace(',', ' ')}\n")
+    groups = read_query_groups(str(tmp_path / "g.csv"), GT)
+    r = Resampling(50, 0.95, 0, groups)
+    subs = []
+    for name, pairs in (("a", "Q0,R0,0.9\nQ1,R1,0.8\nQ3,R9,0.95\n"), ("b", "Q1,R1,0.9\nQ2,R2,0.1\n")):
+        (tmp_path / f"{name}.csv").write_text(pairs)
+        metrics = local.score_file(str(tmp_path / f"{name}.csv"), "auto", GT, 0, 50, resampling=r)
+        subs.append(Submission(name, f"{name}.csv", name, metrics=metrics))
+    out = tmp_path / "out"
+    out.mkdir()
+    report.write(out, subs, RUN)
+    rows = json.loads((out / "leaderboard.json").read_text())["submissions"]
+    browser.open((out / "leaderboard.html").as_uri())
+    cells = json.loads(browser.evaluate(
+        "JSON.stringify(Array.from(document.querySelectorAll('#groups tr'))"
+        ".map(function (tr) { return Array.from(tr.cells).map(function (c) { return c.textContent; }); }))"
+    ))  # fmt: skip
+    assert cells[0] == ["submission", *groups.names]
+    assert browser.evaluate("document.querySelectorAll('img').length") == 0
+    for row, shown in zip(rows, cells[1:]):
+        assert shown[0] == row["submission"]
+        for g, text in zip(row["groups"]["groups"], shown[1:]):
+            assert text.startswith(f"{g['micro_ap']:.4f}")

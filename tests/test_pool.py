@@ -24,7 +24,7 @@ from disc21spark.matching import per_file
 from disc21spark.matching.model import GroundTruth, Submission
 from disc21spark.matching.spec import evaluate
 from disc21spark.pool import job as pool
-from tests.conftest import ROOT, cli_env, error_lines, run_evaluate
+from tests.conftest import ROOT, cli_env
 
 GT = pd.DataFrame(
     {
@@ -131,7 +131,7 @@ def bad_pool(folder: Path) -> dict[str, str]:
         "toomany": "6 predictions, more than --max-results 5",
         "columns": "line 1: missing score (expected 3 fields",
         "parquetcols": "missing column 'reference_id'",
-        "unreadable": "cannot be read (",
+        "unreadable": "cannot be read as gzip (truncated: the compressed stream ends before",
     }
 
 
@@ -155,19 +155,20 @@ def test_bad_submissions_are_marked_and_the_rest_scored(spark, tmp_path, gt_file
     assert "| 1 | good | 0.115385 |" in (out / "leaderboard.md").read_text()
 
 
-def test_cli_pool_exit_codes_with_and_without_fail_on_invalid(tmp_path, gt_file):
+def test_cli_pool_exit_codes_with_and_without_fail_on_invalid(spark, tmp_path, gt_file, capsys):
+    """The command's exit codes, run in this process on the suite's session (a job of its
+    own JVM adds nothing here: test_cluster.py and test_determinism.py start those)."""
+    from tests.test_bad_input_matrix import in_process
+
     bad_pool(tmp_path / "pool")
-    common = ["--ground-truth", gt_file, "--predictions", str(tmp_path / "pool" / "*"), "--quiet"]
-    ok = run_evaluate(
-        [sys.executable], *common, "--output", str(tmp_path / "a"), "--max-results", "5"
-    )
-    assert ok.returncode == 0, ok.stdout + ok.stderr
-    assert "7 submissions: 1 scored, 6 invalid" in ok.stdout
-    strict = run_evaluate(
-        [sys.executable], *common, "--output", str(tmp_path / "b"), "--fail-on-invalid"
-    )
-    assert strict.returncode == 2
-    (line,) = error_lines(strict)
+    common = ["evaluate", "--ground-truth", gt_file, "--predictions",
+              str(tmp_path / "pool" / "*"), "--quiet"]  # fmt: skip
+    ok = in_process([*common, "--output", str(tmp_path / "a"), "--max-results", "5"], capsys, spark)
+    assert ok.code == 0, ok.out + ok.err
+    assert "7 submissions: 1 scored, 6 invalid" in ok.out
+    strict = in_process([*common, "--output", str(tmp_path / "b"), "--fail-on-invalid"], capsys, spark)
+    assert strict.code == 2
+    (line,) = [x for x in (strict.out + strict.err).splitlines() if x.startswith("error:")]
     pattern = str(tmp_path / "pool" / "*")
     assert line.startswith(
         f"error: {pattern}: 5 of 7 submissions invalid (--fail-on-invalid); first: columns: "
@@ -279,15 +280,18 @@ def test_odd_parquet_types_send_the_pool_to_the_one_sort_plan(spark, tmp_path, g
     assert by_name["ints"].status == "ok" and by_name["ints"].metrics.n_predictions == 1
 
 
-def test_a_task_failing_once_is_retried_and_changes_nothing(tmp_path, gt_file):
+def test_a_task_failing_once_is_retried_and_changes_nothing(spark, tmp_path, gt_file):
     """A task of the per-file plan fails on its first attempt (a test-only fault): Spark
-    retries it (local[2,3]: three attempts) and the leaderboard equals an undisturbed run's."""
+    retries it (local[2,3]: three attempts) and the leaderboard equals an undisturbed run's
+    (the suite's session's)."""
+    from tests.test_bad_input_matrix import succeed
+
     write_pool(tmp_path / "pool", 21, 5)
     marker = tmp_path / "failed.txt"
     common = ["--ground-truth", gt_file, "--predictions", str(tmp_path / "pool"), "--quiet",
-              "--master", "local[2,3]", "--pool-plan", "per-file"]  # fmt: skip
-    calm = run_evaluate([sys.executable], *common, "--output", str(tmp_path / "calm"))
-    assert calm.returncode == 0, calm.stderr[-2000:]
+              "--pool-plan", "per-file"]  # fmt: skip
+    succeed(spark, ["evaluate", *common, "--output", str(tmp_path / "calm")])
+    common += ["--master", "local[2,3]"]
     env = dict(os.environ, **{faults.FAIL_FIRST_ATTEMPT: f"2:{marker}"})
     proc = subprocess.run(
         [sys.executable, str(ROOT / "jobs" / "evaluate.py"), *common,

@@ -124,6 +124,10 @@ def test_the_benchmark_folder(spark_bench):
     gt = pd.read_csv(spark_bench / "ground_truth.csv", dtype=str, keep_default_na=False)
     assert list(gt.columns) == ["query_id", "reference_id"]
     assert (gt.reference_id == "").sum() == 3 * n_tests
+    # the test of each matched query; distractors in no group
+    groups = pd.read_csv(spark_bench / "query_groups.csv", dtype=str)
+    assert list(groups.columns) == ["query_id", "group"] and len(groups) == 7 * n_tests
+    assert (groups.merge(q, on="query_id").eval("group == test")).all()
     skipped = pd.read_csv(spark_bench / "skipped.csv")
     reasons = dict(zip(skipped.path.map(lambda p: Path(p).name), skipped.reason))
     assert reasons["truncated.jpg"].startswith("damaged image")

@@ -277,3 +277,35 @@ def test_distance_option_is_checked():
                           ("colorhist=cosine", "not a distance")]:  # fmt: skip
         with pytest.raises(InputError, match=message):
             parse_distances(text, ["colorhist"])
+
+
+def test_micro_ap_by_test_from_the_query_groups_file(bench, report):
+    """by_group.csv: each method's kNN pairs over the whole bench, by the bench's
+    query_groups.csv, equal to the definition by restriction (with the same resamples)."""
+    from disc21spark.matching.ground_truth import load_ground_truth
+    from disc21spark.matching.stats import groups_spec
+    from disc21spark.matching.stats.groups_file import read_query_groups
+    from disc21spark.matching.stats.model import STATISTICS, Resampling
+
+    b, m, xq, xb = vectors(bench, "colorhist")
+    scores = distances.brute_force_pairs(xq, xb, m.metric)
+    refs = np.asarray(b.references.reference_id)
+    qids, rids, sc = [], [], []
+    for r in range(len(b.queries)):
+        order = np.lexsort((refs, -scores[r]))[:5]
+        qids += [b.queries.query_id[r]] * 5
+        rids += list(refs[order])
+        sc += list(scores[r][order])
+    gt = load_ground_truth(None, str(bench / "ground_truth.csv"))
+    groups = read_query_groups(str(bench / "query_groups.csv"), gt)
+    wanted = groups_spec.group_table(np.array(qids), np.array(rids), np.array(sc), gt, groups,
+                                     Resampling(100, seed=1, groups=groups))  # fmt: skip
+    found = pd.read_parquet(report / "by_group.parquet")
+    found = found[found.method == "colorhist"].set_index("group")
+    assert sorted(found.index) == sorted(t.name for t in parse_tests(TESTS))
+    for g in wanted.groups:
+        row = g.row()
+        for k in (*STATISTICS, "micro_ap_low", "micro_ap_high"):
+            assert (found.loc[g.group, k] == row[k]) or (pd.isna(found.loc[g.group, k]) and row[k] is None)
+    doc = json.loads((report / "rank_eval.json").read_text())
+    assert len(doc["by_group"]) == len(METHODS) * 4

@@ -32,8 +32,7 @@ def pairs_frame(spark, frame: pd.DataFrame):
 
 
 def compact_rows(spark, frame: pd.DataFrame, gt: GroundTruth):
-    queries = labels.ground_truth_frame(spark, gt)
-    return labels.compact(labels.label(pairs_frame(spark, frame), queries))
+    return labels.encoded(pairs_frame(spark, frame), gt)
 
 
 def spark_metrics(spark, frame: pd.DataFrame, gt: GroundTruth, partitions: int, curve_points=5000):
@@ -201,3 +200,72 @@ def test_partition_counts_of_a_pool_equal_the_specification():
         expected = np.sort(true_pair_ranks(query[mine], score[mine], label[mine]))
         np.testing.assert_array_equal(np.sort(positions.ranks(totals[k])), expected)
         assert totals[k].n == mine.sum() and totals[k].bottom == score[mine].min()
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n=st.integers(0, 300),
+    parts=st.sampled_from([1, 2, 7]),
+)
+def test_census_of_partitions_adds_up_to_counting_by_hand(seed, n, parts):
+    """The executors' census (no Spark): partitions holding whole (submission, query)
+    groups, as the shuffle makes them, add up to each submission's counts by hand."""
+    from collections import Counter
+
+    from disc21spark.matching.census import FIGURES, partition_census
+
+    rng = np.random.default_rng(seed)
+    sub = rng.integers(0, 3, n).astype(np.int32)
+    query, pair = rng.integers(-3, 12, n), rng.integers(0, 20, n)
+    bad = rng.random(n) < 0.1
+    part = (sub * 31 + query) % parts
+    totals: dict[int, dict] = {}
+    for k in range(parts):
+        m = part == k
+        for r in partition_census(sub[m], query[m], pair[m], bad[m]):
+            mine = totals.setdefault(r["submission"], {f: 0 for f in FIGURES} | {"at": []})
+            for f in FIGURES:
+                mine[f] += r[f]
+            mine["at"] += [] if r["repeating"] is None else [r["repeating"]]
+    assert set(totals) == set(sub.tolist())
+    for s, got in totals.items():
+        m = sub == s
+        copies = Counter(zip(query[m].tolist(), pair[m].tolist()))
+        repeating = sorted(q for (q, _), c in copies.items() if c > 1)
+        assert got["n"] == m.sum() and got["bad"] == bad[m].sum()
+        assert got["unknown"] == (query[m] < 0).sum()
+        assert got["known_queries"] == len({q for q in query[m].tolist() if q >= 0})
+        assert got["repeats"] == sum(c - 1 for c in copies.values())
+        assert min(got["at"], default=None) == (repeating[0] if repeating else None)
+
+
+def test_labels_of_arrow_batches_are_the_ground_truths(monkeypatch):
+    """The executors' labelling (no Spark): a query's index, or the unknown key of its
+    hash, and a true pair exactly when the ground truth lists it; null ids are unknown."""
+    import pyarrow as pa
+
+    gt = make_gt(30, 12)
+    rng = np.random.default_rng(4)
+    n = 500
+    q = [f"Q{i:03d}" for i in rng.integers(0, 35, n)]
+    r = [f"R{i:03d}" for i in rng.integers(0, 15, n)]
+    q[3], r[4] = None, None
+    hashes = rng.integers(-(2**63), 2**63 - 1, n, dtype=np.int64)
+    batch = pa.RecordBatch.from_pydict(
+        {"submission": pa.array(np.zeros(n, np.int32)), "query_id": q, "reference_id": r,
+         "score": rng.random(n), "query_hash": hashes, "pair": np.arange(n)}  # fmt: skip
+    )
+    dictionary = labels.Dictionary.of(gt)
+    monkeypatch.setattr(labels, "GROUP_ROWS", 250)  # Spark's batches of 100 joined by 250
+    pieces = [batch.slice(0, 0)] + [batch.slice(i, 100) for i in range(0, n, 100)]
+    outs = list(labels.encode_batches(iter(pieces), dictionary))
+    assert [b.num_rows for b in outs] == [300, 200]
+    out = pa.Table.from_batches(outs)
+    index = {x: i for i, x in enumerate(gt.query_ids)}
+    true = set(zip(gt.positive_queries, gt.positive_references))
+    got = out.to_pydict()
+    unknown = [-1 - (int(h) % 2**62) for h in hashes]  # Spark's pmod
+    assert got["query_index"] == [index.get(x, u) for x, u in zip(q, unknown)]
+    assert got["label"] == [(x, y) in true for x, y in zip(q, r)]
+    assert got["pair"] == list(range(n))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from disc21spark.api import inputs
@@ -20,6 +21,7 @@ from disc21spark.api.tables import score_table
 from disc21spark.core import config
 from disc21spark.core.errors import InputError
 from disc21spark.core.phases import Phases
+from disc21spark.matching.ground_truth import groups_phase
 from disc21spark.matching.job import MatchingJob, score_frame, score_predictions
 from disc21spark.matching.model import GroundTruth, MatchingMetrics, Submission
 
@@ -39,6 +41,7 @@ def evaluate(
     predictions_format: str = "auto",
     ground_truth_format: str = "auto",
     local_max_bytes: int = _LOCAL_MAX_BYTES,
+    query_groups: str | os.PathLike | None = None,
 ) -> MatchingMetrics:
     """Score one matching-track submission: μAP, recall at precision 0.9, recall at rank
     1 and 10, exactly as ``disc21spark evaluate`` (and the official ISC2021 scorer).
@@ -64,12 +67,16 @@ def evaluate(
         shuffle on Spark (None: adaptive); the largest file the local engine scores.
     predictions_format, ground_truth_format : {"auto", "csv", "parquet"}
         The format of a path (auto: from its name). Defaults: conf/defaults.ini.
+    query_groups : path or None
+        A CSV ``query_id,group`` (``--query-groups``): each group's figures, over its
+        queries and every query in no group, with intervals (docs/statistics.md).
 
     Returns
     -------
     MatchingMetrics
         The figures as attributes, ``to_dict()`` (metrics.json's figures), ``pr_curve``
-        (a pandas DataFrame), ``plot()`` (a matplotlib Figure), ``warnings``.
+        (a pandas DataFrame), ``plot()`` (a matplotlib Figure), ``warnings``; with
+        ``query_groups``, ``by_group()`` (a pandas DataFrame, as groups.csv).
 
     Raises
     ------
@@ -78,11 +85,9 @@ def evaluate(
         line or row (a pandas index label, an Arrow position) and the reason.
 
     A Spark DataFrame is scored where it is (no files); what the scorer caches is
-    released before the call returns, error or not.
-    """
+    released before the call returns, error or not."""
     given = (max_results, curve_points, partitions, predictions_format, ground_truth_format)
-    options = _options(*given)
-    one = {label("predictions", predictions): predictions}
+    options, one = _options(*given, query_groups), {label("predictions", predictions): predictions}
     args, chosen, gt = _prepared(ground_truth, one, engine, local_max_bytes, options)
     return _score_one(chosen, gt, predictions, args)
 
@@ -93,6 +98,7 @@ def _options(
     partitions: int | None,
     predictions_format: str,
     ground_truth_format: str,
+    query_groups: str | os.PathLike | None,
 ) -> dict[str, Any]:
     """The command's options both functions take, by their option names."""
     return {
@@ -101,6 +107,7 @@ def _options(
         "partitions": partitions,
         "predictions_format": predictions_format,
         "ground_truth_format": ground_truth_format,
+        "query_groups": None if query_groups is None else os.fspath(query_groups),
     }
 
 
@@ -141,11 +148,14 @@ def _score_one(
     ``name``: how a table names itself in messages."""
     args.engine = engine.name
     job = MatchingJob.from_args(args, engine.choice)
+    job = replace(job, groups=groups_phase(engine.spark, job.query_groups, gt, Phases()))
     if kind(predictions) == PATH:
         return score_predictions(engine.spark, job, gt, Phases())
     source = label(name, predictions)
     if not engine.choice.needs_spark:
-        return score_table(predictions, source, gt, job.max_results, job.curve_points)
+        # a table gets intervals only with groups, which are reported with theirs
+        with_groups = job.resampling if job.groups is not None else None
+        return score_table(predictions, source, gt, job.max_results, job.curve_points, with_groups)
     return score_frame(engine.spark, _spark_raw(engine.spark, predictions, source), source, gt,
                        job, Phases())  # fmt: skip
 
@@ -179,6 +189,7 @@ def evaluate_pool(
     ground_truth_format: str = "auto",
     pool_plan: str | None = None,
     local_max_bytes: int = _LOCAL_MAX_BYTES,
+    query_groups: str | os.PathLike | None = None,
 ) -> Leaderboard:
     """Score many submissions at once; a bad one is marked invalid with its one-line
     message and does not sink the others (as ``disc21spark evaluate`` with a pool).
@@ -197,6 +208,8 @@ def evaluate_pool(
     ground_truth_format, local_max_bytes : as for ``evaluate``
         (a pool of files: the largest file the per-file plan scores under ``auto``)
     pool_plan : {"auto", "per-file", "one-sort"} or None
+    query_groups : path or None
+        As for ``evaluate``: each submission's ``by_group()``, and the leaderboard's.
 
     Returns
     -------
@@ -211,7 +224,7 @@ def evaluate_pool(
         submission is reported in the leaderboard instead.
     """
     given = (max_results, curve_points, partitions, predictions_format, ground_truth_format)
-    options = _options(*given)
+    options = _options(*given, query_groups)
     if _all_paths(predictions):
         options.update(local_max_bytes=local_max_bytes, pool_plan=pool_plan)
         return _pool_of_files(ground_truth, predictions, submission, engine, options)

@@ -79,7 +79,12 @@ class DescriptorResult:
         With ``return_pairs=True``: the pairs (query_id, reference_id: str, score:
         float64) sorted by query, then score descending, then reference, as
         predictions.csv holds them; else None.
+    budgets : pandas.DataFrame or None
+        With ``budgets`` or ``knn_budgets``: budgets.csv as a table, one row per budget
+        (``budget``, then every figure of ``metrics``, NaN where precision 0.9 is never
+        reached); else None.
     """
 
     metrics: MatchingMetrics
     pairs: pd.DataFrame | None = None
+    budgets: pd.DataFrame | None = None

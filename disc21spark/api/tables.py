@@ -24,6 +24,7 @@ from disc21spark.matching.rows import (
     first_bad_row,
     max_results_error,
 )
+from disc21spark.matching.stats.model import Resampling
 
 
 def table_pairs(value: Any, source: str) -> tuple[local.Pairs, list]:
@@ -45,11 +46,13 @@ def table_pairs(value: Any, source: str) -> tuple[local.Pairs, list]:
 
 
 def score_table(
-    value: Any, source: str, gt: GroundTruth, max_results: int, curve_points: int
+    value: Any, source: str, gt: GroundTruth, max_results: int, curve_points: int,
+    resampling: Resampling | None = None,
 ) -> MatchingMetrics:
     """One submission in memory scored as ``local.score_file`` scores a file: the same
     checks in the same order (bad row, --max-results, a repeated pair), the same
-    specification, the same warnings (returned, not printed)."""
+    specification, the same warnings (returned, not printed); with ``resampling``, the
+    intervals (and its query groups' table) too."""
     pairs, index = table_pairs(value, source)
     error = max_results_error(source, len(pairs.score), max_results)
     if error is not None:
@@ -57,7 +60,10 @@ def score_table(
     encoded = local.encode(pairs, gt)
     _check_repeats(source, pairs, encoded, index)
     metrics = spec.evaluate_encoded(encoded, gt, curve_points)
-    return coverage.check_local(pairs.query, pairs.reference, gt, metrics, None)
+    metrics = coverage.check_local(pairs.query, pairs.reference, gt, metrics, None)
+    if resampling is None:
+        return metrics
+    return local.with_statistics(metrics, pairs, encoded, gt, resampling)
 
 
 def _check_repeats(source: str, pairs: local.Pairs, encoded: spec.Encoded, index: list) -> None:

@@ -39,6 +39,8 @@ def evaluate_descriptors(
     index: str | None = None,
     nprobe: int | None = None,
     score_norm: Paths | None = None,
+    budgets: Sequence[int] | None = None,
+    knn_budgets: Sequence[int] | None = None,
     return_pairs: bool = False,
     engine: Any = "spark",
     **options: Any,
@@ -54,24 +56,26 @@ def evaluate_descriptors(
     queries, references : path or sequence of paths
         Vectors: HDF5 (``vectors`` float32 (n, d), ``image_names``), .npy with
         ``<name>_ids.txt``, or Parquet; globs allowed.
-    knn, max_results : int or None, int
-        K nearest references per query; None: the best ``max_results`` pairs overall.
-    metric : {"l2", "ip"}
-        l2: score = -squared distance; ip: inner product.
-    index, nprobe : str or None, int or None
-        A FAISS factory string (None: Flat, exact) and the IVF lists visited per query.
-    score_norm : path(s) or None
-        Background descriptors for score normalisation.
-    return_pairs : bool
+    knn, max_results, metric : int or None, int, {"l2", "ip"}
+        K nearest references per query (None: the best ``max_results`` pairs overall);
+        l2: score = -squared distance, ip: inner product.
+    index, nprobe, score_norm : str or None, int or None, path(s) or None
+        A FAISS factory string (None: Flat, exact), the IVF lists visited per query,
+        background descriptors for score normalisation.
+    budgets, knn_budgets : sequence of int or None
+        ``--budgets`` (global search), ``--knn-budgets`` (with ``knn``): the metrics of
+        one search cut to each budget, as ``DescriptorResult.budgets``.
+    return_pairs, engine : bool, "spark" or SparkSession
         Also return the searched pairs as a pandas DataFrame (collected to the driver).
-    engine : "spark" or SparkSession
     **options
         Any other option of the command by name (broadcast_limit, query_partitions...).
 
     Returns
     -------
     DescriptorResult
-        ``metrics`` (MatchingMetrics) and ``pairs`` (None unless ``return_pairs``).
+        ``metrics`` (MatchingMetrics, of ``max_results`` or ``knn``), ``pairs`` (None
+        unless ``return_pairs``) and ``budgets`` (a pandas DataFrame, None unless budgets
+        were given).
 
     Raises
     ------
@@ -80,6 +84,7 @@ def evaluate_descriptors(
         search caches is released before the call returns.
     """
     given = _given(index=index, nprobe=nprobe, score_norm=score_norm or None)
+    given.update(_given(budgets=_listed(budgets), knn_budgets=_listed(knn_budgets)))
     searched = (knn, max_results, metric)
     job = _descriptor_job(ground_truth, queries, references, engine, *searched, **given, **options)
     return _search_and_score(job, ground_truth, engine, return_pairs)
@@ -130,11 +135,23 @@ def _search_and_score(job: Any, ground_truth: Any, engine: Any, return_pairs: bo
     gt = inputs.ground_truth(ground_truth, job.ground_truth_format, chosen)
     outcome = descriptor_job.search_pairs(chosen.spark, job, phases)
     try:
-        metrics = descriptor_job.score_pairs(chosen.spark, job, gt, outcome, phases)
+        scores = descriptor_job.score_pairs(chosen.spark, job, gt, outcome, phases)
         pairs = _pairs_table(outcome.pairs) if return_pairs else None
     finally:
         outcome.release()
-    return DescriptorResult(metrics, pairs)
+    table = scores.budgets.to_pandas() if scores.budgets is not None else None
+    return DescriptorResult(scores.metrics, pairs, table)
+
+
+def _listed(values: Any) -> Any:
+    """A sequence of budgets as the option's list (the command's check judges it);
+    anything else as given, for the check to name."""
+    if values is None or isinstance(values, (str, bytes)):
+        return values
+    try:
+        return list(values)
+    except TypeError:
+        return values
 
 
 def _pairs_table(pairs: Any) -> Any:

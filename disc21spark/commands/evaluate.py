@@ -6,11 +6,19 @@ from __future__ import annotations
 import argparse
 import logging
 import math
+import numbers
+from functools import partial
 from typing import Any
 
 from disc21spark import engine
-from disc21spark.commands.common import add_old_name, add_option, add_run_arguments, defaults
-from disc21spark.core.config import parse_size, parse_span
+from disc21spark.commands.common import (
+    ValueList,
+    add_old_name,
+    add_option,
+    add_run_arguments,
+    defaults,
+)
+from disc21spark.core.config import parse_counts, parse_size, parse_span
 
 NAME = "evaluate"
 SUMMARY = "score a submission, a pool of submissions, or descriptors"
@@ -81,6 +89,12 @@ def _add_bootstrap_arguments(g: argparse._ArgumentGroup, conf: dict[str, Any]) -
                help="level of the intervals, and 1 − the tiers' error rate")  # fmt: skip
     add_option(g, conf, "--seed", type=int,
                help="seed of the resample weights: the same seed, the same resamples")  # fmt: skip
+    g.add_argument(
+        "--query-groups", metavar="PATH",
+        help="matching track: a CSV query_id,group (one group per query, such as a bench "
+        "folder's query_groups.csv); each group's figures and intervals are reported over "
+        "its queries and every query in no group",
+    )  # fmt: skip
 
 
 def _add_pool_arguments(g: argparse._ArgumentGroup, conf: dict[str, Any]) -> None:
@@ -146,6 +160,25 @@ def _add_descriptor_arguments(d: argparse._ArgumentGroup, conf: dict[str, Any]) 
     )
     add_option(d, conf, "--query-partitions", type=int, metavar="N",
                help="query partitions searched in parallel (default: from the size)")  # fmt: skip
+    for name, example, help_text in BUDGETS:
+        key = name.lstrip("-").replace("-", "_")
+        d.add_argument(
+            name, action=ValueList, convert=partial(parse_counts, example=example),
+            default=parse_counts(conf[key]) if conf[key] else None,
+            metavar="K" if "knn" in key else "N", help=help_text,
+        )  # fmt: skip
+
+
+# the candidate-budget options: name, an example, help (docs/descriptors.md#budgets)
+BUDGETS = (
+    ("--budgets", "10000,50000,100000",
+     "global search: also score the best N pairs over all queries for each N, such as "
+     "10000,50000,100000,500000, from the one search (budgets.csv, budgets.png); a budget "
+     "above --max-results raises the search's cut to it"),
+    ("--knn-budgets", "1,5,10",
+     "--knn search: also score the K best references per query for each K, such as "
+     "1,5,10, from one search with the largest of them and --knn"),
+)  # fmt: skip
 
 
 def check(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
@@ -157,6 +190,9 @@ def check(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
         p.error("give --predictions, or --query-descriptors and --reference-descriptors")
     if descriptor and not (args.query_descriptors and args.reference_descriptors):
         p.error("the descriptor track needs --query-descriptors and --reference-descriptors")
+    if descriptor and args.query_groups:
+        p.error("--query-groups is for the matching track: score the descriptor track's "
+                "--write-predictions file with it")
     if descriptor and args.knn is None and args.max_results < 1:
         p.error("the descriptor track needs --max-results ≥ 1 (or --knn K)")
     if (args.knn is not None and args.knn < 1) or args.max_dim < 1 or _below_one(args.nprobe):
@@ -167,6 +203,7 @@ def check(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
         p.error("--score-norm-weight must be a finite number")
     if args.resamples < 0 or args.seed < 0 or not 0 < args.confidence < 1:
         p.error("--resamples and --seed must be ≥ 0, --confidence between 0 and 1")
+    _check_budgets(p, args, bool(descriptor))
     args.track = "descriptor" if descriptor else "matching"
     if (
         args.max_results < 0
@@ -174,6 +211,29 @@ def check(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
         or args.curve_points < 2
     ):
         p.error("--max-results must be ≥ 0, --sort-partitions ≥ 1 and --curve-points ≥ 2")
+
+
+def _check_budgets(p: argparse.ArgumentParser, args: argparse.Namespace, descriptor: bool) -> None:
+    """--budgets and --knn-budgets: lists of whole numbers ≥ 1, increasing, each with its
+    search (the API hands lists straight in, so the values are checked here)."""
+    for name, example, _ in BUDGETS:
+        values = getattr(args, name.lstrip("-").replace("-", "_"))
+        if values is None:
+            continue
+        if not descriptor:
+            p.error(f"{name} is for the descriptor track (--query-descriptors ...)")
+        counts = isinstance(values, (list, tuple)) and all(
+            isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in values
+        )
+        if not counts or not values or values[0] < 1 or sorted(set(values)) != list(values):
+            shown = ",".join(map(str, values)) if isinstance(values, (list, tuple)) else values
+            p.error(f"{name} must be whole numbers ≥ 1 in increasing order, such as "
+                    f"{example} (got {shown!r})")  # fmt: skip
+        setattr(args, name.lstrip("-").replace("-", "_"), [int(v) for v in values])
+    if args.budgets is not None and args.knn is not None:
+        p.error("--budgets cuts the global search (--max-results); with --knn give --knn-budgets")
+    if args.knn_budgets is not None and args.knn is None:
+        p.error("--knn-budgets cuts the kNN search: give --knn K as well")
 
 
 def _below_one(value: int | None) -> bool:

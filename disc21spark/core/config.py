@@ -136,12 +136,18 @@ def parse_span(text: str) -> tuple[int, int]:
     return first, last
 
 
+def parse_counts(text: str, example: str = "500,1000,2000") -> list[int]:
+    """'500,1000,2000' -> [500, 1000, 2000]: whole numbers, as given (the caller checks
+    their range and order)."""
+    try:
+        return [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a list such as {example}") from None
+
+
 def parse_sizes(text: str) -> list[int]:
     """'500,1000,2000' -> [500, 1000, 2000]: positive and increasing."""
-    try:
-        sizes = [int(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a list such as 500,1000,2000") from None
+    sizes = parse_counts(text)
     if not sizes or sorted(set(sizes)) != sizes or sizes[0] < 1:
         raise argparse.ArgumentTypeError("sizes must be positive and increasing, such as 500,1000")
     return sizes

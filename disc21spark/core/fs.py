@@ -21,11 +21,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from disc21spark.core.errors import InputError, OutputError, first_line
+from disc21spark.core.errors import InputError, OutputError, failure_texts, first_line
 from disc21spark.core.paths import is_uri, scheme
 
 if TYPE_CHECKING:  # the in-process engine uses this module without importing PySpark
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import SparkSession
 
 SUCCESS = "_SUCCESS"
 # Hadoop's connector artefacts for the schemes users ask for most
@@ -217,20 +217,6 @@ def sized_files(spark: SparkSession, path: str) -> dict[str, int]:
     return dict(sorted(files.items()))
 
 
-def read_parquet(spark: SparkSession, path: str | list[str], columns: tuple[str, ...]) -> DataFrame:
-    """Parquet files or folders holding (at least) the given columns."""
-    paths = [path] if isinstance(path, str) else list(path)
-    name = ", ".join(paths)
-    try:
-        df = spark.read.parquet(*paths)
-    except Exception as exc:  # not Parquet, or a damaged footer
-        raise InputError(name, f"cannot be read ({first_line(exc)})") from None
-    missing = [c for c in columns if c not in df.columns]
-    if missing:
-        raise InputError(name, f"missing column {missing[0]!r} (has: {', '.join(df.columns)})")
-    return df
-
-
 def uri(spark: SparkSession, path: str) -> str:
     """A path as Spark names a row's file (``_metadata.file_path``): its URI, encoded."""
     return spark.sparkContext._jvm.org.apache.hadoop.fs.Path(path).toUri().toString()
@@ -311,3 +297,71 @@ def exists(path: str, spark: Any = None) -> bool:
         return where.exists()
     except Exception as exc:
         raise failure(path, exc, InputError) from None
+
+
+def read_ends(path: str, head: int, tail: int, spark: Any = None) -> tuple[int, bytes, bytes] | None:
+    """(size, the first ``head`` bytes, the last ``tail`` bytes) of one file on any file
+    system; None when ``path`` is no single file or cannot be read (the caller keeps the
+    words it has)."""
+    if not is_uri(path):
+        try:
+            with open(path, "rb") as fh:
+                size = os.fstat(fh.fileno()).st_size
+                first = fh.read(head)
+                fh.seek(max(size - tail, 0))
+                return size, first, fh.read(tail)
+        except OSError:
+            return None
+    try:
+        where = HadoopPath(spark or session_for(path, InputError), path)
+        size = int(where.fs.getFileStatus(where.path).getLen())
+        if where.is_dir():
+            return None
+        stream = where.fs.open(where.path)
+        try:
+            first = bytes(stream.readNBytes(head))
+            stream.seek(max(size - tail, 0))
+            return size, first, bytes(stream.readNBytes(tail))
+        finally:
+            stream.close()
+    except Exception:  # a folder, a glob, a vanished file: no ends to tell
+        return None
+
+
+# what Hadoop raises when create(overwrite=False) finds the file (HDFS: also while
+# another client is creating it)
+_EXISTS = ("FileAlreadyExistsException", "AlreadyBeingCreatedException")
+
+
+def create_new(where: HadoopPath, data: bytes) -> bool:
+    """Write ``data`` into a new file at ``where``, unless a file is there: False then.
+    On HDFS the check and the create are one step of the name node (atomic); object
+    stores have no such step (S3A looks, then writes). Raises OutputError for any other
+    failure."""
+    try:
+        stream = where.fs.create(where.path, False)
+    except Exception as exc:
+        if any(name in text for text in failure_texts(exc) for name in _EXISTS):
+            return False
+        raise failure(where.text, exc, OutputError) from None
+    try:
+        stream.write(bytearray(data))
+    finally:
+        stream.close()
+    return True
+
+
+def read_small(where: HadoopPath, limit: int = 65536) -> tuple[bytes, float] | None:
+    """(its first ``limit`` bytes, its modification time in seconds) of a small file at
+    ``where``; None when there is none (or it vanished meanwhile)."""
+    try:
+        modified = int(where.fs.getFileStatus(where.path).getModificationTime()) / 1000
+        stream = where.fs.open(where.path)
+        try:
+            return bytes(stream.readNBytes(limit)), modified
+        finally:
+            stream.close()
+    except Exception as exc:
+        if any("FileNotFoundException" in text for text in failure_texts(exc)):
+            return None
+        raise failure(where.text, exc, OutputError) from None

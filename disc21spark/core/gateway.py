@@ -87,4 +87,15 @@ def _stop_context() -> None:
             pass
 
 
-atexit.register(stop_all)
+def _at_exit() -> None:
+    """The driver's exit: its exit code is decided, so a SIGINT or SIGTERM arriving now
+    (a scheduler's timeout just after the run ended) must neither interrupt the JVM's
+    shutdown with a trace nor leave the JVM behind."""
+    if not _LAUNCHED:
+        return
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, signal.SIG_IGN)
+    stop_all()
+
+
+atexit.register(_at_exit)

@@ -174,24 +174,12 @@ def recover(out: Path) -> None:
     for kind in ("old", "staging"):
         for debris in out.parent.glob(f".{out.name}.{kind}-*-*"):
             pid = debris.name[len(f".{out.name}.{kind}-") :].split("-", 1)[0]
-            if not pid.isdigit() or _alive(int(pid)):
+            if not pid.isdigit() or lock.alive(int(pid)):
                 continue
             kept = debris / out.name
             if kind == "old" and kept.is_dir() and not out.exists():
                 os.replace(kept, out)
             shutil.rmtree(debris, ignore_errors=True)
-
-
-def _alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's process: alive
-        return True
-    return True
 
 
 def _check_writable_uri(path: str, overwrite: bool, spark: Any = None) -> None:

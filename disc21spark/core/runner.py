@@ -108,6 +108,8 @@ def run(
         if needs_spark:
             files = fs.SparkFiles((session or _spark_session)(profile, master, debug=debug))
         signals.reclaim()  # PySpark's SIGINT handler records nothing
+        if folder:
+            lock.acquire(folder)  # on a Hadoop file system it needs Spark: taken now
         if folder and paths.is_uri(folder):
             check_writable(folder, job.overwrite)  # its file system lives in the JVM
         run_record.files = files
@@ -166,6 +168,7 @@ def _interrupted(exc: KeyboardInterrupt, files: fs.LocalFiles) -> int:
     what = "terminated (SIGTERM)" if terminated else "interrupted"
     print(f"error: {what}; nothing was written, any previous output is untouched",
           file=sys.stderr)  # fmt: skip
+    lock.release_all()  # a lock on a Hadoop file system is removed through the JVM
     files.stop()
     return EXIT_TERMINATED if terminated else EXIT_INTERRUPTED
 

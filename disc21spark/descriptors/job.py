@@ -19,7 +19,6 @@ from pathlib import Path
 
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 
 from disc21spark.core import config
 from disc21spark.core.errors import InputError, first_line
@@ -28,13 +27,16 @@ from disc21spark.core.phases import Phases
 from disc21spark.core.runner import BaseJob, fields_from_options
 from disc21spark.descriptors import plan as descriptor_plan
 from disc21spark.descriptors import query_side, shipping
+from disc21spark.descriptors import report as descriptor_report
 from disc21spark.descriptors import side as descriptor_side
 from disc21spark.descriptors import spec as descriptor_spec
+from disc21spark.descriptors.budgets import plan as budget_plan
+from disc21spark.descriptors.budgets.spec import Budgets
+from disc21spark.descriptors.outcome import Scores, SearchOutcome
 from disc21spark.matching import report
 from disc21spark.matching.ground_truth import ground_truth_phase
-from disc21spark.matching.labels import SUBMISSION
 from disc21spark.matching.model import GroundTruth, MatchingMetrics
-from disc21spark.matching.score import Scoring, score
+from disc21spark.matching.score import Scoring
 
 
 @dataclass(frozen=True)
@@ -66,6 +68,8 @@ class DescriptorJob(BaseJob):
     ground_truth_format: str = config.from_defaults()
     title: str | None = config.from_defaults()
     block_rows: int = 16384  # queries searched at a time in a task (memory per task)
+    budgets: list[int] = field(default_factory=list)  # global search: budgets.csv's rows
+    knn_budgets: list[int] = field(default_factory=list)  # kNN: budgets.csv's rows
 
     @classmethod
     def from_args(cls, args: Namespace) -> DescriptorJob:
@@ -76,17 +80,31 @@ class DescriptorJob(BaseJob):
             score_norm=args.score_norm or [],
             score_norm_neighbors=tuple(args.score_norm_neighbors),
             train_descriptors=args.train_descriptors or [],
+            budgets=list(args.budgets or []),
+            knn_budgets=list(args.knn_budgets or []),
         )
         return cls(**fields)
 
-    def execute(self, spark: SparkSession) -> MatchingMetrics:
-        return run(spark, self)
+    def execute(self, spark: SparkSession) -> Scores:
+        return evaluate(spark, self)
 
-    def summary(self, metrics: MatchingMetrics) -> list[str]:
-        lines = [report.format_table(metrics, "DISC21 descriptor track")]
+    def summary(self, scores: Scores) -> list[str]:
+        lines = [report.format_table(scores.metrics, "DISC21 descriptor track")]
+        files = "metrics.json, pr_curve.csv, pr_curve.png"
+        if scores.budgets is not None:
+            lines.extend(scores.budgets.lines())
+            files += ", budgets.csv, budgets.png"
         if self.output:
-            lines.append(f"results in {self.output}/ (metrics.json, pr_curve.csv, pr_curve.png)")
+            lines.append(f"results in {self.output}/ ({files})")
         return lines
+
+    @property
+    def budget_request(self) -> Budgets:
+        """The budgets the search is cut to: --knn-budgets under --knn, else --budgets
+        (the command's check refuses the other pairings)."""
+        if self.knn is not None:
+            return Budgets("knn", tuple(self.knn_budgets), self.knn)
+        return Budgets("max_results", tuple(self.budgets), self.max_results)
 
     @property
     def spec(self) -> descriptor_plan.SearchSpec:
@@ -94,28 +112,14 @@ class DescriptorJob(BaseJob):
         if self.score_norm:
             first, last = self.score_norm_neighbors
             norm = (first, last, self.score_norm_weight)
+        searched = self.budget_request.search  # the largest budget, searched once
         return descriptor_plan.SearchSpec(
-            self.metric, self.knn, self.max_results, norm, self.block_rows
+            self.metric,
+            searched if self.knn is not None else None,
+            searched if self.knn is None else self.max_results,
+            norm,
+            self.block_rows,
         )
-
-
-@dataclass
-class SearchOutcome:
-    pairs: DataFrame  # query_id, reference_id, score
-    n_queries: int
-    n_references: int
-    dim: int
-    shards: int
-    broadcast_bytes: int  # 0 when the index travels as files
-    transport: str  # "files" or "broadcast"
-    cached: list = field(default_factory=list)
-    folder: Path | None = None  # the job's index folder on the driver
-
-    def release(self) -> None:
-        for frame in self.cached:
-            frame.unpersist()
-        if self.folder is not None:
-            shutil.rmtree(self.folder, ignore_errors=True)
 
 
 def _prepare_queries(
@@ -176,21 +180,23 @@ def _search_pairs(spark: SparkSession, job: DescriptorJob, phases: Phases, folde
     files = isinstance(shipped[0], shipping.FileShard)
     size = 0 if files else sum(s.size for s in shipped)
     cached = [queries]
+    spec = job.spec
     with phases.phase("search") as note:
-        pairs = descriptor_plan.candidate_pairs(queries, shipped, bg_shipped, job.spec)
-        if job.knn is None:
+        pairs = descriptor_plan.candidate_pairs(queries, shipped, bg_shipped, spec)
+        if spec.knn is None:
             pairs = pairs.persist(StorageLevel.MEMORY_AND_DISK)
             cached.append(pairs)
-            pairs = descriptor_plan.global_cut(pairs, job.max_results)
-        pairs = pairs.select("query_id", "reference_id", "score")
-        pairs = pairs.persist(StorageLevel.MEMORY_AND_DISK)
-        cached.append(pairs)
-        note["rows"] = pairs.count()
-        mode = f"kNN {job.knn}" if job.knn is not None else f"max-results {job.max_results:,}"
+            pairs = descriptor_plan.global_cut(pairs, spec.max_results)
+        searched = pairs.select("query_id", "reference_id", "rrank", "score")
+        searched = searched.persist(StorageLevel.MEMORY_AND_DISK)
+        cached.append(searched)
+        note["rows"] = searched.count()
+        mode = f"kNN {spec.knn}" if spec.knn is not None else f"max-results {spec.max_results:,}"
         note["detail"] = mode
+    pairs = budget_plan.main_pairs(searched, job.budget_request)
     transport = "files" if files else "broadcast"
     return SearchOutcome(
-        pairs, n_queries, len(refs.ids), dim, shards, size, transport, cached, folder
+        pairs, n_queries, len(refs.ids), dim, shards, size, transport, cached, folder, searched
     )
 
 
@@ -297,71 +303,41 @@ def _faiss_reason(exc: Exception) -> str:
 
 def score_pairs(
     spark: SparkSession, job: DescriptorJob, gt: GroundTruth, outcome: SearchOutcome, phases: Phases
-) -> MatchingMetrics:
+) -> Scores:
     """The searched pairs through the one scorer: generated here, so trusted (no checks);
-    the search obeys --max-results itself and kNN is not capped."""
-    pairs = outcome.pairs.select(F.lit(0).alias(SUBMISSION), "query_id", "reference_id", "score")
+    the search obeys --max-results itself and kNN is not capped. Each budget is one
+    submission of the same scoring passes."""
     scoring = Scoring(
         gt,
         job.curve_points,
         job.partitions,
         read_detail="searched pairs labelled and counted per query",
     )
-    return score(spark, pairs, [0], scoring, phases).metrics[0]
-
-
-def write_predictions(pairs: DataFrame, target: Path) -> None:
-    """The pairs as a matching-track CSV, sorted by query then score, with every digit of
-    the scores (they read back to the same floats). Streamed to the driver one partition
-    at a time: the file is local, like every output, wherever the executors are."""
-    ordered = pairs.orderBy("query_id", F.desc("score"), "reference_id")
-    with open(target, "w", newline="") as out:
-        out.write("query_id,reference_id,score\n")
-        for row in ordered.toLocalIterator(prefetchPartitions=True):
-            out.write(f"{row.query_id},{row.reference_id},{row.score!r}\n")
-
-
-def _run_inputs(job: DescriptorJob, outcome: SearchOutcome) -> dict:
-    """The settings metrics.json records, and what the search found."""
-    norm = bool(job.score_norm)
-    return {
-        "ground_truth": job.ground_truth,
-        "query_descriptors": job.query_descriptors,
-        "reference_descriptors": job.reference_descriptors,
-        "search": f"knn {job.knn}" if job.knn is not None else "max_results",
-        "max_results": job.max_results if job.knn is None else None,
-        "metric": job.metric,
-        "index": job.index,
-        "nprobe": job.nprobe,
-        "score_norm": job.score_norm or None,
-        "score_norm_weight": job.score_norm_weight if norm else None,
-        "score_norm_neighbors": list(job.score_norm_neighbors) if norm else None,
-        "n_queries_searched": outcome.n_queries,
-        "n_references": outcome.n_references,
-        "dimensions": outcome.dim,
-        "reference_shards": outcome.shards,
-        "index_transport": outcome.transport,
-        "broadcast_bytes": outcome.broadcast_bytes,
-    }
+    searched = outcome.searched if outcome.searched is not None else outcome.pairs
+    request = job.budget_request
+    return Scores(*budget_plan.score_budgets(spark, searched, request, scoring, phases))
 
 
 def run(spark: SparkSession, job: DescriptorJob) -> MatchingMetrics:
-    """Search and score; writes job.output (when given) whole or not at all."""
+    """Search and score; writes job.output (when given) whole or not at all: the
+    figures of the job's own --max-results or --knn."""
+    return evaluate(spark, job).metrics
+
+
+def evaluate(spark: SparkSession, job: DescriptorJob) -> Scores:
+    """``run``, with the budgets table (budgets.csv, budgets.png and metrics.json's
+    ``budgets`` block when job.output is given)."""
     if job.output:
         check_writable(job.output, job.overwrite)
     phases = Phases()
     gt = ground_truth_phase(spark, job.ground_truth, job.ground_truth_format, phases)
     outcome = search_pairs(spark, job, phases)
     try:
-        metrics = score_pairs(spark, job, gt, outcome, phases)
+        scores = score_pairs(spark, job, gt, outcome, phases)
         if job.output:
-            inputs = _run_inputs(job, outcome)
+            inputs = descriptor_report.run_inputs(job, outcome)
             with report.staged_report(spark, phases, job.output, job.overwrite, inputs) as written:
-                stage, run_info = written
-                title = job.title or "DISC21 descriptor track"
-                report.write_matching_report(stage, metrics, run_info, title)
-                if job.write_predictions:
-                    write_predictions(outcome.pairs, stage / "predictions.csv")
+                descriptor_report.write(job, scores, outcome, *written)
     finally:
         outcome.release()
-    return metrics
+    return scores

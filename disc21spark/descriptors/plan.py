@@ -15,7 +15,7 @@ from functools import partial
 
 import numpy as np
 import pyarrow as pa
-from pyspark.sql import DataFrame, Window
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -178,14 +178,22 @@ def lower_bound(sketch: pa.Table, n: int) -> float | None:
 
 def global_cut(pairs: DataFrame, n: int, points: int = SKETCH_POINTS) -> DataFrame:
     """Exactly the n best pairs (score desc, then query id, then reference id) of a
-    persisted pair frame. The driver sees a sample of sorted scores per partition, then
-    the scores above the bound it gives (about n values), never the pairs."""
+    persisted pair frame."""
+    keep = cut_condition(pairs, n, points)
+    return pairs if keep is None else pairs.where(keep)
+
+
+def cut_condition(pairs: DataFrame, n: int, points: int = SKETCH_POINTS) -> Column | None:
+    """The condition that holds for exactly the n best pairs (score desc, then query id,
+    then reference id) of a persisted pair frame; None when every pair is among them.
+    The driver sees a sample of sorted scores per partition, then the scores above the
+    bound it gives (about n values), never the pairs."""
     sketch = pairs.select("score").mapInArrow(
         partial(_sketch, points=points), "part int, rank long, score double"
     )
     bound = lower_bound(sketch.toArrow(), n)
     if bound is None:
-        return pairs
+        return None
     above = pairs.where(F.col("score") >= bound).select("score").toArrow()
     scores = above.column("score").to_numpy()
     cut = float(np.partition(scores, len(scores) - n)[len(scores) - n])
@@ -193,7 +201,7 @@ def global_cut(pairs: DataFrame, n: int, points: int = SKETCH_POINTS) -> DataFra
     tied = int((scores == cut).sum())
     need = n - better
     if need == tied:
-        return pairs.where(F.col("score") >= cut)
+        return F.col("score") >= cut
     keys = pairs.where(F.col("score") == cut).select("query_id", "rrank").toArrow()
     qids = np.asarray(keys.column("query_id").to_pylist(), dtype=object)
     rr = keys.column("rrank").to_numpy()
@@ -201,4 +209,4 @@ def global_cut(pairs: DataFrame, n: int, points: int = SKETCH_POINTS) -> DataFra
     cq, cr = str(qids[last]), int(rr[last])
     q, r, s = F.col("query_id"), F.col("rrank"), F.col("score")
     within = (q < F.lit(cq)) | ((q == F.lit(cq)) & (r <= F.lit(cr)))
-    return pairs.where((s > cut) | ((s == cut) & within))
+    return (s > cut) | ((s == cut) & within)

@@ -24,3 +24,17 @@ def ground_truth_phase(spark: Any, path: str, fmt: str, phases: Phases) -> Groun
         note["rows"] = gt.n_queries
         note["detail"] = f"{gt.n_positives:,} positive pairs"
     return gt
+
+
+def groups_phase(spark: Any, path: str | None, gt: GroundTruth, phases: Phases) -> Any:
+    """The --query-groups file read against ``gt`` (a QueryGroups; None without one),
+    before any heavy work: a bad file fails in one line."""
+    if path is None:
+        return None
+    from disc21spark.matching.stats.groups_file import read_query_groups
+
+    with phases.phase("query groups") as note:
+        groups = read_query_groups(path, gt, spark)
+        note["rows"] = int(groups.sizes.sum())
+        note["detail"] = f"{len(groups.names)} groups"
+    return groups

@@ -10,19 +10,20 @@ errors included.
 from __future__ import annotations
 
 from argparse import Namespace
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from disc21spark import engine
-from disc21spark.core import config
-from disc21spark.core.errors import InputError, first_line
+from disc21spark.core import config, damage
+from disc21spark.core.errors import InputError
 from disc21spark.core.fs import sized_files
 from disc21spark.core.output import check_writable, staged_output
+from disc21spark.core.paths import detect_format
 from disc21spark.core.phases import Phases
 from disc21spark.core.runner import fields_from_options
 from disc21spark.matching import coverage, local, report
-from disc21spark.matching.ground_truth import ground_truth_phase
+from disc21spark.matching.ground_truth import ground_truth_phase, groups_phase
 from disc21spark.matching.model import GroundTruth, MatchingMetrics, ScoringJob
 
 if TYPE_CHECKING:
@@ -57,8 +58,11 @@ class MatchingJob(ScoringJob):
 
     def summary(self, metrics: MatchingMetrics) -> list[str]:
         lines = [report.format_table(metrics, f"DISC21 matching track: {self.predictions}")]
+        if metrics.groups is not None:
+            lines.extend(metrics.groups.lines())
         if self.output:
-            lines.append(f"results in {self.output}/ (metrics.json, pr_curve.csv, pr_curve.png)")
+            extra = ", groups.csv" if metrics.groups is not None else ""
+            lines.append(f"results in {self.output}/ (metrics.json, pr_curve.csv, pr_curve.png{extra})")
         return lines
 
 
@@ -149,7 +153,9 @@ def score_frame(
     try:
         scored = score(spark, pairs, [0], scoring, phases)
     except UnreadableInput as exc:  # an unreadable file fails at its first read
-        raise InputError(source, f"cannot be read ({first_line(exc.cause)})") from None
+        fmt = detect_format(source, job.predictions_format)
+        reason = damage.unreadable(source, exc.cause, fmt, spark)
+        raise InputError(source, reason) from None
     if 0 in scored.errors:
         raise scored.errors[0]
     return coverage.check_spark(spark, pairs, gt, scored.metrics, {0: source}, False)[0]
@@ -161,6 +167,7 @@ def run(spark: SparkSession | None, job: MatchingJob) -> MatchingMetrics:
         check_writable(job.output, job.overwrite)
     phases = Phases()
     gt = ground_truth_phase(spark, job.ground_truth, job.ground_truth_format, phases)
+    job = replace(job, groups=groups_phase(spark, job.query_groups, gt, phases))
     metrics = score_predictions(spark, job, gt, phases)
     if job.output:
         with phases.phase("report"), staged_output(job.output, job.overwrite) as stage:
@@ -170,6 +177,7 @@ def run(spark: SparkSession | None, job: MatchingJob) -> MatchingMetrics:
                 predictions=job.predictions,
                 max_results=job.max_results,
                 **job.resampling.settings(),
+                query_groups=job.query_groups,
             )
             title = job.title or f"DISC21 matching track: {Path(job.predictions).name}"
             report.write_matching_report(stage, metrics, run_info, title)

@@ -93,13 +93,15 @@ class MatchingMetrics:
     warnings: tuple[str, ...] = field(default=(), compare=False)
     # intervals and tie sensitivity (stats/model.Uncertainty), when computed
     uncertainty: Any = field(default=None, compare=False, repr=False)
+    # the figures by query group (stats/groups_table.GroupTable), with --query-groups
+    groups: Any = field(default=None, compare=False, repr=False)
 
     def to_dict(self) -> dict:
         """The figures of metrics.json, by name (the curve, the warnings and the
         uncertainty are written on their own: pr_curve.csv, metrics.json's ``warnings``
         and ``uncertainty``)."""
-        out = asdict(replace(self, uncertainty=None))
-        for key in ("curve", "warnings", "uncertainty"):
+        out = asdict(replace(self, uncertainty=None, groups=None))
+        for key in ("curve", "warnings", "uncertainty", "groups"):
             out.pop(key)
         return out
 
@@ -108,6 +110,11 @@ class MatchingMetrics:
         """The precision/recall curve as pr_curve.csv holds it: a pandas DataFrame with
         float64 columns precision, recall, threshold, one row per point."""
         return self.curve.to_pandas()
+
+    def by_group(self) -> pd.DataFrame | None:
+        """The figures by query group as groups.csv holds them: a pandas DataFrame, one
+        row per group (stats/groups_table.COLUMNS); None without query groups."""
+        return None if self.groups is None else self.groups.to_pandas()
 
     def plot(self, title: str = "DISC21 matching track", label: str = "submission") -> Figure:
         """The PR curve as pr_curve.png draws it: a new matplotlib Figure (matplotlib is
@@ -152,8 +159,11 @@ class ScoringJob(BaseJob):
     resamples: int = config.from_defaults(int)
     confidence: float = config.from_defaults(float)
     seed: int = config.from_defaults(int)
+    query_groups: str | None = None  # the groups file (stats/groups_file.py)
+    # that file read against the ground truth (``run`` sets it): a QueryGroups
+    groups: object = field(default=None, compare=False, repr=False)
 
     @property
     def resampling(self) -> Resampling:
-        """The bootstrap settings (resamples, confidence, seed)."""
-        return Resampling(self.resamples, self.confidence, self.seed)
+        """The bootstrap settings (resamples, confidence, seed) and the query groups."""
+        return Resampling(self.resamples, self.confidence, self.seed, self.groups)

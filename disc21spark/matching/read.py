@@ -6,8 +6,9 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from disc21spark.core import damage
 from disc21spark.core.errors import InputError, first_line
-from disc21spark.core.fs import data_files, read_parquet
+from disc21spark.core.fs import data_files
 from disc21spark.core.paths import codec, detect_format, display_path
 from disc21spark.matching.rows import (
     PREDICTION_COLUMNS,
@@ -54,6 +55,23 @@ def read_predictions(
     )
 
 
+def read_parquet(spark: SparkSession, path: str | list[str], columns: tuple[str, ...]) -> DataFrame:
+    """Parquet files or folders holding (at least) the given columns. Raises InputError
+    naming them: a damaged file in ``core/damage.py``'s words (the in-process engine's
+    too), a missing column with the columns there are."""
+    paths = [path] if isinstance(path, str) else list(path)
+    name = ", ".join(paths)
+    try:
+        df = spark.read.parquet(*paths)
+    except Exception as exc:  # not Parquet, or a damaged footer
+        reason = damage.unreadable(paths[0], exc, "parquet", spark) if len(paths) == 1 else None
+        raise InputError(name, reason or f"cannot be read ({first_line(exc)})") from None
+    missing = [c for c in columns if c not in df.columns]
+    if missing:
+        raise InputError(name, f"missing column {missing[0]!r} (has: {', '.join(df.columns)})")
+    return df
+
+
 def typed_table(df: DataFrame, file: Column, keep: tuple[str, ...] = ()) -> DataFrame:
     """A table of typed columns (Parquet, or a caller's DataFrame) as raw predictions:
     ids cast to strings, the score to a double (null when it is no number); ``file``
@@ -93,7 +111,7 @@ def read_small_table(
     except InputError:
         raise
     except Exception as exc:
-        raise InputError(path, f"cannot be read ({first_line(exc)})") from None
+        raise InputError(path, damage.unreadable(path, exc, fmt, spark)) from None
     return rows
 
 

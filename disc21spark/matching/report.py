@@ -35,13 +35,17 @@ ROWS = (
 )
 
 
-def metrics_document(metrics: MatchingMetrics, run: dict) -> dict:
-    """The metrics.json content: every exact figure, then how it was computed."""
+def metrics_document(metrics: MatchingMetrics, run: dict, blocks: dict | None = None) -> dict:
+    """The metrics.json content: every exact figure, then ``blocks`` (a track's own,
+    such as the descriptor track's ``budgets``), then how it was computed."""
     doc = metrics.to_dict()
     doc["pr_curve_points"] = len(metrics.curve)
     doc["warnings"] = list(metrics.warnings)
     if metrics.uncertainty is not None:
         doc.update(metrics.uncertainty.to_dict())
+    if metrics.groups is not None:
+        doc["groups"] = metrics.groups.to_dict()
+    doc.update(blocks or {})
     doc["run"] = run
     return doc
 
@@ -100,9 +104,16 @@ def json_safe(value: object) -> object:
 
 
 def write_matching_report(
-    folder: Path, metrics: MatchingMetrics, run: dict, title: str, name: str = "submission"
+    folder: Path,
+    metrics: MatchingMetrics,
+    run: dict,
+    title: str,
+    name: str = "submission",
+    blocks: dict | None = None,
 ) -> None:
-    doc = {k: json_safe(v) for k, v in metrics_document(metrics, run).items()}
+    doc = {k: json_safe(v) for k, v in metrics_document(metrics, run, blocks).items()}
     (folder / "metrics.json").write_text(json.dumps(doc, indent=2) + "\n")
     write_curve_csv(folder / "pr_curve.csv", metrics)
+    if metrics.groups is not None:
+        metrics.groups.write_csv(folder / "groups.csv")
     plot_curves(folder / "pr_curve.png", [(name, metrics)], title)

@@ -25,7 +25,7 @@ from pyspark.sql import functions as F
 
 from disc21spark.core.errors import InputError, is_read_failure
 from disc21spark.core.phases import Phases
-from disc21spark.matching import labels, plan, validate
+from disc21spark.matching import census, labels, plan, validate
 from disc21spark.matching.model import GroundTruth, MatchingMetrics
 from disc21spark.matching.rows import max_results_error
 from disc21spark.matching.stats import spark as stats_spark
@@ -56,7 +56,7 @@ class Scoring:
     ground_truths: dict[int, GroundTruth] = field(default_factory=dict)
     # how a submission is named in a --max-results message (its file); default "predictions"
     sources: dict[int, str] = field(default_factory=dict)
-    read_detail: str = "parsed, checked, labelled and counted per query in one pass"
+    read_detail: str = "parsed, checked, labelled in numpy, repeats found in one shuffle of keys"
     # intervals and tie sensitivity (stats/): None, or when each submission has its own
     # ground truth (rank evaluation), none
     resampling: Resampling | None = None
@@ -82,11 +82,12 @@ def score(
     what it cached; rows of a submission not listed are an internal error."""
     phases = phases or Phases()
     checked = all(c in pairs.columns for c in CHECKED)
-    labelled = labels.label(pairs, labels.ground_truth_frame(spark, scoring.gt))
-    rows = labels.compact(labelled, *(("bad",) if checked else ()))
+    # only a flag per row moves on: the wording of a bad row is read again if there is one
+    flagged = pairs.withColumn("bad", F.col("bad").isNotNull()) if checked else pairs
+    rows = labels.encoded(flagged, scoring.gt, *(("bad",) if checked else ()))
     rows = rows.persist(StorageLevel.MEMORY_AND_DISK)
     try:
-        censuses = _census(rows, submissions, checked, scoring, phases)
+        censuses = _census(rows, submissions, pairs if checked else None, scoring, phases)
         result = Scored()
         if checked:
             with phases.phase("validate") as note:
@@ -99,8 +100,8 @@ def score(
             sorted_rows = rows.drop("bad") if checked else rows
             if len(valid) < len(censuses):
                 sorted_rows = sorted_rows.where(F.col(labels.SUBMISSION).isin(list(valid)))
-                labelled = labelled.where(F.col(labels.SUBMISSION).isin(list(valid)))
-            result.metrics = _metrics(spark, sorted_rows, labelled, valid, scoring, phases)
+                pairs = pairs.where(F.col(labels.SUBMISSION).isin(list(valid)))
+            result.metrics = _metrics(spark, sorted_rows, pairs, valid, scoring, phases)
             if scoring.resampling is not None and not scoring.ground_truths:
                 result.metrics = stats_spark.attach(
                     spark, sorted_rows, result.metrics, scoring.gt, scoring.resampling, phases
@@ -111,12 +112,16 @@ def score(
 
 
 def _census(
-    rows: DataFrame, submissions: Sequence[int], checked: bool, scoring: Scoring, phases: Phases
-) -> dict[int, plan.Census]:
+    rows: DataFrame,
+    submissions: Sequence[int],
+    pairs: DataFrame | None,
+    scoring: Scoring,
+    phases: Phases,
+) -> dict[int, census.Census]:
     """The first pass over the input (Spark is lazy: reading happens here)."""
     with phases.phase("read") as note:
         try:
-            found = plan.census(rows, checked, scoring.partitions)
+            found = census.census(rows, pairs, scoring.partitions)
         except Exception as exc:
             if is_read_failure(exc):
                 raise UnreadableInput(exc) from None
@@ -127,14 +132,14 @@ def _census(
                 f"internal error: {sum(found[s].n_predictions for s in stray)} rows "
                 f"of no listed submission"
             )
-        censuses = {s: found.get(s, plan.EMPTY_CENSUS) for s in submissions}
+        censuses = {s: found.get(s, census.EMPTY_CENSUS) for s in submissions}
         note["rows"] = sum(c.n_predictions for c in censuses.values())
         note["detail"] = scoring.read_detail
     return censuses
 
 
 def _problems(
-    spark: SparkSession, pairs: DataFrame, censuses: dict[int, plan.Census], scoring: Scoring
+    spark: SparkSession, pairs: DataFrame, censuses: dict[int, census.Census], scoring: Scoring
 ) -> dict[int, InputError]:
     """The single-file scorer's error of each invalid submission: bad row, then too many
     predictions, then a repeated pair (the order a user fixing a file meets them)."""
@@ -158,13 +163,13 @@ def _problems(
 def _metrics(
     spark: SparkSession,
     rows: DataFrame,
-    labelled: DataFrame,
-    censuses: dict[int, plan.Census],
+    pairs: DataFrame,
+    censuses: dict[int, census.Census],
     scoring: Scoring,
     phases: Phases,
 ) -> dict[int, MatchingMetrics]:
     with phases.phase("label") as note:
-        stats = plan.query_stats(censuses, labelled)
+        stats = plan.query_stats(censuses, pairs, scoring.gt)
         truths = plan.true_scores(rows)
         note["rows"] = sum(s.n_predictions for s in stats.values())
         if len(censuses) == 1:

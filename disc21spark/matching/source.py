@@ -16,8 +16,9 @@ import os
 import zlib
 from dataclasses import dataclass
 from pathlib import PurePosixPath
-from typing import IO
+from typing import IO, Any
 
+from disc21spark.core import damage
 from disc21spark.core.errors import InputError, first_line
 from disc21spark.core.paths import ARROW_CODECS, HADOOP_CODECS, detect_format, display_path, is_glob
 from disc21spark.matching.rows import Row, parse_csv_line
@@ -99,9 +100,13 @@ class Source:
             raise OSError(f"{type(exc).__name__}: {exc}") from None
         return pa.BufferReader(data)
 
+    def open_raw(self) -> IO[bytes]:
+        """The file's bytes as stored (compressed or not), as a stream."""
+        return open(self.path, "rb") if self.path is not None else io.BytesIO(self.data)
+
     def open_binary(self) -> IO[bytes]:
         """The decompressed bytes as a stream (.gz, .bz2 by the name, as Spark's codecs)."""
-        raw: IO[bytes] = open(self.path, "rb") if self.path is not None else io.BytesIO(self.data)
+        raw = self.open_raw()
         codec = self._codec()
         return raw if codec is None else codec(raw)
 
@@ -121,9 +126,7 @@ def read_small_table(path: str, columns: tuple[str, ...], fmt: str = "auto") -> 
         raise InputError(path, "no such file or directory")
     try:
         if file_format(plain, fmt) == "parquet":
-            import pyarrow.parquet as pq
-
-            table = pq.read_table(plain)
+            table = parquet_table(Source(path, path=plain))
             missing = [c for c in columns if c not in table.column_names]
             if missing:
                 has = ", ".join(table.column_names)
@@ -137,3 +140,67 @@ def read_small_table(path: str, columns: tuple[str, ...], fmt: str = "auto") -> 
     except Exception as exc:  # unreadable: the user's file, in one line
         raise InputError(path, f"cannot be read ({first_line(exc)})") from None
     return [Row(f"line {i}", parse_csv_line(line)) for i, line in enumerate(lines, 1) if line.strip()]
+
+
+# the key under which Arrow stores its own schema in a Parquet footer; Spark's reader
+# (parquet-mr) does not use it
+ARROW_SCHEMA = b"ARROW:schema"
+
+
+def parquet_table(source: Source) -> Any:
+    """The ``pyarrow.Table`` of a Parquet file as Spark's reader sees it: a file whose
+    Arrow schema metadata is damaged, which Spark reads without looking at it, is read
+    again with that key renamed in its footer (Arrow then goes by the Parquet schema
+    alone, as Spark does).
+
+    Raises InputError naming ``source.where`` with ``core/damage.py``'s reason, the
+    words Spark's side gives for the same file."""
+    import pyarrow as pa  # not at the top: the module serves callers without Arrow too
+
+    try:
+        return _arrow_table(source.arrow_input())
+    except _unreadable():
+        pass
+    data = source.data if source.data is not None else _read_bytes(source)
+    patched = _without_arrow_schema(data)
+    if patched is not None:
+        try:
+            return _arrow_table(pa.BufferReader(patched))
+        except _unreadable():
+            pass
+    raise InputError(source.where, damage.parquet_reason_of_bytes(data)) from None
+
+
+def _arrow_table(where: Any) -> Any:
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(where)
+    table.column_names  # noqa: B018 (a name that is not UTF-8 fails here: tests/test_fuzz.py)
+    return table
+
+
+def _unreadable() -> tuple[type[Exception], ...]:
+    import pyarrow as pa
+
+    return (pa.ArrowInvalid, OSError, UnicodeDecodeError)
+
+
+def _without_arrow_schema(data: bytes) -> bytes | None:
+    """The file with ``ARROW:schema`` renamed in its footer (same length: nothing else
+    moves), or None when its footer holds no such key. The last one: the key-value
+    metadata follows the row groups, whose statistics may hold an id of those letters
+    (base64 has no colon: the value cannot)."""
+    footer = int.from_bytes(data[-8:-4], "little") if len(data) >= damage.SHORTEST else 0
+    start = len(data) - damage.TAIL - footer
+    at = data.rfind(ARROW_SCHEMA, start) if 0 <= start < len(data) - damage.TAIL else -1
+    if at < 0:
+        return None
+    return data[:at] + ARROW_SCHEMA[:-1] + b"_" + data[at + len(ARROW_SCHEMA) :]
+
+
+def _read_bytes(source: Source) -> bytes:
+    try:
+        with open(source.path, "rb") as fh:
+            return fh.read()
+    except OSError as exc:
+        raise InputError(source.where, f"cannot be read ({exc.strerror or exc})") from None

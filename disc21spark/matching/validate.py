@@ -92,8 +92,8 @@ def problem_error(spark: SparkSession, bad) -> InputError:
     where = None
     if bad["from_csv"]:
         fields = (bad["query_id"], bad["reference_id"], bad["score_raw"])
-        if bad["extra"] is not None:
-            fields = fields + (bad["extra"],)
+        if bad["extra"] is not None:  # an empty fourth field is None to find_lines
+            fields = fields + (bad["extra"] or None,)
         lines = find_lines(spark, bad["file"], fields, limit=1)
         where = f"line {lines[0]}" if lines else None
     if where is None:  # Parquet has no lines; name the row by its ids

@@ -12,28 +12,27 @@ from __future__ import annotations
 
 import logging
 from argparse import Namespace
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from disc21spark import engine
-from disc21spark.core import config, fs, record
+from disc21spark.core import config, damage, fs, record
 from disc21spark.core.errors import (
     InputError,
     failure_texts,
-    first_line,
     is_read_failure,
 )
-from disc21spark.core.fs import data_files, read_parquet
+from disc21spark.core.fs import data_files
 from disc21spark.core.output import check_writable
 from disc21spark.core.paths import detect_format, display_path
 from disc21spark.core.phases import Phases
 from disc21spark.core.runner import fields_from_options
 from disc21spark.matching import coverage, labels, per_file, report, validate
-from disc21spark.matching.ground_truth import ground_truth_phase
+from disc21spark.matching.ground_truth import ground_truth_phase, groups_phase
 from disc21spark.matching.model import GroundTruth, ScoringJob, Submission
-from disc21spark.matching.read import read_predictions
+from disc21spark.matching.read import read_parquet, read_predictions
 from disc21spark.matching.rows import PREDICTION_COLUMNS
 from disc21spark.matching.score import Scoring, UnreadableInput, score
 from disc21spark.pool import report as pool_report
@@ -100,6 +99,8 @@ def _settings(spark: SparkSession, job: PoolJob, gt_path: str) -> dict:
         "max_results": job.max_results,
         "curve_points": job.curve_points,
         **job.resampling.settings(),
+        # the groups by their content: None (no groups) matches a leaderboard without any
+        "query_groups_sha256": None if job.groups is None else job.groups.digest,
     }
 
 
@@ -165,6 +166,7 @@ def run(spark: SparkSession, job: PoolJob, announce: bool = True) -> PoolResult:
         check_writable(job.output, job.overwrite)
     phases = Phases()
     gt = ground_truth_phase(spark, job.ground_truth, job.ground_truth_format, phases)
+    job = replace(job, groups=groups_phase(spark, job.query_groups, gt, phases))
     settings = _settings(spark, job, job.ground_truth)
     with phases.phase("pool") as note:
         subs, sizes = _list_submissions(spark, job)
@@ -194,6 +196,7 @@ def run(spark: SparkSession, job: PoolJob, announce: bool = True) -> PoolResult:
             "ground_truth": job.ground_truth,
             "predictions": job.predictions,
             "submission_column": job.submission_column,
+            "query_groups": job.query_groups,
             **settings,
         }
         with report.staged_report(spark, phases, job.output, job.overwrite, inputs) as written:
@@ -282,7 +285,8 @@ def _score_one_sort(
             culprit = _unreadable(spark, exc.cause, live)
             if culprit is None:
                 raise exc.cause from None
-            reason = f"cannot be read ({first_line(exc.cause)})"
+            fmt = detect_format(culprit.source, job.predictions_format)
+            reason = damage.unreadable(culprit.source, exc.cause, fmt, spark)
             culprit.invalid(InputError(display_path(culprit.source), reason))
             live = [s for s in live if s is not culprit]
             continue

@@ -130,6 +130,7 @@ def render(rows: list[dict], scored: list[Submission], run: dict) -> str:
         + "</p>",
         _table(ok),
         intervals_figure(ok),
+        _groups(ok),
         _invalid(bad),
         _curves(scored[:TOP_CURVES], len(rows)),
         "<h2>Run record</h2>",
@@ -179,6 +180,33 @@ def _cell(key: str, kind: str, value: object) -> str:
         return f'<td class="number" data-value="{value!r}">{escape(shown)}</td>'
     text = str(value)
     return f'<td class="text {key}" data-value="{escape(text)}">{escape(text)}</td>'
+
+
+def _groups(rows: list[dict]) -> str:
+    """μAP by query group (--query-groups): one row per scored submission, one column
+    per group, the μAP and its interval; nothing without groups."""
+    scored = [r for r in rows if r.get("groups")]
+    if not scored:
+        return ""
+    block = scored[0]["groups"]
+    heads = "".join(f'<th class="number" scope="col">{escape(g["group"])}</th>' for g in block["groups"])
+    body = []
+    for r in scored:
+        cells = []
+        for g in r["groups"]["groups"]:
+            ap, low, high = g["micro_ap"], g["micro_ap_low"], g["micro_ap_high"]
+            text = "—" if ap is None else f"{ap:.4f}"
+            if low is not None:
+                text += f" ({low:.4f}–{high:.4f})"
+            cells.append(f'<td class="number">{escape(text)}</td>')
+        body.append(f'<tr><td class="text">{escape(str(r["submission"]))}</td>{"".join(cells)}</tr>')
+    note = (f"each group with the {block['ungrouped_queries']:,} queries in no group "
+            f"({escape(str(block['file']))})")  # fmt: skip
+    return (
+        f'<h2>μAP by query group</h2><p class="summary">{note}</p><table id="groups"><thead><tr>'
+        f'<th class="text" scope="col">submission</th>{heads}</tr></thead>'
+        f"<tbody>{''.join(body)}</tbody></table>"
+    )
 
 
 def _invalid(rows: list[dict]) -> str:

@@ -7,6 +7,7 @@ import csv
 import json
 import logging
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +18,7 @@ from disc21spark.core.paths import display_path
 from disc21spark.matching.model import MatchingMetrics, PRCurve, Submission
 from disc21spark.matching.report import ROWS, json_safe, plot_curves, write_curve_csv
 from disc21spark.matching.stats import compare
+from disc21spark.matching.stats.groups_table import GroupTable
 from disc21spark.matching.stats.model import STATISTICS, Resampling, Uncertainty
 from disc21spark.pool import page
 
@@ -67,9 +69,22 @@ def records(subs: list) -> list[dict]:
                 "checksum": s.checksum,
                 **{k: json_safe(figures.get(k)) for k in FIGURES + compare.COLUMNS},
                 "warnings": list(s.metrics.warnings) if s.metrics is not None else [],
+                "groups": _groups(s),
             }
         )
     return out
+
+
+def _groups(s: Submission) -> dict | None:
+    """metrics.json's ``groups`` block of a scored submission (None: no query groups)."""
+    if s.metrics is None or s.metrics.groups is None:
+        return None
+    return s.metrics.groups.to_dict()
+
+
+def group_names(rows: list[dict]) -> list[str]:
+    """The groups of the board, in name order (every scored submission has the same)."""
+    return next((list(g["group"] for g in r["groups"]["groups"]) for r in rows if r["groups"]), [])
 
 
 def write(folder: Path, subs: list, run: dict) -> None:
@@ -77,12 +92,18 @@ def write(folder: Path, subs: list, run: dict) -> None:
     (folder / "leaderboard.json").write_text(
         json.dumps({"run": run, "submissions": rows}, indent=2, ensure_ascii=False) + "\n"
     )
+    by_group = [f"micro_ap:{name}" for name in group_names(rows)]
     with (folder / "leaderboard.csv").open("w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=COLUMNS)
+        writer = csv.DictWriter(fh, fieldnames=COLUMNS + by_group)
         writer.writeheader()
         for row in rows:
-            writer.writerow({k: _csv_cell(row[k]) for k in COLUMNS})
-    (folder / "leaderboard.md").write_text(markdown(rows) + "\n")
+            cells = {k: _csv_cell(row[k]) for k in COLUMNS}
+            cells.update(zip(by_group, map(_csv_cell, _group_values(row))))
+            writer.writerow(cells)
+    text = markdown(rows)
+    if by_group:
+        text += "\n\n" + group_markdown(rows)
+    (folder / "leaderboard.md").write_text(text + "\n")
     curves = folder / "pr_curves"
     curves.mkdir()
     scored = [s for s in ordered(subs) if s.status == "ok"]
@@ -163,6 +184,33 @@ def markdown(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def _group_values(row: dict) -> list[float | None]:
+    return [g["micro_ap"] for g in row["groups"]["groups"]] if row["groups"] else []
+
+
+def group_markdown(rows: list[dict]) -> str:
+    """μAP by query group, one row per scored submission (board order), one column per
+    group: the μAP and its interval."""
+    names = group_names(rows)
+    scored = [r for r in rows if r["status"] == "ok" and r["groups"]]
+    first = scored[0]["groups"] if scored else {"file": "", "ungrouped_queries": 0}
+    lines = [
+        f"μAP by query group ({_md(first['file'])}; each group with the "
+        f"{first['ungrouped_queries']:,} queries in no group)",
+        "",
+        "| rank | submission | " + " | ".join(_md(n) for n in names) + " |",
+        "|---|---|" + "---|" * len(names),
+    ]
+    for r in scored:
+        cells = []
+        for g in r["groups"]["groups"]:
+            ap = "—" if g["micro_ap"] is None else f"{g['micro_ap']:.4f}"
+            span = _span(g["micro_ap_low"], g["micro_ap_high"])
+            cells.append(ap + (f" ({span})" if span else ""))
+        lines.append(f"| {r['rank']} | {_md(r['submission'])} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def _span(low: float | None, high: float | None) -> str:
     return "" if low is None else f"{low:.4f}–{high:.4f}"
 
@@ -190,6 +238,8 @@ def format_table(subs: list, limit: int = 20) -> str:
     text = markdown(rows[:limit])
     if len(rows) > limit:
         text += f"\n… {len(rows) - limit} more in leaderboard.md"
+    if group_names(rows):
+        text += "\n\n" + group_markdown(rows[:limit])
     return text
 
 
@@ -230,6 +280,9 @@ def _previous_submissions(folder: Path, doc: dict, settings: dict) -> dict:
             if not curve.exists():
                 continue
             s.metrics = _metrics(row, curve, _uncertainty(folder, row, settings))
+            if row.get("groups"):
+                table = GroupTable.from_dict(row["groups"], _resampling(settings))
+                s.metrics = replace(s.metrics, groups=table)
         out[s.name] = s
     return out
 
@@ -238,10 +291,14 @@ def _uncertainty(folder: Path, row: dict, settings: dict) -> Uncertainty | None:
     """A reused submission's replicates and optimistic μAP, as the previous run wrote them."""
     if row.get("micro_ap_optimistic") is None:
         return None
-    r = Resampling(**{k: settings[k] for k in ("resamples", "confidence", "seed")})
+    r = _resampling(settings)
     found = folder / "resamples" / replicates_file(row["submission"])
     replicates = dict(zip(STATISTICS, np.load(found))) if found.exists() else {}
     return Uncertainty(r, replicates, row["micro_ap_optimistic"])
+
+
+def _resampling(settings: dict) -> Resampling:
+    return Resampling(**{k: settings[k] for k in ("resamples", "confidence", "seed")})
 
 
 def _metrics(row: dict, curve_csv: Path, uncertainty: Uncertainty | None) -> MatchingMetrics:
@@ -249,7 +306,7 @@ def _metrics(row: dict, curve_csv: Path, uncertainty: Uncertainty | None) -> Mat
         data = list(csv.reader(fh))[1:]
     values = np.array([[float(x) for x in r] for r in data]) if data else np.zeros((0, 3))
     curve = PRCurve(values[:, 0], values[:, 1], values[:, 2])
-    own = ("curve", "warnings", "uncertainty")
+    own = ("curve", "warnings", "uncertainty", "groups")
     fields = {k: row[k] for k in MatchingMetrics.__dataclass_fields__ if k not in own}
     # a leaderboard written before the coverage warnings has none
     warnings = tuple(row.get("warnings") or ())

@@ -5,6 +5,8 @@
     queries.csv/.parquet      query_id, file, test, reference_id, source_path, params, seed,
                               stream, width, height, bytes, sha256
     ground_truth.csv          query_id,reference_id (DISC21 format; empty for a distractor)
+    query_groups.csv          query_id,group: the test of each query, distractors in no group
+                              (``evaluate --query-groups``; rank-eval reads it)
     skipped.csv               path,reason
     contact_sheet.png         some queries beside their originals
     bench.json                the settings, counts and library versions
@@ -31,6 +33,7 @@ from disc21spark.queries.spec import Made, Selection, Settings
 from disc21spark.queries.transforms import parse_tests
 
 GROUND_TRUTH = "ground_truth.csv"
+QUERY_GROUPS = "query_groups.csv"
 QUERY_COLUMNS = (
     "query_id", "file", "test", "reference_id", "source_path", "params", "seed", "stream",
     "width", "height", "bytes", "sha256",
@@ -64,6 +67,7 @@ def write(
         table.to_csv(folder / f"{name}.csv", index=False)
         table.to_parquet(folder / f"{name}.parquet", index=False)
     queries[["query_id", "reference_id"]].to_csv(folder / GROUND_TRUTH, index=False)
+    write_query_groups(folder / QUERY_GROUPS, queries)
     pd.DataFrame(selection.skipped, columns=["path", "reason"]).assign(
         path=lambda t: t.path.map(display_path)
     ).to_csv(folder / "skipped.csv", index=False)
@@ -91,6 +95,13 @@ def write(
     }
     (folder / "bench.json").write_text(json.dumps(document, indent=2) + "\n")
     return document
+
+
+def write_query_groups(path: Path, queries: pd.DataFrame) -> None:
+    """query_groups.csv: each matched query's test as its group; a distractor (no
+    reference) is in no group, so that its false positives weigh on every test alike."""
+    matched = queries[queries.reference_id.fillna("").astype(str) != ""]
+    matched[["query_id", "test"]].rename(columns={"test": "group"}).to_csv(path, index=False)
 
 
 def _versions() -> dict:

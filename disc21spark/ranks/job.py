@@ -27,8 +27,10 @@ from disc21spark.matching.ground_truth import ground_truth_phase
 from disc21spark.matching.model import GroundTruth, MatchingMetrics
 from disc21spark.matching.score import Scoring, score
 from disc21spark.matching.spec import DEFAULT_CURVE_POINTS
+from disc21spark.matching.stats.model import Resampling
 from disc21spark.queries import bench_folder
 from disc21spark.ranks import distances
+from disc21spark.ranks import groups as rank_groups
 from disc21spark.ranks import methods as rank_methods
 from disc21spark.ranks import plan as rank_plan
 from disc21spark.ranks import report as rank_report
@@ -239,16 +241,19 @@ def run(spark: SparkSession, job: RankJob) -> dict:
                 gt_of[first + t] = test_ground_truth(gt, q.query_id[q.test == test].to_numpy(), test)
         pairs = union_all([rank_plan.pairs_of(r) for r in results])
         metrics = score_submissions(spark, pairs, gt, gt_of, phases)
+        names = [parse_method(t)[0] for t in job.methods]
+        resampling = Resampling(job.resamples, seed=job.seed)
+        grouped = rank_groups.by_group(spark, pairs, len(tests), names, gt, bench.folder,
+                                       resampling, phases)  # fmt: skip
         for r in results:
             r.unpersist()
         with phases.phase("report"):
-            names = [parse_method(t)[0] for t in job.methods]
             micro = {
                 (names[sub // len(tests)], tests[sub % len(tests)]): m for sub, m in metrics.items()
             }
             document = rank_report.write(
                 stage, q, pd.concat(rank_tables, ignore_index=True), micro, method_info, lay, job,
-                bench,
+                bench, grouped,
             )  # fmt: skip
         # the run record, as metrics.json and leaderboard.json carry it
         document["run"] = record.current().document()

@@ -14,6 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from disc21spark.ranks.figures import figures, plots
+from disc21spark.ranks.groups import lines as group_lines
 from disc21spark.ranks.library_text import library_about
 from disc21spark.ranks.markdown import _markdown
 from disc21spark.ranks.tables import difficulty, records, tables, winners
@@ -28,8 +29,9 @@ def _save(stage: Path, name: str, table: pd.DataFrame) -> None:
     table.to_csv(stage / f"{name}.csv", index=False)
 
 
-def write(stage: Path, queries, ranked, micro, method_info, lay, job, bench) -> dict:
-    """Tables, plots, report.md and rank_eval.json in ``stage``; the JSON document."""
+def write(stage: Path, queries, ranked, micro, method_info, lay, job, bench, grouped=None) -> dict:
+    """Tables, plots, report.md and rank_eval.json in ``stage``; the JSON document.
+    ``grouped``: μAP by query group (``groups.by_group``), written as by_group.csv/.parquet."""
     n_refs = len(bench.references)
     metrics = {m["method"]: m["metric"] for m in method_info}
     t = tables(queries, ranked, micro, lay, job, n_refs, metrics)
@@ -60,6 +62,9 @@ def write(stage: Path, queries, ranked, micro, method_info, lay, job, bench) -> 
         document["stability"] = records(t["stability_summary"])
     if "difficulty" in t:
         document["difficulty"] = records(t["difficulty"])
+    if grouped is not None:
+        _save(stage, "by_group", grouped)
+        document["by_group"] = records(grouped)
     (stage / "rank_eval.json").write_text(json.dumps(document, indent=2) + "\n")
     return document
 
@@ -76,5 +81,7 @@ def stdout_table(document: dict) -> str:
         lines.append(f"{r.method:<14} {r.test:<22} {f(r.median_rank, '7g')} {f(r.mean_rank, '8.1f')} "
                      f"{f(r.chance_mean_rank, '8.1f')} {f(r.mean_rank_share, '7.2%')} "
                      f"{f(r.recall_at_1, '6.3f')} {f(r.recall_at_10, '6.3f')} {f(r.micro_ap, '7.4f')}{mark}")  # fmt: skip
+    if document.get("by_group"):
+        lines += [""] + group_lines(pd.DataFrame(document["by_group"]))
     return "\n".join(lines + [""] + document["winners"] + ["", f"library: {document['library']['text']}",
                                                             f"ties: {document['ties']}"])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -20,6 +21,9 @@ class Resampling:
     resamples: int = config.value("evaluate", "resamples", int)  # 0: no interval
     confidence: float = config.value("evaluate", "confidence", float)
     seed: int = config.value("evaluate", "seed", int)
+    # the query groups (groups_file.QueryGroups) broken down with the same resamples;
+    # None: no breakdown
+    groups: Any = field(default=None, compare=False, repr=False)
 
     def settings(self) -> dict:
         """What a previous leaderboard must share for its intervals to be reused."""
@@ -37,12 +41,7 @@ class Uncertainty:
     def interval(self, name: str) -> tuple[float, float] | None:
         """The percentile interval of a statistic at the confidence level; None without
         resamples (or when no resample drew a positive)."""
-        values = self.replicates.get(name)
-        if values is None or not np.isfinite(values).any():
-            return None
-        tail = (1.0 - self.resampling.confidence) / 2
-        low, high = np.nanquantile(values, [tail, 1.0 - tail])
-        return float(low), float(high)
+        return percentile_interval(self.replicates.get(name), self.resampling.confidence)
 
     def standard_error(self, name: str) -> float | None:
         values = self.replicates.get(name)
@@ -64,6 +63,16 @@ class Uncertainty:
                 "standard_errors": {name: self.standard_error(name) for name in STATISTICS},
             }
         return doc
+
+
+def percentile_interval(values: np.ndarray | None, confidence: float) -> tuple[float, float] | None:
+    """The percentile interval of float64 replicates (B,) at ``confidence``, NaN left out;
+    None without replicates or when none is finite."""
+    if values is None or not np.isfinite(values).any():
+        return None
+    tail = (1.0 - confidence) / 2
+    low, high = np.nanquantile(values, [tail, 1.0 - tail])
+    return float(low), float(high)
 
 
 def _pair(interval: tuple[float, float] | None) -> list[float] | None:

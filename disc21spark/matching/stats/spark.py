@@ -13,6 +13,8 @@ with their queries' rows.
 
 from __future__ import annotations
 
+import io
+
 import numpy as np
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -20,11 +22,12 @@ from pyspark.sql import functions as F
 from disc21spark.core.phases import Phases
 from disc21spark.matching.labels import SUBMISSION
 from disc21spark.matching.model import GroundTruth, MatchingMetrics
-from disc21spark.matching.stats import spec
+from disc21spark.matching.stats import groups, spec
+from disc21spark.matching.stats.groups_table import GroupTable
 from disc21spark.matching.stats.model import Resampling, Uncertainty
 from disc21spark.matching.stats.weights import query_keys
 
-COUNTS_SCHEMA = "submission int, misses binary, optimistic binary"
+COUNTS_SCHEMA = "submission int, misses binary, optimistic binary, groups binary"
 
 
 def attach(
@@ -35,30 +38,39 @@ def attach(
     r: Resampling,
     phases: Phases,
 ) -> dict[int, MatchingMetrics]:
-    """``metrics`` with each submission's Uncertainty. ``rows``: the scored submissions'
-    compact labelled rows (``submission int, query_index long, label boolean, score
-    double``: ``matching/labels.compact``), query_index < 0 for an unknown query."""
+    """``metrics`` with each submission's Uncertainty (and group table, with ``r.groups``).
+    ``rows``: the scored submissions' compact labelled rows (``submission int, query_index
+    long, label boolean, score double``: ``matching/labels.encoded``), query_index < 0 for
+    an unknown query."""
     from dataclasses import replace
 
     with phases.phase("bootstrap") as note:
         found = measure(spark, rows, list(metrics), gt, r)
         note["rows"] = sum(m.n_predictions for m in metrics.values())
         note["detail"] = f"{r.resamples:,} resamples, one counting pass"
-    return {s: replace(m, uncertainty=found[s]) for s, m in metrics.items()}
+    return {
+        s: replace(m, uncertainty=found[s][0], groups=found[s][1]) for s, m in metrics.items()
+    }
 
 
 def measure(
     spark: SparkSession, rows: DataFrame, subs: list[int], gt: GroundTruth, r: Resampling
-) -> dict[int, Uncertainty]:
-    """Each listed submission's Uncertainty, equal to ``spec.uncertainty`` bit for bit."""
+) -> dict[int, tuple[Uncertainty, GroupTable | None]]:
+    """Each listed submission's Uncertainty, equal to ``spec.uncertainty`` bit for bit, and
+    its group table (None without ``r.groups``), equal to ``groups_spec.group_table``."""
     keys = query_keys(gt.query_ids, r.seed)
     true = _true_pairs(rows, subs)
     levels = {s: spec.levels_of(true[s][1]) for s in subs}
-    counts = _miss_counts(spark, rows, levels, keys, r)
-    # the ranks only weigh in the resamples' recall@k: no join without resamples
+    codes = r.groups.codes if r.groups is not None else None
+    by_code = {} if codes is None else {
+        s: groups.code_levels(true[s][1], codes[true[s][0]], r.groups.none) for s in subs
+    }  # fmt: skip
+    counts, code_counts = _miss_counts(spark, rows, levels, by_code, keys, r)
+    # the ranks only weigh in recall@k of the resamples and of the groups
     unranked = {s: np.zeros(len(true[s][0]), np.int64) for s in subs}
-    ranks = _ranks(spark, rows, true) if r.resamples else unranked
+    ranks = _ranks(spark, rows, true) if r.resamples or by_code else unranked
     positives = spec.positive_keys(gt, r.seed)
+    owners = None if codes is None else groups.positive_codes(gt, codes)
     out = {}
     for s in subs:
         query_index, scores = true[s]
@@ -67,7 +79,12 @@ def measure(
             s, (np.zeros((t, r.resamples), np.int64), np.zeros(t, np.int64))
         )
         pairs = (keys[query_index], scores, ranks[s])
-        out[s] = spec.uncertainty_of(levels[s], misses, optimistic, pairs, positives, r)
+        table = None
+        if codes is not None:
+            with_codes = (*pairs, codes[query_index])
+            table = groups.table(r.groups, by_code[s], code_counts.get(s), with_codes,
+                                 (positives, owners), r)  # fmt: skip
+        out[s] = (spec.uncertainty_of(levels[s], misses, optimistic, pairs, positives, r), table)
     return out
 
 
@@ -111,49 +128,73 @@ def _ranks(spark: SparkSession, rows: DataFrame, true: dict) -> dict[int, np.nda
 
 
 def _miss_counts(
-    spark: SparkSession, rows: DataFrame, levels: dict, keys: np.ndarray, r: Resampling
-) -> dict[int, tuple[np.ndarray, np.ndarray]]:
-    """Per submission with true pairs: its non-matches' counts (``spec.miss_counts``),
-    counted in each partition and added up here."""
-    wanted = {s: lv for s, lv in levels.items() if len(lv)}
+    spark: SparkSession, rows: DataFrame, levels: dict, by_code: dict, keys: np.ndarray,
+    r: Resampling,
+) -> tuple[dict[int, tuple[np.ndarray, np.ndarray]], dict[int, list[np.ndarray]]]:
+    """Per submission with true pairs (or with groups): its non-matches' counts
+    (``spec.miss_counts``) and per group code (``groups.code_miss_counts``, when
+    ``by_code`` holds its levels), counted in each partition and added up here."""
+    wanted = {s: lv for s, lv in levels.items() if len(lv) or s in by_code}
     if not wanted:
-        return {}
-    shared = spark.sparkContext.broadcast((wanted, keys, r))
+        return {}, {}
+    shared = spark.sparkContext.broadcast((wanted, by_code, keys, r))
 
     def count(batches):
         import pyarrow as pa
 
-        wanted, keys, r = shared.value
+        wanted, by_code, keys, r = shared.value
         total: dict[int, list] = {}
         for batch in batches:
-            for s, parts in _batch_counts(batch, wanted, keys, r).items():
-                if s in total:
-                    total[s] = [a + b for a, b in zip(total[s], parts)]
-                else:
-                    total[s] = parts
-        for s, (misses, optimistic) in total.items():
+            for s, parts in _batch_counts(batch, wanted, by_code, keys, r).items():
+                total[s] = groups.add_counts(total.get(s), parts)
+        for s, (misses, optimistic, *coded) in total.items():
             yield pa.RecordBatch.from_pydict(
-                {SUBMISSION: [s], "misses": [misses.tobytes()], "optimistic": [optimistic.tobytes()]},
+                {SUBMISSION: [s], "misses": [misses.tobytes()], "optimistic": [optimistic.tobytes()],
+                 "groups": [_pack(coded)]},
                 schema=pa.schema([(SUBMISSION, pa.int32()), ("misses", pa.binary()),
-                                  ("optimistic", pa.binary())]),
+                                  ("optimistic", pa.binary()), ("groups", pa.binary())]),
             )  # fmt: skip
 
     try:
-        misses = rows.where(~F.col("label")).select(SUBMISSION, "query_index", "score")
-        out: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-        for row in misses.mapInArrow(count, COUNTS_SCHEMA).toLocalIterator():
-            s, t = row[0], len(wanted[row[0]])
-            m = np.frombuffer(row[1], np.int64).reshape(t, r.resamples)
-            o = np.frombuffer(row[2], np.int64)
-            old = out.get(s)
-            out[s] = (m.copy(), o.copy()) if old is None else (old[0] + m, old[1] + o)
-        return out
+        return _added(rows, count, wanted, r)
     finally:
         shared.unpersist()
 
 
-def _batch_counts(batch, wanted: dict, keys: np.ndarray, r: Resampling) -> dict[int, list]:
-    """One Arrow batch of non-matching rows: per submission, [weighted, optimistic]."""
+def _added(rows: DataFrame, count, wanted: dict, r: Resampling) -> tuple[dict, dict]:
+    """The partitions' counts added up per submission, in the order they arrive (integer
+    sums: any order gives the same)."""
+    misses = rows.where(~F.col("label")).select(SUBMISSION, "query_index", "score")
+    out: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    coded: dict[int, list[np.ndarray]] = {}
+    for row in misses.mapInArrow(count, COUNTS_SCHEMA).toLocalIterator():
+        s, t = row[0], len(wanted[row[0]])
+        m = np.frombuffer(row[1], np.int64).reshape(t, r.resamples)
+        o = np.frombuffer(row[2], np.int64)
+        old = out.get(s)
+        out[s] = (m.copy(), o.copy()) if old is None else (old[0] + m, old[1] + o)
+        parts = _unpack(row[3])
+        if parts:
+            coded[s] = groups.add_counts(coded.get(s), parts)
+    return out, coded
+
+
+def _pack(arrays: list[np.ndarray]) -> bytes:
+    """A list of int64 arrays as bytes (numpy's .npz: no pickled objects, so nothing read
+    back can run code)."""
+    buffer = io.BytesIO()
+    np.savez(buffer, *arrays)
+    return buffer.getvalue()
+
+
+def _unpack(data: bytes) -> list[np.ndarray]:
+    with np.load(io.BytesIO(data), allow_pickle=False) as stored:
+        return [stored[f"arr_{i}"] for i in range(len(stored.files))]
+
+
+def _batch_counts(batch, wanted: dict, by_code: dict, keys: np.ndarray, r: Resampling) -> dict[int, list]:
+    """One Arrow batch of non-matching rows: per submission, [weighted, optimistic], then
+    its ``groups.code_miss_counts`` when it has groups."""
     sub = batch.column(0).to_numpy(zero_copy_only=False)
     query_index = batch.column(1).to_numpy(zero_copy_only=False)
     score = batch.column(2).to_numpy(zero_copy_only=False)
@@ -166,6 +207,9 @@ def _batch_counts(batch, wanted: dict, keys: np.ndarray, r: Resampling) -> dict[
         qi = query_index[mine]
         fixed = qi < 0
         at = np.where(fixed, 0, qi)
-        parts = spec.miss_counts(levels, score[mine], keys[at], fixed, r)
-        out[int(s)] = list(parts)
+        parts = list(spec.miss_counts(levels, score[mine], keys[at], fixed, r))
+        if int(s) in by_code:
+            code = np.where(fixed, r.groups.none, r.groups.codes[at])
+            parts += groups.code_miss_counts(by_code[int(s)], score[mine], keys[at], fixed, code, r)
+        out[int(s)] = parts
     return out

@@ -184,16 +184,15 @@ def miss_counts(
     return weighted, optimistic.astype(np.int64)
 
 
-def uncertainty_of(
+def true_counts(
     levels: np.ndarray,
-    misses: np.ndarray,
-    optimistic: np.ndarray,
     true_pairs: tuple[np.ndarray, np.ndarray, np.ndarray],
     positive_keys: np.ndarray,
     r: Resampling,
-) -> Uncertainty:
-    """The figures from the non-matches' counts (``miss_counts``, summed) and the true
-    pairs (keys uint64, scores float64, ranks int64; any order, never an unknown query)."""
+) -> tuple[np.ndarray, dict[int, np.ndarray], np.ndarray]:
+    """What the true pairs (keys uint64, scores float64, ranks int64; any order, never an
+    unknown query) and the positives contribute: int64 (T, B) weighted true pairs of each
+    level, k -> int64 (B,) those of rank < k, int64 (B,) the weighted positives."""
     keys, scores, ranks = true_pairs
     t = len(levels)
     level = buckets(levels, scores)
@@ -205,17 +204,26 @@ def uncertainty_of(
     bucket = np.concatenate([level, *found, np.full(len(positive_keys), rows)])
     at = np.concatenate([keys, *([keys] * len(ks)), positive_keys])
     weighed = weighted_counts(bucket, at, np.zeros(len(at), dtype=bool), rows + 1, r)
-    counts = Counts(
-        misses=misses,
-        hits=weighed[:t],
-        found={k: weighed[t + i] for i, k in enumerate(ks)},
-        positives=weighed[rows],
-    )
-    hits = np.bincount(level, minlength=t)
+    return weighed[:t], {k: weighed[t + i] for i, k in enumerate(ks)}, weighed[rows]
+
+
+def uncertainty_of(
+    levels: np.ndarray,
+    misses: np.ndarray,
+    optimistic: np.ndarray,
+    true_pairs: tuple[np.ndarray, np.ndarray, np.ndarray],
+    positive_keys: np.ndarray,
+    r: Resampling,
+) -> Uncertainty:
+    """The figures from the non-matches' counts (``miss_counts``, summed) and the true
+    pairs (keys uint64, scores float64, ranks int64; any order, never an unknown query)."""
+    hits, found, positives = true_counts(levels, true_pairs, positive_keys, r)
+    counts = Counts(misses=misses, hits=hits, found=found, positives=positives)
+    level_hits = np.bincount(buckets(levels, true_pairs[1]), minlength=len(levels))
     return Uncertainty(
         resampling=r,
         replicates=replicates(counts) if r.resamples else {},
-        micro_ap_optimistic=micro_ap_of_levels(hits, optimistic, len(positive_keys)),
+        micro_ap_optimistic=micro_ap_of_levels(level_hits, optimistic, len(positive_keys)),
     )
 
 

@@ -1,0 +1,153 @@
+"""μAP by query group (``--query-groups``): the figures of each group, with intervals.
+
+Definition. Group g's figures are the official scorer's figures of the submission
+restricted to the pairs whose query is in g or in no group (queries unknown to the ground
+truth are in no group), against the ground truth restricted to the same queries: its
+positives are those of g's queries and of the queries in no group. So the distractors
+and the queries no group claims penalise every group alike. Its intervals are the
+bootstrap's (``spec.py``) of that restricted submission, with the same weights: every
+group, engine and submission meets the same resamples. A group whose restricted ground
+truth has no positive has no figure (None).
+
+The engines count once. Every row has a code: its query's group, or ``none`` (= the
+number of groups). A group's levels are the distinct scores of its true pairs and of the
+ungrouped ones; the non-matching rows of a group are counted at its own levels, those of
+no group once at the levels of every true pair, and then folded (integer sums of
+neighbouring buckets) into each group's levels: a bucket of the finer levels lies whole
+inside one bucket of the coarser. Counts are integers and add up over any split of the
+rows, so every engine that sums them gets the same bits (``groups_spec.py`` holds the
+definition by restriction, and the tests hold the two equal).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from disc21spark.matching.model import GroundTruth
+from disc21spark.matching.spec import REQUIRED_PRECISION
+from disc21spark.matching.stats import spec
+from disc21spark.matching.stats.groups_file import QueryGroups
+from disc21spark.matching.stats.groups_table import GroupResult, GroupTable
+from disc21spark.matching.stats.model import Resampling
+
+
+def code_levels(true_scores: np.ndarray, true_codes: np.ndarray, none: int) -> list[np.ndarray]:
+    """float64 (T_c,) per code 0 … none: a group's levels (its true pairs' and the
+    ungrouped ones' distinct scores, decreasing); for ``none``, every true pair's."""
+    ungrouped = true_codes == none
+    out = [spec.levels_of(true_scores[(true_codes == g) | ungrouped]) for g in range(none)]
+    return [*out, spec.levels_of(true_scores)]
+
+
+def code_miss_counts(
+    levels: list[np.ndarray],
+    score: np.ndarray,
+    keys: np.ndarray,
+    fixed: np.ndarray,
+    code: np.ndarray,
+    r: Resampling,
+) -> list[np.ndarray]:
+    """What non-matching rows (scores float64 (n,), query keys uint64 (n,), ``fixed`` bool
+    (n,): weight 1 in every resample, ``code`` int (n,)) contribute, additive over any
+    split of the rows: [rows per code int64 (G+1,), then per code c its weighted counts
+    int64 (T_c, B) and plain counts int64 (T_c,) per pessimistic bucket of levels[c]]."""
+    code = np.asarray(code, dtype=np.int64)
+    out = [np.bincount(code, minlength=len(levels)).astype(np.int64)]
+    for c, lv in enumerate(levels):
+        mine = code == c
+        bucket = spec.buckets(lv, score[mine])
+        out.append(spec.weighted_counts(bucket, keys[mine], fixed[mine], len(lv), r))
+        out.append(np.bincount(bucket, minlength=len(lv) + 1)[: len(lv)].astype(np.int64))
+    return out
+
+
+def add_counts(a: list[np.ndarray] | None, b: list[np.ndarray]) -> list[np.ndarray]:
+    """The counts of two splits of the rows together."""
+    return list(b) if a is None else [x + y for x, y in zip(a, b)]
+
+
+def fold(counts: np.ndarray, fine: np.ndarray, coarse: np.ndarray) -> np.ndarray:
+    """Counts per bucket of the ``fine`` levels (int64 (T, …)) per bucket of ``coarse``,
+    a subset of them (int64 (T_c, …)): sums of runs of neighbouring buckets."""
+    # fine bucket i (scores from fine[i] to fine[i-1]) lies in coarse bucket j(i)
+    j = spec.buckets(coarse, fine)
+    total = np.concatenate([np.zeros((1, *counts.shape[1:]), np.int64), np.cumsum(counts, axis=0)])
+    edges = np.searchsorted(j, np.arange(len(coarse) + 1), "left")
+    return total[edges[1:]] - total[edges[:-1]]
+
+
+def positive_codes(gt: GroundTruth, codes: np.ndarray) -> np.ndarray:
+    """int (P,): the code of each positive pair's query (``codes`` per ground-truth query)."""
+    index = {str(q): i for i, q in enumerate(gt.query_ids)}
+    at = np.fromiter((index[str(q)] for q in gt.positive_queries), np.int64, gt.n_positives)
+    return codes[at]
+
+
+def table(
+    groups: QueryGroups,
+    levels: list[np.ndarray],
+    counts: list[np.ndarray] | None,
+    true_pairs: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    positives: tuple[np.ndarray, np.ndarray],
+    r: Resampling,
+) -> GroupTable:
+    """Every group's figures (``groups``: groups_file.QueryGroups) from the summed
+    ``code_miss_counts`` (None: no non-matching row), the true pairs (keys uint64, scores
+    float64, ranks int64, codes int; any order) and the positives (keys uint64 (P,),
+    codes int (P,))."""
+    none = groups.none
+    counts = counts or code_miss_counts(levels, np.zeros(0), np.zeros(0, np.uint64),
+                                        np.zeros(0, bool), np.zeros(0, np.int64), r)  # fmt: skip
+    rows = counts[0]
+    shared_w, shared_p = counts[1 + 2 * none], counts[2 + 2 * none]
+    keys, scores, ranks, codes = true_pairs
+    out = []
+    for g, name in enumerate(groups.names):
+        lv = levels[g]
+        mine = (codes == g) | (codes == none)
+        weighted = counts[1 + 2 * g] + fold(shared_w, levels[none], lv)
+        plain = counts[2 + 2 * g] + fold(shared_p, levels[none], lv)
+        owned = (positives[1] == g) | (positives[1] == none)
+        pairs = (keys[mine], scores[mine], ranks[mine])
+        figures = point(np.bincount(spec.buckets(lv, pairs[1]), minlength=len(lv)), plain,
+                        pairs[2], int(owned.sum()))  # fmt: skip
+        replicates = {}
+        if r.resamples and owned.any():
+            hits, found, drawn = spec.true_counts(lv, pairs, positives[0][owned], r)
+            replicates = spec.replicates(spec.Counts(weighted, hits, found, drawn))
+        n_predictions = int(rows[g] + rows[none] + mine.sum())
+        out.append(GroupResult.of(name, int(groups.sizes[g]), int(owned.sum()), n_predictions,
+                                  figures, replicates, r))  # fmt: skip
+    return GroupTable(groups.source, int(len(groups.codes) - groups.sizes.sum()), tuple(out), r)
+
+
+def point(hits: np.ndarray, misses: np.ndarray, ranks: np.ndarray, n_positives: int) -> dict:
+    """The official figures (model.STATISTICS) from one order's per-level counts (int
+    (T,) each: true pairs of the level, non-matches in its pessimistic bucket), the true
+    pairs' ranks and the positives: the scorer's divisions, so the same bits."""
+    if n_positives == 0:
+        return dict.fromkeys(("micro_ap", "recall_at_p90", "recall_at_rank1", "recall_at_rank10"))
+    k = np.cumsum(hits)
+    n = np.cumsum(misses) + k
+    reached = k / n >= REQUIRED_PRECISION  # n ≥ 1: every level holds a true pair
+    out = {
+        "micro_ap": spec.micro_ap_of_levels(hits, misses, n_positives),
+        "recall_at_p90": float(k[reached].max() / n_positives) if reached.any() else None,
+    }
+    for name, rank in spec.RANKS.items():
+        out[name] = float(np.count_nonzero(ranks < rank) / n_positives)
+    return out
+
+
+def measure(
+    s: spec.Sample, code: np.ndarray, gt: GroundTruth, groups: QueryGroups, r: Resampling
+) -> GroupTable:
+    """The group table of one submission held in memory (``s``; ``code`` int (n,): each
+    row's code), the one counting pass the in-process engine and a pool's file task run."""
+    true_codes = code[s.label]
+    levels = code_levels(s.score[s.label], true_codes, groups.none)
+    miss = ~s.label
+    counts = code_miss_counts(levels, s.score[miss], s.keys[miss], s.unknown[miss], code[miss], r)
+    true_pairs = (s.keys[s.label], s.score[s.label], s.ranks, true_codes)
+    positives = (s.positive_keys, positive_codes(gt, groups.codes))
+    return table(groups, levels, counts, true_pairs, positives, r)
