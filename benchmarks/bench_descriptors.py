@@ -90,25 +90,55 @@ def commands(folder: Path, mode: str, amount: int, isc: str | None) -> dict[str,
     search = ["--knn", str(amount)] if mode == "knn" else ["--max-results", str(amount)]
     runs = {
         FAISS: (
-            [sys.executable, str(ROOT / "benchmarks" / "faiss_single.py"), mode, str(q), str(r),
-             str(amount), str(out / "faiss.npz")],
+            [
+                sys.executable,
+                str(ROOT / "benchmarks" / "faiss_single.py"),
+                mode,
+                str(q),
+                str(r),
+                str(amount),
+                str(out / "faiss.npz"),
+            ],
             out / "faiss.npz",
         ),
         OURS: (
-            [str(BIN / "spark-submit"), str(ROOT / "jobs" / "evaluate.py"), "--ground-truth",
-             str(gt), "--query-descriptors", str(q), "--reference-descriptors", str(r), *search,
-             "--output", str(out / "ours"), "--overwrite", "--write-predictions"],
+            [
+                str(BIN / "spark-submit"),
+                str(ROOT / "jobs" / "evaluate.py"),
+                "--ground-truth",
+                str(gt),
+                "--query-descriptors",
+                str(q),
+                "--reference-descriptors",
+                str(r),
+                *search,
+                "--output",
+                str(out / "ours"),
+                "--overwrite",
+                "--write-predictions",
+            ],
             out / "ours" / "predictions.csv",
         ),
-    }  # fmt: skip
+    }
     if isc:
         official = ["--knn", str(amount)] if mode == "knn" else ["--max_results", str(amount)]
         runs[OFFICIAL] = (
-            [sys.executable, str(Path(isc) / "scripts" / "compute_metrics.py"), "--track2",
-             "--gt_filepath", str(gt), "--query_descs", str(q), "--db_descs", str(r), *official,
-             "--write_predictions", str(out / "official.csv")],
+            [
+                sys.executable,
+                str(Path(isc) / "scripts" / "compute_metrics.py"),
+                "--track2",
+                "--gt_filepath",
+                str(gt),
+                "--query_descs",
+                str(q),
+                "--db_descs",
+                str(r),
+                *official,
+                "--write_predictions",
+                str(out / "official.csv"),
+            ],
             out / "official.csv",
-        )  # fmt: skip
+        )
     return runs
 
 
@@ -125,8 +155,11 @@ def pairs_of(path: Path) -> dict:
 def agreement(ours: dict, other: dict) -> dict:
     common = ours.keys() & other.keys()
     diff = max((abs(ours[k] - other[k]) for k in common), default=0.0)
-    return {"pairs": [len(ours), len(other)], "only_in_one": len(ours.keys() ^ other.keys()),
-            "max_score_difference": diff}  # fmt: skip
+    return {
+        "pairs": [len(ours), len(other)],
+        "only_in_one": len(ours.keys() ^ other.keys()),
+        "max_score_difference": diff,
+    }
 
 
 def micro_ap(name: str, out: str, pairs: Path) -> float | None:
@@ -147,13 +180,21 @@ def run_case(folder: Path, case: str, mode: str, amount: int, repeat: int, env, 
             res[name]["micro_ap"] = micro_ap(name, got["out"], pairs)
             if name == OURS:
                 res[name]["phases"] = {k: float(v) for k, v in PHASE.findall(got["out"])}
-            print(f"bench: {case} run {i + 1}/{repeat} {name}: {got['seconds']:.1f} s, "
-                  f"PSS {got['pss_mb']:,.0f} MB, RSS sum {got['rss_mb']:,.0f} MB", flush=True)  # fmt: skip
+            print(
+                f"bench: {case} run {i + 1}/{repeat} {name}: {got['seconds']:.1f} s, "
+                f"PSS {got['pss_mb']:,.0f} MB, RSS sum {got['rss_mb']:,.0f} MB",
+                flush=True,
+            )
     ours = pairs_of(runs[OURS][1])
     res["agreement"] = {n: agreement(ours, pairs_of(p)) for n, (_, p) in runs.items() if n != OURS}
     # each case as soon as it is done: a full-size run takes minutes per contender
-    print(f"bench: {case}: " + json.dumps({n: v.get("micro_ap") for n, v in res.items()})
-          + " " + json.dumps(res["agreement"]), flush=True)  # fmt: skip
+    print(
+        f"bench: {case}: "
+        + json.dumps({n: v.get("micro_ap") for n, v in res.items()})
+        + " "
+        + json.dumps(res["agreement"]),
+        flush=True,
+    )
     return res
 
 
@@ -206,8 +247,10 @@ def main() -> None:
     ]
     for case, res in results.items():
         phases = res[OURS].get("phases") or {}
-        lines.append(f"{case}, disc21spark phases (last run): "
-                     + ", ".join(f"{k} {v:.1f} s" for k, v in phases.items()))  # fmt: skip
+        lines.append(
+            f"{case}, disc21spark phases (last run): "
+            + ", ".join(f"{k} {v:.1f} s" for k, v in phases.items())
+        )
         for name, a in res["agreement"].items():
             lines.append(
                 f"{case}, disc21spark vs {name}: {a['pairs'][0]:,} vs {a['pairs'][1]:,} pairs, "

@@ -116,16 +116,37 @@ def bench_data(rows: int, env: dict) -> Path:
     data = RESULTS / "data" / f"predictions_{rows}.csv"
     if not data.exists():
         print(f"bench: writing {rows:,} DISC21-shaped predictions to {data}", flush=True)
-        cmd = [sys.executable, "-m", "disc21spark.testing.synth", "--ground-truth", str(GT),
-               "--output", str(data), "--predictions", str(rows), "--seed", "2021"]  # fmt: skip
+        cmd = [
+            sys.executable,
+            "-m",
+            "disc21spark.testing.synth",
+            "--ground-truth",
+            str(GT),
+            "--output",
+            str(data),
+            "--predictions",
+            str(rows),
+            "--seed",
+            "2021",
+        ]
         subprocess.run(cmd, check=True, env=env)
     return data
 
 
 def ours(data: Path, output: Path) -> list[str]:
-    return [str(ROOT / "jobs" / "evaluate.py"), "--ground-truth", str(GT),
-            "--predictions", str(data), "--output", str(output), "--overwrite",
-            "--max-results", "0", "--quiet"]  # fmt: skip
+    return [
+        str(ROOT / "jobs" / "evaluate.py"),
+        "--ground-truth",
+        str(GT),
+        "--predictions",
+        str(data),
+        "--output",
+        str(output),
+        "--overwrite",
+        "--max-results",
+        "0",
+        "--quiet",
+    ]
 
 
 def submit(master: str, memory: str) -> list[str]:
@@ -140,7 +161,11 @@ def contenders(data: Path, rows: int, env: dict) -> dict[str, list[str]]:
             f"disc21spark distributed plan, local[{n}]": submit(f"local[{n}]", memory)
             + ours(data, RESULTS / "out")
             + ["--engine", "spark"]
-            + (["--resamples", os.environ["BENCH_RESAMPLES"]] if "BENCH_RESAMPLES" in os.environ else [])
+            + (
+                ["--resamples", os.environ["BENCH_RESAMPLES"]]
+                if "BENCH_RESAMPLES" in os.environ
+                else []
+            )
             for n in (1, 2)
         }
     found = {
@@ -157,13 +182,13 @@ def contenders(data: Path, rows: int, env: dict) -> dict[str, list[str]]:
             *ours(data, RESULTS / "out_local"),
             "--engine",
             "local",
-        ],  # fmt: skip
+        ],
         "numpy specification (1 process)": [
             sys.executable,
             str(ROOT / "benchmarks" / "numpy_scorer.py"),
             str(GT),
             str(data),
-        ],  # fmt: skip
+        ],
         "naive Spark plan (Window.orderBy)": submit("local[*]", "2g")
         + [str(ROOT / "benchmarks" / "naive_plan.py"), str(GT), str(data)],
     }

@@ -68,15 +68,36 @@ def main() -> None:
     mount = f"spark.hadoop.fs.viewfs.mounttable.bench.link./pool={folder.as_uri()}"
 
     def pool_job(plan: str) -> list[str]:
-        where, conf = ("viewfs://bench/pool/*.csv", ["--conf", mount]) if plan == "viewfs" else (str(folder / "*.csv"), [])
-        return [str(BIN / "spark-submit"), "--master", "local[*]", "--driver-memory", "2g",
-                *conf, str(ROOT / "jobs" / "evaluate.py"), "--ground-truth", str(GT),
-                "--predictions", where, "--output", str(outs[plan]),
-                "--overwrite", "--quiet", "--pool-plan", "auto" if plan == "viewfs" else plan]  # fmt: skip
+        where, conf = (
+            ("viewfs://bench/pool/*.csv", ["--conf", mount])
+            if plan == "viewfs"
+            else (str(folder / "*.csv"), [])
+        )
+        return [
+            str(BIN / "spark-submit"),
+            "--master",
+            "local[*]",
+            "--driver-memory",
+            "2g",
+            *conf,
+            str(ROOT / "jobs" / "evaluate.py"),
+            "--ground-truth",
+            str(GT),
+            "--predictions",
+            where,
+            "--output",
+            str(outs[plan]),
+            "--overwrite",
+            "--quiet",
+            "--pool-plan",
+            "auto" if plan == "viewfs" else plan,
+        ]
 
-    names = {"per-file": "disc21spark pool, per-file plan (one Spark job)",
-             "viewfs": "disc21spark pool, files named viewfs://, --pool-plan auto (one Spark job)",
-             "one-sort": "disc21spark pool, one-sort plan (one Spark job)"}  # fmt: skip
+    names = {
+        "per-file": "disc21spark pool, per-file plan (one Spark job)",
+        "viewfs": "disc21spark pool, files named viewfs://, --pool-plan auto (one Spark job)",
+        "one-sort": "disc21spark pool, one-sort plan (one Spark job)",
+    }
     contenders = {
         **{names[plan]: pool_job(plan) for plan in plans},
         "numpy specification, once per submission": [
@@ -137,10 +158,13 @@ def main() -> None:
             f"| {name} | {med:.1f} | {total / med:,.0f} | "
             f"{statistics.median(r['peak_mb']):,.0f} | {med / base:.2f}× |"
         )
-    lines += ["", f"every submission's μAP identical to the numpy specification's, "
-              f"leaderboard.csv identical through viewfs://: {'yes' if same else 'NO'}",
-              f"viewfs:// pool on the per-file plan (no sort phase): "
-              f"{'yes' if per_file_plan else 'NO'} (phases: {', '.join(phases)})"]  # fmt: skip
+    lines += [
+        "",
+        f"every submission's μAP identical to the numpy specification's, "
+        f"leaderboard.csv identical through viewfs://: {'yes' if same else 'NO'}",
+        f"viewfs:// pool on the per-file plan (no sort phase): "
+        f"{'yes' if per_file_plan else 'NO'} (phases: {', '.join(phases)})",
+    ]
     if "official" in aps:
         off = statistics.median(results["official ISC2021, once per submission"]["seconds"])
         lines.append(f"every μAP within 1e-12 of the official one: {'yes' if close else 'NO'}")

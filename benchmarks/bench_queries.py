@@ -43,18 +43,43 @@ def main() -> None:
         print(f"bench: writing a library of {n:,} images to {library}", flush=True)
         shutil.rmtree(library, ignore_errors=True)
         subprocess.run(
-            [sys.executable, str(ROOT / "jobs" / "make_library.py"), "--output", str(library),
-             "--size", str(n), "--width", "512", "--height", "384", "--seed", "2000", "--quiet"],
-            env=env, check=True,
-        )  # fmt: skip
+            [
+                sys.executable,
+                str(ROOT / "jobs" / "make_library.py"),
+                "--output",
+                str(library),
+                "--size",
+                str(n),
+                "--width",
+                "512",
+                "--height",
+                "384",
+                "--seed",
+                "2000",
+                "--quiet",
+            ],
+            env=env,
+            check=True,
+        )
     warm = RESULTS / "data" / "library_warmup"
     if not (warm / "library.json").exists():
         shutil.rmtree(warm, ignore_errors=True)
         subprocess.run(
-            [sys.executable, str(ROOT / "jobs" / "make_library.py"), "--output", str(warm),
-             "--size", "40", "--no-photos", "--seed", "1", "--quiet"],
-            env=env, check=True,
-        )  # fmt: skip
+            [
+                sys.executable,
+                str(ROOT / "jobs" / "make_library.py"),
+                "--output",
+                str(warm),
+                "--size",
+                "40",
+                "--no-photos",
+                "--seed",
+                "1",
+                "--quiet",
+            ],
+            env=env,
+            check=True,
+        )
     script = ROOT / "benchmarks" / "queries_spark.py"
     contenders = {
         "single-process loop": [ROOT / "benchmarks" / "queries_single.py"],

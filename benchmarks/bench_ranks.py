@@ -28,8 +28,17 @@ def make_library(path, size, seed, env, photos=True):
     if not (path / "library.json").exists():
         shutil.rmtree(path, ignore_errors=True)
         print(f"bench: writing a library of {size:,} images to {path}", flush=True)
-        cmd = [sys.executable, str(ROOT / "jobs" / "make_library.py"), "--output", str(path),
-               "--size", str(size), "--seed", str(seed), "--quiet"]  # fmt: skip
+        cmd = [
+            sys.executable,
+            str(ROOT / "jobs" / "make_library.py"),
+            "--output",
+            str(path),
+            "--size",
+            str(size),
+            "--seed",
+            str(seed),
+            "--quiet",
+        ]
         subprocess.run(cmd + ([] if photos else ["--no-photos"]), env=env, check=True)
 
 
@@ -54,10 +63,26 @@ def main() -> None:
     if not (bench / "bench.json").exists():
         shutil.rmtree(bench, ignore_errors=True)
         subprocess.run(
-            [sys.executable, str(ROOT / "jobs" / "make_queries.py"), "--images", str(lib6050),
-             "--output", str(bench), "--tests", TESTS, "--queries-per-test", "250",
-             "--distractors", "0.2", "--seed", "7", "--quiet"], env=env, check=True,
-        )  # fmt: skip
+            [
+                sys.executable,
+                str(ROOT / "jobs" / "make_queries.py"),
+                "--images",
+                str(lib6050),
+                "--output",
+                str(bench),
+                "--tests",
+                TESTS,
+                "--queries-per-test",
+                "250",
+                "--distractors",
+                "0.2",
+                "--seed",
+                "7",
+                "--quiet",
+            ],
+            env=env,
+            check=True,
+        )
     single, spark = ROOT / "benchmarks" / "ranks_single.py", ROOT / "benchmarks" / "ranks_spark.py"
     lines = [
         f"Baseline descriptors, {os.cpu_count()} cores, median of {repeat} (Spark: JVM start and "
@@ -72,7 +97,10 @@ def main() -> None:
         for _ in range(repeat):
             res["single"].append(run_json([single, "describe", lib2000, m], env)[2])
             res["spark"].append(run_json([spark, "describe", lib2000, m, warm], env)[2])
-            print(f"bench: {m}: {res['single'][-1]['seconds']:.1f} s vs {res['spark'][-1]['seconds']:.1f} s", flush=True)
+            print(
+                f"bench: {m}: {res['single'][-1]['seconds']:.1f} s vs {res['spark'][-1]['seconds']:.1f} s",
+                flush=True,
+            )
         s1 = statistics.median(r["seconds"] for r in res["single"])
         s2 = statistics.median(r["seconds"] for r in res["spark"])
         n = res["single"][0]["images"]
@@ -88,12 +116,16 @@ def main() -> None:
         res["single"].append({**doc, "peak_mb": peak})
         wall, peak, doc = run_json([spark, "rank", bench, methods, warm], env)
         res["spark"].append({**doc, "peak_mb": peak})
-        print(f"bench: rank_eval: {res['single'][-1]['seconds']:.1f} s vs {res['spark'][-1]['seconds']:.1f} s", flush=True)
+        print(
+            f"bench: rank_eval: {res['single'][-1]['seconds']:.1f} s vs {res['spark'][-1]['seconds']:.1f} s",
+            flush=True,
+        )
     s1 = statistics.median(r["seconds"] for r in res["single"])
     s2 = statistics.median(r["seconds"] for r in res["spark"])
     a, b = res["single"][-1]["figures"], res["spark"][-1]["figures"]
     same = all(
-        a[k]["median_rank"] == b[k]["median_rank"] and a[k]["mean_rank"] == b[k]["mean_rank"]
+        a[k]["median_rank"] == b[k]["median_rank"]
+        and a[k]["mean_rank"] == b[k]["mean_rank"]
         and a[k]["micro_ap"] == b[k]["micro_ap"]
         for k in a
     )

@@ -28,10 +28,15 @@ from bench_pool import write_pool
 def spill_of(event_dir: Path) -> dict:
     """Spill and shuffle bytes summed over every task of the run's event log."""
     totals = dict.fromkeys(
-        ("memory_bytes_spilled", "disk_bytes_spilled", "shuffle_write_bytes", "tasks",
-         "failed_tasks"),
+        (
+            "memory_bytes_spilled",
+            "disk_bytes_spilled",
+            "shuffle_write_bytes",
+            "tasks",
+            "failed_tasks",
+        ),
         0,
-    )  # fmt: skip
+    )
     settings = {}
     for log in sorted(p for p in event_dir.rglob("*") if p.is_file()):
         with open(log, encoding="utf-8") as fh:
@@ -66,15 +71,33 @@ def main() -> None:
     for plan in ("one-sort", "per-file"):
         out = RESULTS / f"soak_out_{plan}"
         events = Path(tempfile.mkdtemp(prefix="soak-events-"))
-        cmd = [str(BIN / "spark-submit"), "--master", "local[*]", "--driver-memory", memory,
-               "--conf", "spark.eventLog.enabled=true",
-               "--conf", f"spark.eventLog.dir={events.as_uri()}",
-               # one plain JSON file (Spark 4 rolls and compresses event logs by default)
-               "--conf", "spark.eventLog.rolling.enabled=false",
-               "--conf", "spark.eventLog.compress=false",
-               str(ROOT / "jobs" / "evaluate.py"), "--ground-truth", str(GT),
-               "--predictions", str(folder / "*.csv"), "--output", str(out),
-               "--overwrite", "--quiet", "--pool-plan", plan]  # fmt: skip
+        cmd = [
+            str(BIN / "spark-submit"),
+            "--master",
+            "local[*]",
+            "--driver-memory",
+            memory,
+            "--conf",
+            "spark.eventLog.enabled=true",
+            "--conf",
+            f"spark.eventLog.dir={events.as_uri()}",
+            # one plain JSON file (Spark 4 rolls and compresses event logs by default)
+            "--conf",
+            "spark.eventLog.rolling.enabled=false",
+            "--conf",
+            "spark.eventLog.compress=false",
+            str(ROOT / "jobs" / "evaluate.py"),
+            "--ground-truth",
+            str(GT),
+            "--predictions",
+            str(folder / "*.csv"),
+            "--output",
+            str(out),
+            "--overwrite",
+            "--quiet",
+            "--pool-plan",
+            plan,
+        ]
         print(f"bench: soak, {plan} plan, {total:,} predictions, driver {memory}", flush=True)
         seconds, peak, _ = measure(cmd, env)
         results[plan] = {"seconds": round(seconds, 1), "peak_mb": round(peak), **spill_of(events)}
@@ -86,8 +109,10 @@ def main() -> None:
     seconds, peak, stdout = measure(
         [sys.executable, str(ROOT / "benchmarks" / "numpy_pool.py"), str(GT), str(folder)], env
     )
-    results["numpy specification, each file alone"] = {"seconds": round(seconds, 1),
-                                                       "peak_mb": round(peak)}  # fmt: skip
+    results["numpy specification, each file alone"] = {
+        "seconds": round(seconds, 1),
+        "peak_mb": round(peak),
+    }
     aps["numpy"] = json.loads(stdout.strip().splitlines()[-1])
     equal = {plan: aps[plan] == aps["numpy"] for plan in ("one-sort", "per-file")}
     mb = 2**20

@@ -29,18 +29,46 @@ def main() -> None:
     if not data.exists():
         data.parent.mkdir(parents=True, exist_ok=True)
         subprocess.run(
-            [sys.executable, "-m", "disc21spark.testing.synth", "--ground-truth", str(GT),
-             "--output", str(data), "--predictions", str(rows), "--seed", "1"],
-            check=True, env=env, capture_output=True,
-        )  # fmt: skip
+            [
+                sys.executable,
+                "-m",
+                "disc21spark.testing.synth",
+                "--ground-truth",
+                str(GT),
+                "--output",
+                str(data),
+                "--predictions",
+                str(rows),
+                "--seed",
+                "1",
+            ],
+            check=True,
+            env=env,
+            capture_output=True,
+        )
     runs = {
-        (engine, n): [sys.executable, "-m", "disc21spark", "evaluate", "--ground-truth", str(GT),
-                      "--predictions", str(data), "--output", str(RESULTS / f"stats_{engine}_{n}"),
-                      "--overwrite", "--engine", engine, "--resamples", str(n), "--quiet"]
+        (engine, n): [
+            sys.executable,
+            "-m",
+            "disc21spark",
+            "evaluate",
+            "--ground-truth",
+            str(GT),
+            "--predictions",
+            str(data),
+            "--output",
+            str(RESULTS / f"stats_{engine}_{n}"),
+            "--overwrite",
+            "--engine",
+            engine,
+            "--resamples",
+            str(n),
+            "--quiet",
+        ]
         for engine in ["local", *engines]  # the in-process run without resamples: the base
         for n in (0, resamples)
         if engine in engines or n == 0
-    }  # fmt: skip
+    }
     times: dict = {key: [] for key in runs}
     peaks: dict = {key: [] for key in runs}
     for _ in range(repeat):
@@ -57,8 +85,10 @@ def main() -> None:
     ]
     for (engine, n), values in times.items():
         median = statistics.median(values)
-        lines.append(f"| {engine} | {n:,} | {median:.2f} | {median / base:.2f} | "
-                     f"{statistics.median(peaks[(engine, n)]):.0f} |")  # fmt: skip
+        lines.append(
+            f"| {engine} | {n:,} | {median:.2f} | {median / base:.2f} | "
+            f"{statistics.median(peaks[(engine, n)]):.0f} |"
+        )
     report("stats_" + "_".join(engines), lines, {f"{e}_{n}": v for (e, n), v in times.items()})
 
 

@@ -19,8 +19,10 @@ def main(gt_path: str, folder: str) -> None:
     for path in sorted(Path(folder).glob("*.csv")):
         out = subprocess.run(
             [sys.executable, "-c", OFFICIAL, gt_path, str(path)],
-            capture_output=True, text=True, check=True,
-        ).stdout  # fmt: skip
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
         results[path.stem] = json.loads(out.strip().splitlines()[-1])["micro_ap"]
     print(json.dumps(results))
 

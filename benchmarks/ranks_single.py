@@ -66,11 +66,15 @@ def rank(bench_dir: str, names: list[str]) -> dict:
             keep = np.isin(pairs.query, rows)
             q = b.queries.iloc[rows]
             pos = q[q.reference_id.fillna("") != ""]
-            gt = GroundTruth("gt", q.query_id.to_numpy(), pos.query_id.to_numpy(), pos.reference_id.to_numpy())
+            gt = GroundTruth(
+                "gt", q.query_id.to_numpy(), pos.query_id.to_numpy(), pos.reference_id.to_numpy()
+            )
             mm = metrics.evaluate(
-                b.queries.query_id.to_numpy()[pairs.query[keep]], refs[pairs.reference[keep]],
-                pairs.score[keep], gt,
-            )  # fmt: skip
+                b.queries.query_id.to_numpy()[pairs.query[keep]],
+                refs[pairs.reference[keep]],
+                pairs.score[keep],
+                gt,
+            )
             matched = rows[original[rows] >= 0]
             figures[f"{m.name} {test}"] = {**summary(r.rank[matched]), "micro_ap": mm.micro_ap}
     return {"seconds": time.perf_counter() - start, "figures": figures}
@@ -78,5 +82,9 @@ def rank(bench_dir: str, names: list[str]) -> dict:
 
 if __name__ == "__main__":
     mode = sys.argv[1]
-    result = describe(sys.argv[2], sys.argv[3]) if mode == "describe" else rank(sys.argv[2], sys.argv[3].split(","))
+    result = (
+        describe(sys.argv[2], sys.argv[3])
+        if mode == "describe"
+        else rank(sys.argv[2], sys.argv[3].split(","))
+    )
     print(json.dumps(result))

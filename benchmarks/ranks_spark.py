@@ -33,8 +33,10 @@ def main() -> None:
         doc = extract(spark, ExtractJob(names, str(tmp / "out.h5"), images=[source]))
         result = {"images": doc["images"]}
     else:
-        doc = run(spark, RankJob(source, names.split(","), str(tmp / "report"), knn=10,
-                                 keep_descriptors=False))  # fmt: skip
+        doc = run(
+            spark,
+            RankJob(source, names.split(","), str(tmp / "report"), knn=10, keep_descriptors=False),
+        )
         result = {
             "figures": {f"{r['method']} {r['test']}": r for r in doc["summary"]},
             "phases": doc["seconds"],

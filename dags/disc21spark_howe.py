@@ -62,7 +62,7 @@ with DAG(
             description="more options of jobs/rank_eval.py",
         ),
         **spark_params(),
-    },  # fmt: skip
+    },
 ):
 
     @task

@@ -67,7 +67,7 @@ with DAG(
             True, type="boolean", description="wait for new or changed submission files"
         ),
         **spark_params(),
-    },  # fmt: skip
+    },
 ):
 
     @task.sensor(

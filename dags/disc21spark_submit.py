@@ -65,7 +65,8 @@ def spark_params() -> dict[str, Param]:
     """The params of Spark and of the Python environment, shared by both DAGs."""
     return {
         "master": Param(
-            "local[*]", type="string",
+            "local[*]",
+            type="string",
             description="Spark master (local[*], spark://host:7077, yarn, k8s://...); empty: "
             f"the Airflow connection {SPARK_CONN_ID}",
         ),
@@ -73,27 +74,32 @@ def spark_params() -> dict[str, Param]:
             {}, type="object", description="Spark settings, passed as --conf key=value"
         ),
         "env": Param(
-            {}, type="object",
+            {},
+            type="object",
             description="extra environment of spark-submit (JAVA_HOME, SPARK_LOCAL_IP...)",
         ),
         "python_env": Param(
-            "virtualenv", enum=["virtualenv", "archive"],
+            "virtualenv",
+            enum=["virtualenv", "archive"],
             description="virtualenv: the virtualenv param's Python everywhere; archive: the "
             "archive param shipped with spark.archives and unpacked as ./env on executors",
         ),
         "virtualenv": Param(
-            str(PROJECT / ".venv"), type="string",
+            str(PROJECT / ".venv"),
+            type="string",
             description="a virtualenv with disc21spark installed (its spark-submit and Python)",
         ),
         "archive": Param(
-            str(PROJECT / "dist" / "disc21spark-env.tar.gz"), type="string",
+            str(PROJECT / "dist" / "disc21spark-env.tar.gz"),
+            type="string",
             description="packed environment for python_env=archive",
         ),
         "driver_python": Param(
-            "", type="string",
+            "",
+            type="string",
             description="python_env=archive: the driver's Python (empty: the virtualenv's)",
         ),
         "project": Param(
             str(PROJECT), type="string", description="the disc21spark checkout (jobs/*.py)"
         ),
-    }  # fmt: skip
+    }

@@ -108,8 +108,9 @@ def choose(
         return spark
     if engine == "spark":
         return spark
-    why = _not_local(track, predictions, ground_truth, output, submission_column,
-                     predictions_format, input_kind)  # fmt: skip
+    why = _not_local(
+        track, predictions, ground_truth, output, submission_column, predictions_format, input_kind
+    )
     if engine == "local":
         if why:
             gone = _missing_local_file([*predictions, *filter(None, [ground_truth])])
@@ -194,7 +195,11 @@ def _not_per_file(path: str, size: int | None, fmt: str, max_bytes: int | None) 
     if why is not None:
         return why
     if max_bytes is not None and (size is None or size > max_bytes):
-        return f"{path}: {size:,} bytes, more than --local-max-bytes" if size else f"{path}: size unknown"
+        return (
+            f"{path}: {size:,} bytes, more than --local-max-bytes"
+            if size
+            else f"{path}: size unknown"
+        )
     return None
 
 

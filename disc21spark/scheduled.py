@@ -93,8 +93,15 @@ def plan_pool_run(params: Mapping, logical_date: datetime) -> dict:
     previous = last_run(latest_path(params["runs"], params.get("latest", "")))
     if previous is not None and previous == output.resolve():
         previous = _run_before(previous)
-    args = ["--ground-truth", params["ground_truth"], "--predictions", params["pool"],
-            "--output", str(output), "--overwrite"]  # fmt: skip
+    args = [
+        "--ground-truth",
+        params["ground_truth"],
+        "--predictions",
+        params["pool"],
+        "--output",
+        str(output),
+        "--overwrite",
+    ]
     if previous is not None:
         args += ["--previous", str(previous)]
     args += [str(a) for a in params.get("evaluate_args") or []]
@@ -128,21 +135,40 @@ def plan_bench_run(params: Mapping, logical_date: datetime) -> dict:
     library, bench, report = folder / "library", folder / "bench", folder / "report"
     jobs = {
         "make_library": [
-            "--output", str(library), "--size", str(params["library_size"]),
-            "--seed", str(params["seed"]), "--overwrite",
+            "--output",
+            str(library),
+            "--size",
+            str(params["library_size"]),
+            "--seed",
+            str(params["seed"]),
+            "--overwrite",
         ],
         "make_queries": [
-            "--images", str(library), "--output", str(bench), "--tests", params["tests"],
-            "--queries-per-test", str(params["queries_per_test"]),
-            "--distractors", str(params["distractors"]), "--seed", str(params["seed"]),
+            "--images",
+            str(library),
+            "--output",
+            str(bench),
+            "--tests",
+            params["tests"],
+            "--queries-per-test",
+            str(params["queries_per_test"]),
+            "--distractors",
+            str(params["distractors"]),
+            "--seed",
+            str(params["seed"]),
             "--overwrite",
         ],
         "rank_eval": [
-            "--bench", str(bench), "--methods", params["descriptors"],
-            "--output", str(report), "--overwrite",
+            "--bench",
+            str(bench),
+            "--methods",
+            params["descriptors"],
+            "--output",
+            str(report),
+            "--overwrite",
             *[str(a) for a in params.get("rank_eval_args") or []],
         ],
-    }  # fmt: skip
+    }
     return {
         "output": str(folder),
         "applications": {name: str(project / "jobs" / f"{name}.py") for name in jobs},

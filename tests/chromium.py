@@ -54,14 +54,19 @@ class Browser:
             os.set_inheritable(4, True)
 
         self.process = subprocess.Popen(
-            [chromium_path() or CHROMIUM, *FLAGS, f"--user-data-dir={self._profile}",
-             f"--window-size={width},{height}", "about:blank"],
+            [
+                chromium_path() or CHROMIUM,
+                *FLAGS,
+                f"--user-data-dir={self._profile}",
+                f"--window-size={width},{height}",
+                "about:blank",
+            ],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             preexec_fn=wire,
             close_fds=False,
-        )  # fmt: skip
+        )
         os.close(to_child_r)
         os.close(from_child_w)
         self._buffer = b""
@@ -71,8 +76,13 @@ class Browser:
         self.session = self.call("Target.attachToTarget", targetId=target, flatten=True)[
             "sessionId"
         ]
-        self.call("Emulation.setDeviceMetricsOverride", width=width, height=height,
-                  deviceScaleFactor=1, mobile=False)  # fmt: skip
+        self.call(
+            "Emulation.setDeviceMetricsOverride",
+            width=width,
+            height=height,
+            deviceScaleFactor=1,
+            mobile=False,
+        )
 
     def call(self, method: str, **params: object) -> dict:
         """Send one command and wait for its answer (events in between are dropped)."""
@@ -125,8 +135,7 @@ class Browser:
         )
         x, y = box
         for kind in ("mousePressed", "mouseReleased"):
-            self.call("Input.dispatchMouseEvent", type=kind, x=x, y=y, button="left",
-                      clickCount=1)  # fmt: skip
+            self.call("Input.dispatchMouseEvent", type=kind, x=x, y=y, button="left", clickCount=1)
 
     def screenshot(self, path: Path) -> None:
         data = self.call("Page.captureScreenshot", format="png", captureBeyondViewport=True)

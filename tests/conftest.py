@@ -115,8 +115,9 @@ def standalone(tmp_path_factory) -> Iterator[tuple[str, Path]]:
         "SPARK_WORKER_MEMORY": "1500m",
     }
     script = ROOT / "scripts" / "standalone.sh"
-    started = subprocess.run([str(script), "start"], env=env, capture_output=True, text=True,
-                             timeout=180)  # fmt: skip
+    started = subprocess.run(
+        [str(script), "start"], env=env, capture_output=True, text=True, timeout=180
+    )
     assert started.returncode == 0, started.stdout + started.stderr
     yield f"spark://127.0.0.1:{STANDALONE_PORT}", state
     subprocess.run([str(script), "stop"], env=env, timeout=60)

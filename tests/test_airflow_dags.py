@@ -62,8 +62,12 @@ def airflow():
     def run(*args: str, check: bool = True) -> subprocess.CompletedProcess:
         proc = subprocess.run(
             [str(Path(VENV) / "bin" / "airflow"), *args],
-            env=env, cwd=home, capture_output=True, text=True, timeout=900,
-        )  # fmt: skip
+            env=env,
+            cwd=home,
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
         if check and proc.returncode != 0:
             tail = (proc.stdout + proc.stderr)[-6000:]
             pytest.fail(f"airflow {' '.join(args[:3])} exited {proc.returncode}:\n{tail}")
@@ -116,8 +120,14 @@ def test_pool_dag_end_to_end(airflow, tmp_path):
     }
 
     def dag_test(day: str, **more) -> None:
-        airflow("dags", "test", "disc21spark_pool", f"{day}T00:00:00+00:00",
-                "-c", json.dumps({**conf, **more}))  # fmt: skip
+        airflow(
+            "dags",
+            "test",
+            "disc21spark_pool",
+            f"{day}T00:00:00+00:00",
+            "-c",
+            json.dumps({**conf, **more}),
+        )
 
     # 1: everything scored, published
     dag_test(DAYS[0])
@@ -130,8 +140,10 @@ def test_pool_dag_end_to_end(airflow, tmp_path):
     assert (runs / "latest" / "leaderboard.html").stat().st_size > 1000
     record = json.loads((first / "scheduled_run.json").read_text())
     assert record["previous"] is None and sorted(record["pool_state"]) == [
-        "team_a.csv", "team_b.csv", "team_c.csv"
-    ]  # fmt: skip
+        "team_a.csv",
+        "team_b.csv",
+        "team_c.csv",
+    ]
 
     # 2: nothing changed, run anyway: every submission reused from run 1
     dag_test(DAYS[1], wait_for_change=False)
@@ -152,8 +164,10 @@ def test_pool_dag_end_to_end(airflow, tmp_path):
     third = leaderboard(runs / "2026-11-03T000000Z")
     assert (runs / "latest").resolve() == runs / "2026-11-03T000000Z"
     assert {k: r["reused"] for k, r in third.items()} == {
-        "team_a": True, "team_b": False, "team_c": True
-    }  # fmt: skip
+        "team_a": True,
+        "team_b": False,
+        "team_c": True,
+    }
     assert third["team_b"]["checksum"] != board["team_b"]["checksum"]
     assert third["team_b"]["rank"] == 1
 
@@ -177,8 +191,14 @@ def test_howe_bench_dag_end_to_end(airflow, tmp_path):
         "master": "local[2]",
         "virtualenv": str(Path(sys.executable).parents[1]),
     }
-    airflow("dags", "test", "disc21spark_howe_bench", f"{DAYS[0]}T00:00:00+00:00",
-            "-c", json.dumps(conf))  # fmt: skip
+    airflow(
+        "dags",
+        "test",
+        "disc21spark_howe_bench",
+        f"{DAYS[0]}T00:00:00+00:00",
+        "-c",
+        json.dumps(conf),
+    )
     folder = runs / "2026-11-01T000000Z"
     assert (runs / "latest").resolve() == folder
     assert (folder / "library" / "library.csv").exists()
@@ -204,8 +224,15 @@ def test_bad_input_fails_once_without_retries(airflow, tmp_path):
         "wait_for_change": False,
         "virtualenv": str(Path(sys.executable).parents[1]),
     }
-    proc = airflow("dags", "test", "disc21spark_pool", f"{DAYS[3]}T12:00:00+00:00",
-                   "-c", json.dumps(conf), check=False)  # fmt: skip
+    proc = airflow(
+        "dags",
+        "test",
+        "disc21spark_pool",
+        f"{DAYS[3]}T12:00:00+00:00",
+        "-c",
+        json.dumps(conf),
+        check=False,
+    )
     text = proc.stdout + proc.stderr
     assert "retrying cannot help" in text, text[-6000:]
     with sqlite3.connect(airflow.home / "airflow.db") as db:

@@ -23,7 +23,9 @@ from disc21spark.testing.synth import (
 
 IDS = {"query_id": str, "reference_id": str}
 FIGURES = [
-    k for k in ds.MatchingMetrics.__dataclass_fields__ if k not in ("curve", "warnings", "uncertainty", "groups")
+    k
+    for k in ds.MatchingMetrics.__dataclass_fields__
+    if k not in ("curve", "warnings", "uncertainty", "groups")
 ]
 
 
@@ -64,15 +66,21 @@ def cli_error(capsys, *args: str) -> str:
 def test_a_path_pandas_and_arrow_give_the_command_lines_figures(case):
     expected = cli_figures(case, "team_a", "--engine", "local")
     gt, frame = case["gt_path"], case["frames"]["team_a"]
-    for predictions in (str(case["paths"]["team_a"]), case["paths"]["team_a"], frame,
-                        pa.Table.from_pandas(frame)):  # fmt: skip
+    for predictions in (
+        str(case["paths"]["team_a"]),
+        case["paths"]["team_a"],
+        frame,
+        pa.Table.from_pandas(frame),
+    ):
         m = ds.evaluate(gt, predictions)
         assert m.to_dict() == expected
     in_memory = ds.evaluate(case["gt"], frame)  # the ground truth as a frame too
     assert in_memory.to_dict() == expected
     curve = m.pr_curve
     assert list(curve.columns) == ["precision", "recall", "threshold"] and len(curve) > 1
-    written = pd.read_csv(case["root"] / "cli_team_a_--engine_local" / "pr_curve.csv", float_precision="round_trip")
+    written = pd.read_csv(
+        case["root"] / "cli_team_a_--engine_local" / "pr_curve.csv", float_precision="round_trip"
+    )
     np.testing.assert_array_equal(curve.to_numpy(), written.to_numpy())
     figure = m.plot()
     assert type(figure).__name__ == "Figure" and figure.axes[0].get_xlabel() == "recall"
@@ -86,7 +94,9 @@ def test_the_local_api_starts_no_jvm(case, tmp_path):
     )
     import subprocess
 
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path
+    )
     assert done.returncode == 0, done.stderr
     micro_ap, spark_loaded = done.stdout.split()
     assert float(micro_ap) == cli_figures(case, "team_b", "--engine", "local")["micro_ap"]
@@ -107,18 +117,31 @@ def test_bad_input_raises_the_command_lines_message(case, capsys, tmp_path):
     bad = tmp_path / "bad.csv"
     bad.write_text("Q00001,R000001,0.9\nQ00002,R000002,abc\n")
     gt = str(case["gt_path"])
-    said = cli_error(capsys, "--ground-truth", gt, "--predictions", str(bad), "--output",
-                     str(tmp_path / "o"), "--engine", "local")  # fmt: skip
+    said = cli_error(
+        capsys,
+        "--ground-truth",
+        gt,
+        "--predictions",
+        str(bad),
+        "--output",
+        str(tmp_path / "o"),
+        "--engine",
+        "local",
+    )
     with pytest.raises(ds.InputError) as raised:
         ds.evaluate(gt, bad)
     assert str(raised.value) == said == f"{bad}: line 2: score 'abc' is not a number"
     frame = case["frames"]["team_a"].copy()
     frame.loc[17, "reference_id"] = ""
-    with pytest.raises(ds.InputError, match=r"^predictions \(DataFrame\): row 17: empty reference_id$"):
+    with pytest.raises(
+        ds.InputError, match=r"^predictions \(DataFrame\): row 17: empty reference_id$"
+    ):
         ds.evaluate(gt, frame)
     with pytest.raises(ds.InputError, match="missing column 'score'"):
         ds.evaluate(gt, frame.drop(columns="score"))
-    with pytest.raises(ds.InputError, match=r"^predictions \(DataFrame\): 6,000 predictions, more than"):
+    with pytest.raises(
+        ds.InputError, match=r"^predictions \(DataFrame\): 6,000 predictions, more than"
+    ):
         ds.evaluate(gt, case["frames"]["team_a"], max_results=10)
     with pytest.raises(ds.InputError, match="no such file or directory"):
         ds.evaluate(gt, tmp_path / "missing.csv")
@@ -140,8 +163,18 @@ def test_a_repeated_pair_is_named_by_its_rows(case):
 
 def test_pools_in_memory_and_on_spark_give_the_command_lines_leaderboard(spark, case):
     out = case["root"] / "cli_pool"
-    assert cli("--ground-truth", str(case["gt_path"]), "--predictions",
-               str(case["root"] / "pool"), "--output", str(out), "--overwrite") == 0  # fmt: skip
+    assert (
+        cli(
+            "--ground-truth",
+            str(case["gt_path"]),
+            "--predictions",
+            str(case["root"] / "pool"),
+            "--output",
+            str(out),
+            "--overwrite",
+        )
+        == 0
+    )
     expected = pd.read_csv(out / "leaderboard.csv")
     figures = ["submission", "micro_ap", "recall_at_p90", "recall_at_rank1", "n_predictions"]
     broken = case["frames"]["team_b"].assign(score=case["frames"]["team_b"].score.astype(object))
@@ -159,22 +192,40 @@ def test_pools_in_memory_and_on_spark_give_the_command_lines_leaderboard(spark, 
         ok = table[table.status == "ok"].reset_index(drop=True)
         pd.testing.assert_frame_equal(ok[figures], expected[figures], check_dtype=False)
         assert board["team_a"].micro_ap == expected.micro_ap[expected.submission == "team_a"].item()
-    assert boards[1].invalid == {"team_c": "team_c (DataFrame): row 4: missing or non-numeric score"}
+    assert boards[1].invalid == {
+        "team_c": "team_c (DataFrame): row 4: missing or non-numeric score"
+    }
     assert type(boards[0].plot()).__name__ == "Figure"
 
 
 def test_descriptors_give_the_command_lines_figures(spark, case, tmp_path):
     q, r = write_descriptor_set(case["gt"], tmp_path / "set", 3000, 8, 1.0, seed=3)
     out = tmp_path / "out"
-    assert cli("--ground-truth", str(case["gt_path"]), "--query-descriptors", str(q),
-               "--reference-descriptors", str(r), "--knn", "3", "--output", str(out),
-               "--master", "local[2]") == 0  # fmt: skip
+    assert (
+        cli(
+            "--ground-truth",
+            str(case["gt_path"]),
+            "--query-descriptors",
+            str(q),
+            "--reference-descriptors",
+            str(r),
+            "--knn",
+            "3",
+            "--output",
+            str(out),
+            "--master",
+            "local[2]",
+        )
+        == 0
+    )
     doc = json.loads((out / "metrics.json").read_text())
     result = ds.evaluate_descriptors(case["gt_path"], q, [r], knn=3, return_pairs=True)
     assert all(doc[k] == v for k, v in result.metrics.to_dict().items())
     assert len(result.pairs) == 3 * len(case["gt"]) and list(result.pairs.columns) == [
-        "query_id", "reference_id", "score",
-    ]  # fmt: skip
+        "query_id",
+        "reference_id",
+        "score",
+    ]
     again = ds.evaluate(case["gt_path"], result.pairs, max_results=0)
     assert again.micro_ap == result.metrics.micro_ap
     assert ds.evaluate_descriptors(case["gt_path"], q, r, knn=3).pairs is None
@@ -191,14 +242,38 @@ def test_make_queries_and_rank_eval_as_functions(spark, tmp_path):
     lib.mkdir()
     for i in range(16):
         Image.fromarray(images.dead_leaves(5, i, 96, 72)).save(lib / f"dl_{i:03d}.png")
-    made = ds.make_queries(lib, tmp_path / "bench", tests=["crop:50", "jumble:4x4"],
-                           queries_per_test=4, distractors=0.25, seed=3)  # fmt: skip
+    made = ds.make_queries(
+        lib,
+        tmp_path / "bench",
+        tests=["crop:50", "jumble:4x4"],
+        queries_per_test=4,
+        distractors=0.25,
+        seed=3,
+    )
     assert made["counts"]["queries"] == 8 and (tmp_path / "bench" / "ground_truth.csv").is_file()
     out = tmp_path / "cli_report"
-    assert main(["rank-eval", "--bench", str(tmp_path / "bench"), "--descriptors", "colorhist",
-                 "--output", str(out), "--knn", "3", "--resamples", "10", "--quiet"]) == 0  # fmt: skip
-    doc = ds.rank_eval(tmp_path / "bench", tmp_path / "report", methods=["colorhist"], knn=3,
-                       resamples=10)  # fmt: skip
+    assert (
+        main(
+            [
+                "rank-eval",
+                "--bench",
+                str(tmp_path / "bench"),
+                "--descriptors",
+                "colorhist",
+                "--output",
+                str(out),
+                "--knn",
+                "3",
+                "--resamples",
+                "10",
+                "--quiet",
+            ]
+        )
+        == 0
+    )
+    doc = ds.rank_eval(
+        tmp_path / "bench", tmp_path / "report", methods=["colorhist"], knn=3, resamples=10
+    )
     assert doc["summary"] == json.loads((out / "rank_eval.json").read_text())["summary"]
     with pytest.raises(ds.InputError, match="unknown descriptor method 'sift'"):
         ds.rank_eval(tmp_path / "bench", tmp_path / "r2", methods="sift")

@@ -195,9 +195,7 @@ def same(a, b) -> None:
     ],
     ids=["global", "knn-sharded"],
 )
-def test_spark_budgets_equal_the_specification_and_searches_at_each_budget(
-    spark, vectors, case
-):
+def test_spark_budgets_equal_the_specification_and_searches_at_each_budget(spark, vectors, case):
     job = job_for(vectors, **case)
     request = job.budget_request
     gt, scores, rows = searched_and_scored(spark, job)
@@ -248,9 +246,12 @@ def test_budget_files_and_the_api_table(spark, vectors, tmp_path):
     assert result.budgets.n_predictions.tolist() == [60, 240]
     assert result.metrics.n_predictions == 120
     assert list(result.budgets.columns[:3]) == ["budget", "micro_ap", "recall_at_p90"]
-    assert evaluate_descriptors(
-        vectors / "gt.csv", vectors / "q.h5", vectors / "r.h5", knn=2, engine=spark
-    ).budgets is None
+    assert (
+        evaluate_descriptors(
+            vectors / "gt.csv", vectors / "q.h5", vectors / "r.h5", knn=2, engine=spark
+        ).budgets
+        is None
+    )
 
 
 # --------------------------------------------------------------- bad values (no JVM)
@@ -275,7 +276,9 @@ BAD = [
 ]  # fmt: skip
 
 
-@pytest.mark.parametrize("options,message", BAD, ids=lambda v: " ".join(v) if isinstance(v, list) else "")
+@pytest.mark.parametrize(
+    "options,message", BAD, ids=lambda v: " ".join(v) if isinstance(v, list) else ""
+)
 def test_bad_budgets_are_one_line_usage_errors(capsys, options, message):
     with pytest.raises(SystemExit) as exit_info:
         commands.parse(["evaluate", *EVALUATE_DESCRIPTORS, *options])

@@ -46,8 +46,11 @@ def killing_a_worker(cmd: list[str], marker: Path, partition: int) -> subprocess
     hold = f"spark.executorEnv.{faults.HOLD_FIRST_ATTEMPT}={partition}:{marker}"
     proc = subprocess.Popen(
         [cmd[0], "--conf", hold, *cmd[1:]],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=cli_env(),
-    )  # fmt: skip
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=cli_env(),
+    )
     worker = held_pid(proc, marker, f"task {partition}")
     os.kill(worker, signal.SIGKILL)
     out, err = proc.communicate(timeout=600)
@@ -94,12 +97,27 @@ def test_cluster_descriptor_track_gives_the_local_result(cluster, tmp_path, dev_
     out = tmp_path / "out"
     # and one search task's Python worker is killed mid-task: Spark's retry changes nothing
     proc = killing_a_worker(
-        [*on_cluster(cluster), str(ROOT / "jobs" / "evaluate.py"), "--ground-truth",
-         str(gt_path), "--query-descriptors", q.as_uri(), "--reference-descriptors", r.as_uri(),
-         "--max-results", "20000", "--broadcast-limit", "400K", "--query-partitions", "3",
-         "--output", out.as_uri()],
-        tmp_path / "worker.pid", partition=1,
-    )  # fmt: skip
+        [
+            *on_cluster(cluster),
+            str(ROOT / "jobs" / "evaluate.py"),
+            "--ground-truth",
+            str(gt_path),
+            "--query-descriptors",
+            q.as_uri(),
+            "--reference-descriptors",
+            r.as_uri(),
+            "--max-results",
+            "20000",
+            "--broadcast-limit",
+            "400K",
+            "--query-partitions",
+            "3",
+            "--output",
+            out.as_uri(),
+        ],
+        tmp_path / "worker.pid",
+        partition=1,
+    )
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
     doc = json.loads((out / "metrics.json").read_text())
     assert doc["run"]["spark_master"] == cluster and doc["run"]["reference_shards"] == 3
@@ -118,8 +136,17 @@ def test_cluster_writes_the_bytes_of_local_mode(cluster, scene, baseline, tmp_pa
         "single": ["--predictions", str(root / "team0.csv"), "--engine", "spark"],
         "pool": ["--predictions", *sorted(str(root / f"{n}.csv") for n in subs)],
     }[kind]
-    proc = run_evaluate(on_cluster(cluster), "--ground-truth", str(root / "gt.csv"), *inputs,
-                        "--pool-plan", plan, "--quiet", "--output", str(tmp_path / kind))  # fmt: skip
+    proc = run_evaluate(
+        on_cluster(cluster),
+        "--ground-truth",
+        str(root / "gt.csv"),
+        *inputs,
+        "--pool-plan",
+        plan,
+        "--quiet",
+        "--output",
+        str(tmp_path / kind),
+    )
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
     record = json.loads((tmp_path / kind / "run.json").read_text())
     assert record["spark_master"] == cluster
@@ -132,11 +159,21 @@ def test_cluster_pool_survives_a_killed_python_worker(cluster, scene, baseline, 
     local mode's (so this run is also the per-file plan's case of the test above)."""
     root, subs = scene
     proc = killing_a_worker(
-        [*on_cluster(cluster), str(ROOT / "jobs" / "evaluate.py"), "--ground-truth",
-         str(root / "gt.csv"), "--predictions", *sorted(str(root / f"{n}.csv") for n in subs),
-         "--pool-plan", "per-file", "--output", str(tmp_path / "pool")],
-        tmp_path / "worker.pid", partition=1,
-    )  # fmt: skip
+        [
+            *on_cluster(cluster),
+            str(ROOT / "jobs" / "evaluate.py"),
+            "--ground-truth",
+            str(root / "gt.csv"),
+            "--predictions",
+            *sorted(str(root / f"{n}.csv") for n in subs),
+            "--pool-plan",
+            "per-file",
+            "--output",
+            str(tmp_path / "pool"),
+        ],
+        tmp_path / "worker.pid",
+        partition=1,
+    )
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
     same(comparable(tmp_path / "pool"), baseline["pool"])
 
@@ -163,16 +200,37 @@ def test_cluster_make_queries_writes_the_local_bytes(cluster, tmp_path, spark):
     settings = Settings(tuple(parse_tests(tests)), per_test=10, distractors=0.3, seed=11)
     make_bench(spark, QueryJob([str(lib)], str(tmp_path / "local"), settings))
     proc = subprocess.run(
-        [*on_cluster(cluster), str(ROOT / "jobs" / "make_queries.py"), "--images", str(lib),
-         "--output", (tmp_path / "cluster").as_uri(), "--tests", tests, "--queries-per-test", "10",
-         "--distractors", "0.3", "--seed", "11", "--partitions", "3"],
-        capture_output=True, text=True, env=cli_env(), timeout=600,
-    )  # fmt: skip
+        [
+            *on_cluster(cluster),
+            str(ROOT / "jobs" / "make_queries.py"),
+            "--images",
+            str(lib),
+            "--output",
+            (tmp_path / "cluster").as_uri(),
+            "--tests",
+            tests,
+            "--queries-per-test",
+            "10",
+            "--distractors",
+            "0.3",
+            "--seed",
+            "11",
+            "--partitions",
+            "3",
+        ],
+        capture_output=True,
+        text=True,
+        env=cli_env(),
+        timeout=600,
+    )
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
 
     def files(folder):
-        return {p.relative_to(folder): p.read_bytes() for p in sorted(folder.rglob("*"))
-                if p.is_file() and p.name != "run.json"}  # fmt: skip
+        return {
+            p.relative_to(folder): p.read_bytes()
+            for p in sorted(folder.rglob("*"))
+            if p.is_file() and p.name != "run.json"
+        }
 
     local, remote = files(tmp_path / "local"), files(tmp_path / "cluster")
     assert local.keys() == remote.keys() and len(local) > 30

@@ -34,9 +34,11 @@ def archive() -> Path:
     """make dist's environment archive, cached by what decides its contents: the
     dependencies (the package's own code reaches the executors from the job itself)."""
     key = hashlib.sha256(
-        b"".join((ROOT / name).read_bytes() for name in ("setup.cfg", "pyproject.toml",
-                                                         "scripts/make_dist.sh"))
-    ).hexdigest()[:16]  # fmt: skip
+        b"".join(
+            (ROOT / name).read_bytes()
+            for name in ("setup.cfg", "pyproject.toml", "scripts/make_dist.sh")
+        )
+    ).hexdigest()[:16]
     cached = CACHE / key / "disc21spark-env.tar.gz"
     if not cached.exists():
         built = subprocess.run(
@@ -66,10 +68,14 @@ def submit(cluster, archive: Path, cwd: Path, job: str, *args: str) -> subproces
     return subprocess.run(
         [
             str(ROOT / "scripts" / "spark-submit"),
-            "--master", master,
-            "--executor-memory", "1g",
-            "--archives", f"{archive}#env",
-            "--conf", "spark.pyspark.python=./env/bin/python",
+            "--master",
+            master,
+            "--executor-memory",
+            "1g",
+            "--archives",
+            f"{archive}#env",
+            "--conf",
+            "spark.pyspark.python=./env/bin/python",
             str(ROOT / "jobs" / f"{job}.py"),
             *args,
         ],
@@ -78,11 +84,12 @@ def submit(cluster, archive: Path, cwd: Path, job: str, *args: str) -> subproces
         capture_output=True,
         text=True,
         timeout=900,
-    )  # fmt: skip
+    )
 
 
-def test_a_pool_on_a_cluster_with_the_archive_equals_local_mode(cluster, archive, tmp_path,
-                                                                dev_gt_path):  # fmt: skip
+def test_a_pool_on_a_cluster_with_the_archive_equals_local_mode(
+    cluster, archive, tmp_path, dev_gt_path
+):
     """One application is enough to show the archive is what the executors run (each
     application unpacks it again on every worker, the largest cost of this file); the
     descriptor track and make_queries through URIs run on the same cluster in
@@ -102,8 +109,18 @@ def test_a_pool_on_a_cluster_with_the_archive_equals_local_mode(cluster, archive
         frames[f"team{i}"] = simulate_submission(gt, 20_000, seed=40 + i)
         frames[f"team{i}"].to_csv(pool / f"team{i}.csv", index=False)
     out = work / "board"
-    proc = submit(cluster, archive, work, "evaluate", "--ground-truth", str(dev_gt_path),
-                  "--predictions", str(pool), "--output", out.as_uri())  # fmt: skip
+    proc = submit(
+        cluster,
+        archive,
+        work,
+        "evaluate",
+        "--ground-truth",
+        str(dev_gt_path),
+        "--predictions",
+        str(pool),
+        "--output",
+        out.as_uri(),
+    )
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
     board = json.loads((out / "leaderboard.json").read_text())
     assert (out / "_SUCCESS").exists()
@@ -124,9 +141,18 @@ def test_a_pool_on_a_cluster_with_the_archive_equals_local_mode(cluster, archive
 def test_a_missing_archive_is_one_line(cluster, tmp_path, dev_gt_path):
     preds = tmp_path / "p.csv"
     preds.write_text("Q00000,R000001,0.5\n")
-    proc = submit(cluster, tmp_path / "missing.tar.gz", tmp_path, "evaluate",
-                  "--ground-truth", str(dev_gt_path), "--predictions", str(preds),
-                  "--output", str(tmp_path / "out"))  # fmt: skip
+    proc = submit(
+        cluster,
+        tmp_path / "missing.tar.gz",
+        tmp_path,
+        "evaluate",
+        "--ground-truth",
+        str(dev_gt_path),
+        "--predictions",
+        str(preds),
+        "--output",
+        str(tmp_path / "out"),
+    )
     assert proc.returncode == 2, (proc.stdout + proc.stderr)[-3000:]
     lines = [x for x in (proc.stdout + proc.stderr).splitlines() if x.startswith("error:")]
     assert lines and "missing.tar.gz" in lines[0] and "not found" in lines[0], lines

@@ -39,7 +39,6 @@ def test_no_function_is_over_60_lines():
     assert not long, f"functions over {MAX_FUNCTION_LINES} lines: {long}"
 
 
-
 def test_only_the_engine_module_tells_the_engines_apart_by_a_missing_session():
     missing_session = re.compile(r"\b(spark|session|sc)\s+is\s+(not\s+)?None\b")
     found = [

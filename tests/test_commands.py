@@ -18,13 +18,28 @@ from tests.conftest import DESCRIPTORS, MINIMAL, ROOT
 EVALUATE_DESCRIPTORS = ["--ground-truth", "gt.csv", "--output", "o", *DESCRIPTORS]
 # how the command line types each default of defaults.ini
 TYPES = {
-    "max_results": int, "curve_points": int, "partitions": int, "knn": int, "nprobe": int,
-    "max_dim": int, "broadcast_limit": config.parse_size, "score_norm_weight": float,
-    "score_norm_neighbors": config.parse_span, "query_partitions": int, "seed": int,
-    "width": int, "height": int, "queries_per_test": int, "distractors": float,
-    "sheet_per_test": int, "subsets": int, "resamples": int, "sizes": config.parse_sizes,
-    "local_max_bytes": config.parse_size, "confidence": float,
-}  # fmt: skip
+    "max_results": int,
+    "curve_points": int,
+    "partitions": int,
+    "knn": int,
+    "nprobe": int,
+    "max_dim": int,
+    "broadcast_limit": config.parse_size,
+    "score_norm_weight": float,
+    "score_norm_neighbors": config.parse_span,
+    "query_partitions": int,
+    "seed": int,
+    "width": int,
+    "height": int,
+    "queries_per_test": int,
+    "distractors": float,
+    "sheet_per_test": int,
+    "subsets": int,
+    "resamples": int,
+    "sizes": config.parse_sizes,
+    "local_max_bytes": config.parse_size,
+    "confidence": float,
+}
 
 
 def parse(command: str, *options: str):
@@ -83,7 +98,10 @@ def test_a_job_built_without_options_has_the_command_lines_defaults():
     jobs = [
         (MatchingJob("g.csv", "p.csv", "out"), MatchingJob.from_args(args)),
         (PoolJob("g.csv", ["p.csv"], "out"), PoolJob.from_args(args)),
-        (DescriptorJob("g.csv", ["q.h5"], ["r.h5"], "out"), DescriptorJob.from_args(descriptor_args)),
+        (
+            DescriptorJob("g.csv", ["q.h5"], ["r.h5"], "out"),
+            DescriptorJob.from_args(descriptor_args),
+        ),
     ]
     for bare, built in jobs:
         cls = type(bare)

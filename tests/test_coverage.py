@@ -96,8 +96,9 @@ def test_a_clean_submission_costs_no_second_look():
 def test_metrics_json_holds_the_warnings(tmp_path):
     paths = write_cases(tmp_path / "pool")
     (tmp_path / "gt.csv").write_text(GT_CSV)
-    job = MatchingJob(str(tmp_path / "gt.csv"), paths["unrelated"], str(tmp_path / "out"),
-                      choice=engine.LOCAL)  # fmt: skip
+    job = MatchingJob(
+        str(tmp_path / "gt.csv"), paths["unrelated"], str(tmp_path / "out"), choice=engine.LOCAL
+    )
     run_matching(None, job)
     doc = json.loads((tmp_path / "out" / "metrics.json").read_text())
     assert doc["warnings"] == [UNKNOWN_2, NO_REFERENCE]
@@ -126,9 +127,10 @@ def test_spark_single_file_and_pool_give_the_same_warnings(spark, tmp_path, caps
     # a reused submission keeps its warnings
     again = pool.run(
         spark,
-        pool.PoolJob(str(gt_file), [str(tmp_path / "pool")], str(tmp_path / "out2"),
-                     previous=str(out)),
-    )  # fmt: skip
+        pool.PoolJob(
+            str(gt_file), [str(tmp_path / "pool")], str(tmp_path / "out2"), previous=str(out)
+        ),
+    )
     assert all(s.reused for s in again.submissions)
     assert {s.name: s.metrics.warnings for s in again.submissions} == {
         name: expected for name, (_, expected) in CASES.items()

@@ -20,16 +20,20 @@ def test_a_damaged_parquet_files_reason_is_told_from_its_size_and_ends():
     good = parquet_bytes()
     footer = int.from_bytes(good[-8:-4], "little")
     said = "cannot be read as Parquet ({})"
-    assert reason(b"") == said.format("truncated, or not a Parquet file: 0 bytes, fewer than "
-                                      "the 12 of the smallest")  # fmt: skip
-    assert reason(b"PAR1PAR1PAR") == said.format("truncated, or not a Parquet file: 11 bytes, "
-                                                 "fewer than the 12 of the smallest")  # fmt: skip
-    assert reason(good[:-1]) == said.format("not a Parquet file, or a damaged one: no PAR1 "
-                                            "magic number at both ends")  # fmt: skip
+    assert reason(b"") == said.format(
+        "truncated, or not a Parquet file: 0 bytes, fewer than the 12 of the smallest"
+    )
+    assert reason(b"PAR1PAR1PAR") == said.format(
+        "truncated, or not a Parquet file: 11 bytes, fewer than the 12 of the smallest"
+    )
+    assert reason(good[:-1]) == said.format(
+        "not a Parquet file, or a damaged one: no PAR1 magic number at both ends"
+    )
     assert reason(b"Q1,R" + good[4:]) == reason(good[:-1])
     cut = good[:4] + good[-(footer // 2) - 8 :]  # the footer's end kept, its start lost
-    assert reason(cut) == said.format(f"truncated or damaged: its footer is said to be "
-                                      f"{footer:,} bytes, more than the file holds")  # fmt: skip
+    assert reason(cut) == said.format(
+        f"truncated or damaged: its footer is said to be {footer:,} bytes, more than the file holds"
+    )
     assert reason(good) == said.format("damaged: its metadata or data pages cannot be decoded")
 
 
@@ -45,8 +49,9 @@ def test_a_damaged_arrow_schema_is_left_out_as_spark_leaves_it_out():
     from disc21spark.core.errors import InputError
     from disc21spark.matching.source import ARROW_SCHEMA, Source, parquet_table
 
-    table = pa.table({"query_id": ["ARROW:schema", "Q2"], "reference_id": ["R1", "R2"],
-                      "score": [0.5, 0.25]})  # fmt: skip
+    table = pa.table(
+        {"query_id": ["ARROW:schema", "Q2"], "reference_id": ["R1", "R2"], "score": [0.5, 0.25]}
+    )
     out = io.BytesIO()
     pq.write_table(table, out)
     data = out.getvalue()
@@ -61,8 +66,10 @@ def test_a_damaged_arrow_schema_is_left_out_as_spark_leaves_it_out():
     worse = damaged[:start] + damaged[start:].replace(b"reference_id", b"\xffeference_id")
     with pytest.raises(InputError) as info:
         parquet_table(Source.of_bytes("/x/p.parquet", worse))
-    assert str(info.value) == ("/x/p.parquet: cannot be read as Parquet (damaged: its metadata "
-                               "or data pages cannot be decoded)")  # fmt: skip
+    assert str(info.value) == (
+        "/x/p.parquet: cannot be read as Parquet (damaged: its metadata "
+        "or data pages cannot be decoded)"
+    )
 
 
 def test_a_damaged_gzip_files_reason_is_zlibs_told_from_its_bytes():

@@ -40,18 +40,28 @@ def test_references_above_one_broadcast_copy_run_with_default_settings(tmp_path)
     assert xb.nbytes > 480 * 2**20  # above what the 512m driver held as one broadcast
     proc = run_evaluate(
         spark_submit("--conf", "spark.driver.memory=512m"),
-        "--ground-truth", str(tmp_path / "gt.csv"),
-        "--query-descriptors", str(tmp_path / "q.h5"),
-        "--reference-descriptors", str(tmp_path / "r.h5"),
-        "--knn", str(K), "--output", str(tmp_path / "out"), "--write-predictions", "--quiet",
-    )  # fmt: skip
+        "--ground-truth",
+        str(tmp_path / "gt.csv"),
+        "--query-descriptors",
+        str(tmp_path / "q.h5"),
+        "--reference-descriptors",
+        str(tmp_path / "r.h5"),
+        "--knn",
+        str(K),
+        "--output",
+        str(tmp_path / "out"),
+        "--write-predictions",
+        "--quiet",
+    )
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
     # the specification: exact kNN in one process, then the matching track's numpy scorer
     s = S.flat_searcher(xb, "l2", S.reference_order(rids.astype(str)), S.largest_norm(xb))
     p = S.knn(s, xq, K)
     expected = set(zip(qids[p.query], rids[p.reference], p.score.tolist()))
     got = pd.read_csv(
-        tmp_path / "out" / "predictions.csv", dtype={"reference_id": str}, float_precision="round_trip"
+        tmp_path / "out" / "predictions.csv",
+        dtype={"reference_id": str},
+        float_precision="round_trip",
     )
     assert set(zip(got["query_id"], got["reference_id"], got["score"].tolist())) == expected
     gt = load_ground_truth(None, str(tmp_path / "gt.csv"))

@@ -329,8 +329,18 @@ def test_cli_descriptor_track_bad_file_is_one_line_and_exit_2(spark, tmp_path, c
     (tmp_path / "gt.csv").write_text("query_id,reference_id\nQ0,R0\n")
     q = h5(tmp_path / "q.h5", vectors=np.array([[np.nan, 0]], np.float32), image_names=names(1))
     r = h5(tmp_path / "r.h5", vectors=np.eye(2, dtype=np.float32), image_names=names(2, "R"))
-    argv = ["evaluate", "--ground-truth", str(tmp_path / "gt.csv"), "--query-descriptors", str(q),
-            "--reference-descriptors", str(r), "--output", str(tmp_path / "out"), "--quiet"]  # fmt: skip
+    argv = [
+        "evaluate",
+        "--ground-truth",
+        str(tmp_path / "gt.csv"),
+        "--query-descriptors",
+        str(q),
+        "--reference-descriptors",
+        str(r),
+        "--output",
+        str(tmp_path / "out"),
+        "--quiet",
+    ]
     screen = in_process(argv, capsys, spark)
     assert screen.code == 2, screen.out + screen.err
     assert [x for x in screen.err.splitlines() if x.startswith("error:")] == [

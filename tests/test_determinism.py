@@ -47,7 +47,7 @@ def comparable(folder: Path) -> Files:
             continue
         data = path.read_bytes()
         if path.suffix == ".html":  # the page shows the run record: its start and block
-            data = re.sub(rb' \xc2\xb7 run started [^<]*', b"", data)
+            data = re.sub(rb" \xc2\xb7 run started [^<]*", b"", data)
             data = re.sub(rb'<pre id="run">.*?</pre>', b"", data, flags=re.S)
         if path.suffix == ".json":
             doc = json.loads(data)
@@ -89,11 +89,32 @@ def baseline(spark, scene, tmp_path_factory):
     root, subs = scene
     out = tmp_path_factory.mktemp("baseline")
     gt = str(root / "gt.csv")
-    succeed(spark, ["evaluate", "--ground-truth", gt, "--predictions", str(root / "team0.csv"),
-                "--engine", "spark", "--output", str(out / "single")])  # fmt: skip
-    succeed(spark, ["evaluate", "--ground-truth", gt, "--predictions",
-                *sorted(str(root / f"{n}.csv") for n in subs), "--output", str(out / "pool")],
-    )  # fmt: skip
+    succeed(
+        spark,
+        [
+            "evaluate",
+            "--ground-truth",
+            gt,
+            "--predictions",
+            str(root / "team0.csv"),
+            "--engine",
+            "spark",
+            "--output",
+            str(out / "single"),
+        ],
+    )
+    succeed(
+        spark,
+        [
+            "evaluate",
+            "--ground-truth",
+            gt,
+            "--predictions",
+            *sorted(str(root / f"{n}.csv") for n in subs),
+            "--output",
+            str(out / "pool"),
+        ],
+    )
     return Files(single=comparable(out / "single"), pool=comparable(out / "pool"))
 
 
@@ -116,9 +137,23 @@ def test_one_submission_whatever_the_row_order_and_partitions(
         saved = spark.conf.get("spark.sql.shuffle.partitions")
         spark.conf.set("spark.sql.shuffle.partitions", str(shuffle_partitions))
         try:
-            succeed(spark, ["evaluate", "--ground-truth", str(root / "gt.csv"), "--predictions",
-                        str(preds), "--engine", "spark", "--partitions", str(partitions),
-                        "--output", f"{tmp}/out"], capsys)  # fmt: skip
+            succeed(
+                spark,
+                [
+                    "evaluate",
+                    "--ground-truth",
+                    str(root / "gt.csv"),
+                    "--predictions",
+                    str(preds),
+                    "--engine",
+                    "spark",
+                    "--partitions",
+                    str(partitions),
+                    "--output",
+                    f"{tmp}/out",
+                ],
+                capsys,
+            )
         finally:
             spark.conf.set("spark.sql.shuffle.partitions", saved)
         same(comparable(Path(tmp) / "out"), baseline["single"])
@@ -136,25 +171,50 @@ def test_a_pool_whatever_the_file_order_plan_and_partitions(
     root, subs = scene
     files = [str(root / f"team{i}.csv") for i in order]
     with tempfile.TemporaryDirectory() as tmp:
-        succeed(spark, ["evaluate", "--ground-truth", str(root / "gt.csv"), "--predictions", *files,
-                    "--pool-plan", plan, "--partitions", str(partitions),
-                    "--output", f"{tmp}/out"], capsys)  # fmt: skip
+        succeed(
+            spark,
+            [
+                "evaluate",
+                "--ground-truth",
+                str(root / "gt.csv"),
+                "--predictions",
+                *files,
+                "--pool-plan",
+                plan,
+                "--partitions",
+                str(partitions),
+                "--output",
+                f"{tmp}/out",
+            ],
+            capsys,
+        )
         same(comparable(Path(tmp) / "out"), baseline["pool"])
 
 
 @pytest.fixture(scope="module")
 def descriptor_baseline(spark, small, tmp_path_factory):  # noqa: F811
     out = tmp_path_factory.mktemp("desc") / "out"
-    succeed(spark, descriptor_argv(small["root"], ["q1.h5", "q2.h5"], ["r1.h5", "r2.npy"], None, out),
-        )  # fmt: skip
+    succeed(
+        spark,
+        descriptor_argv(small["root"], ["q1.h5", "q2.h5"], ["r1.h5", "r2.npy"], None, out),
+    )
     return comparable(out)
 
 
 def descriptor_argv(root: Path, queries, references, partitions, out) -> list[str]:
-    argv = ["evaluate", "--ground-truth", str(root / "gt.csv"),
-            "--query-descriptors", *[str(root / q) for q in queries],
-            "--reference-descriptors", *[str(root / r) for r in references],
-            "--max-results", "500", "--output", str(out)]  # fmt: skip
+    argv = [
+        "evaluate",
+        "--ground-truth",
+        str(root / "gt.csv"),
+        "--query-descriptors",
+        *[str(root / q) for q in queries],
+        "--reference-descriptors",
+        *[str(root / r) for r in references],
+        "--max-results",
+        "500",
+        "--output",
+        str(out),
+    ]
     return argv + (["--query-partitions", str(partitions)] if partitions else [])
 
 
@@ -194,8 +254,21 @@ QUERY_TESTS = "identity,jumble:4x4,lowcon:40,crop:50,rotate:90"
 
 
 def queries_argv(folders, partitions, out) -> list[str]:
-    argv = ["make-queries", "--images", *map(str, folders), "--tests", QUERY_TESTS,
-            "--queries-per-test", "6", "--distractors", "0.3", "--seed", "5", "--output", str(out)]  # fmt: skip
+    argv = [
+        "make-queries",
+        "--images",
+        *map(str, folders),
+        "--tests",
+        QUERY_TESTS,
+        "--queries-per-test",
+        "6",
+        "--distractors",
+        "0.3",
+        "--seed",
+        "5",
+        "--output",
+        str(out),
+    ]
     return argv + (["--partitions", str(partitions)] if partitions else [])
 
 
@@ -228,8 +301,21 @@ def rank_baseline(spark, bench, tmp_path_factory):  # noqa: F811
 
 
 def rank_argv(bench_folder: Path, partitions, out) -> list[str]:
-    argv = ["rank-eval", "--bench", str(bench_folder), "--descriptors", RANK_METHODS,
-            "--subsets", "2", "--sizes", "12,20", "--resamples", "50", "--output", str(out)]  # fmt: skip
+    argv = [
+        "rank-eval",
+        "--bench",
+        str(bench_folder),
+        "--descriptors",
+        RANK_METHODS,
+        "--subsets",
+        "2",
+        "--sizes",
+        "12,20",
+        "--resamples",
+        "50",
+        "--output",
+        str(out),
+    ]
     return argv + (["--partitions", str(partitions)] if partitions else [])
 
 
@@ -253,11 +339,23 @@ def test_one_core_gives_the_bytes_of_two(scene, baseline, tmp_path):
     root, subs = scene
     jobs = {
         kind: subprocess.Popen(
-            [sys.executable, str(ROOT / "jobs" / "evaluate.py"), "--master", master,
-             "--ground-truth", str(root / "gt.csv"), *inputs, "--quiet",
-             "--output", str(tmp_path / kind)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=cli_env(),
-        )  # fmt: skip
+            [
+                sys.executable,
+                str(ROOT / "jobs" / "evaluate.py"),
+                "--master",
+                master,
+                "--ground-truth",
+                str(root / "gt.csv"),
+                *inputs,
+                "--quiet",
+                "--output",
+                str(tmp_path / kind),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=cli_env(),
+        )
         for kind, inputs in (
             ("single", ["--predictions", str(root / "team0.csv"), "--engine", "spark"]),
             ("pool", ["--predictions", *sorted(str(root / f"{n}.csv") for n in subs)]),

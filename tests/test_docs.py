@@ -23,7 +23,10 @@ from disc21spark import commands
 from disc21spark.core import invocation
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGES = [ROOT / "README.md", *sorted(p for p in (ROOT / "docs").rglob("*.md") if "_notes" not in p.parts)]
+PAGES = [
+    ROOT / "README.md",
+    *sorted(p for p in (ROOT / "docs").rglob("*.md") if "_notes" not in p.parts),
+]
 BLOCK = re.compile(r"(?:<!-- (runnable(?:: spark)?) -->\n)?```(?:bash|sh)\n(.*?)\n```", re.S)
 SCRIPTS = {f"jobs/{script}": name for name, script in invocation.JOB_SCRIPTS.items()}
 
@@ -63,7 +66,9 @@ def command_lines(text: str) -> list[list[str]]:
 
 
 DOCUMENTED = [
-    (page, line) for page, _, text in blocks() for line in command_lines(text)
+    (page, line)
+    for page, _, text in blocks()
+    for line in command_lines(text)
     if not line[0].startswith("-")  # disc21spark --help, --version
 ]
 
@@ -79,7 +84,9 @@ def test_the_docs_document_commands():
     assert {line[0] for _, line in DOCUMENTED} >= set(commands.COMMANDS)
 
 
-@pytest.mark.parametrize("page,line", DOCUMENTED, ids=[f"{p}:{' '.join(a)[:60]}" for p, a in DOCUMENTED])
+@pytest.mark.parametrize(
+    "page,line", DOCUMENTED, ids=[f"{p}:{' '.join(a)[:60]}" for p, a in DOCUMENTED]
+)
 def test_every_documented_command_parses_with_todays_options(page, line, capsys):
     if line[0] not in commands.COMMANDS:
         pytest.fail(f"{page}: {line[0]!r} is not a disc21spark command")
@@ -100,8 +107,13 @@ def fresh_shell(tmp_path: Path) -> tuple[Path, dict[str, str]]:
     for entry in ROOT.iterdir():
         if entry.name not in ("demo", "site", ".git"):
             (work / entry.name).symlink_to(entry)
-    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(tmp_path), "LANG": "C.UTF-8",
-           "PYTHONPATH": str(ROOT), "TMPDIR": str(tmp_path)}  # fmt: skip
+    env = {
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "HOME": str(tmp_path),
+        "LANG": "C.UTF-8",
+        "PYTHONPATH": str(ROOT),
+        "TMPDIR": str(tmp_path),
+    }
     return work, env
 
 
@@ -116,9 +128,13 @@ def test_the_docs_have_runnable_blocks():
 def run_block(page: str, text: str, tmp_path: Path) -> None:
     work, env = fresh_shell(tmp_path)
     proc = subprocess.run(
-        ["bash", "-euo", "pipefail", "-c", text], cwd=work, env=env,
-        capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
+        ["bash", "-euo", "pipefail", "-c", text],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, f"{page}: exit {proc.returncode}\n{text}\n{proc.stderr[-3000:]}"
     assert "deprecated" not in proc.stderr, f"{page}: an old option name\n{proc.stderr}"
 
@@ -126,7 +142,9 @@ def run_block(page: str, text: str, tmp_path: Path) -> None:
 CHEAP = list(dict.fromkeys((p, t) for p, m, t in RUNNABLE if m == "runnable"))
 
 
-@pytest.mark.parametrize("page,text", CHEAP, ids=[f"{p}:{t.splitlines()[0][:50]}" for p, t in CHEAP])
+@pytest.mark.parametrize(
+    "page,text", CHEAP, ids=[f"{p}:{t.splitlines()[0][:50]}" for p, t in CHEAP]
+)
 def test_cheap_blocks_run_in_a_fresh_shell(page, text, tmp_path):
     run_block(page, text, tmp_path)
 
@@ -134,7 +152,9 @@ def test_cheap_blocks_run_in_a_fresh_shell(page, text, tmp_path):
 SPARK = list(dict.fromkeys(t for _, m, t in RUNNABLE if m == "runnable: spark"))
 
 
-@pytest.mark.skipif(not os.environ.get("DISC21SPARK_DOCS_SPARK"), reason="DISC21SPARK_DOCS_SPARK=1 runs them")
+@pytest.mark.skipif(
+    not os.environ.get("DISC21SPARK_DOCS_SPARK"), reason="DISC21SPARK_DOCS_SPARK=1 runs them"
+)
 @pytest.mark.parametrize("text", SPARK, ids=[t.splitlines()[0][:50] for t in SPARK])
 def test_spark_blocks_run_in_a_fresh_shell(text, tmp_path):
     run_block("docs", text, tmp_path)
@@ -178,7 +198,9 @@ def test_imports_follow_the_documented_dependency_rule():
         source = rel.parts[0] if len(rel.parts) > 1 else rel.stem
         if source in ("commands", "__main__") or source not in stages:
             continue
-        imported = set(re.findall(r"^\s*(?:from|import) disc21spark\.(\w+)", path.read_text(), re.M))
+        imported = set(
+            re.findall(r"^\s*(?:from|import) disc21spark\.(\w+)", path.read_text(), re.M)
+        )
         for target in imported - {source, "core"}:
             if target not in allowed.get(source, set()):
                 wrong.append(f"{rel} imports {target}")

@@ -65,7 +65,9 @@ def test_an_old_name_still_works_with_one_warning(command, old, new, value, dest
     assert capsys.readouterr().err == ""
     with_old = commands.parse([*base, old, *value])
     err = capsys.readouterr().err.splitlines()
-    assert err == [f"warning: {old} is deprecated, use {new} (the old name will be removed in the next release)"]
+    assert err == [
+        f"warning: {old} is deprecated, use {new} (the old name will be removed in the next release)"
+    ]
     assert vars(with_old) == vars(with_new)
     assert getattr(with_new, dest) != getattr(commands.parse(base), dest)
 
@@ -82,23 +84,31 @@ def test_every_old_name_is_listed_and_hidden(capsys):
         with pytest.raises(SystemExit):
             commands.parse([name, "--help"])
         out = capsys.readouterr().out
-        shown = [old for c, old, _ in found if c == name and re.search(rf"(?<![\w-]){old}(?![\w-])", out)]
+        shown = [
+            old for c, old, _ in found if c == name and re.search(rf"(?<![\w-]){old}(?![\w-])", out)
+        ]
         assert not shown, f"{name} --help shows old names {shown}"
 
 
 def test_value_lists_take_spaces_or_commas():
-    spaced = commands.parse(["rank-eval", *MINIMAL["rank-eval"], "--methods", "tiny", "pdq",
-                             "--sizes", "2", "3,4"])  # fmt: skip
-    joined = commands.parse(["rank-eval", *MINIMAL["rank-eval"], "--methods", "tiny,pdq",
-                             "--sizes", "2,3,4"])  # fmt: skip
+    spaced = commands.parse(
+        ["rank-eval", *MINIMAL["rank-eval"], "--methods", "tiny", "pdq", "--sizes", "2", "3,4"]
+    )
+    joined = commands.parse(
+        ["rank-eval", *MINIMAL["rank-eval"], "--methods", "tiny,pdq", "--sizes", "2,3,4"]
+    )
     assert spaced.descriptors == joined.descriptors == "tiny,pdq"
     assert spaced.sizes == joined.sizes == [2, 3, 4]
-    tests = commands.parse(["make-queries", *MINIMAL["make-queries"], "--tests", "crop:50", "jumble:4x4"])
+    tests = commands.parse(
+        ["make-queries", *MINIMAL["make-queries"], "--tests", "crop:50", "jumble:4x4"]
+    )
     assert tests.tests == "crop:50,jumble:4x4"
 
 
 def test_an_empty_list_item_is_kept_for_the_check():
-    args = commands.parse(["make-queries", *MINIMAL["make-queries"], "--tests", "crop:50,,jumble:2x2"])
+    args = commands.parse(
+        ["make-queries", *MINIMAL["make-queries"], "--tests", "crop:50,,jumble:2x2"]
+    )
     assert args.tests == "crop:50,,jumble:2x2"
 
 
@@ -109,7 +119,9 @@ def test_a_bad_size_in_a_list_is_a_usage_error(capsys):
     assert "argument --sizes: sizes must be positive and increasing" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("argv", [["--version"], *[[name, "--version"] for name in commands.COMMANDS]])
+@pytest.mark.parametrize(
+    "argv", [["--version"], *[[name, "--version"] for name in commands.COMMANDS]]
+)
 def test_version(argv, capsys):
     with pytest.raises(SystemExit) as exc:
         commands.parse(argv)
@@ -132,12 +144,15 @@ def imported(*argv: str, block: str = "") -> tuple[subprocess.CompletedProcess, 
     code = IMPORTED
     if block:
         code = (f"import sys\nfor m in {block.split()!r}:\n    sys.modules[m] = None\n") + code
-    proc = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True,
-                          cwd=ROOT, timeout=120)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-c", code, *argv], capture_output=True, text=True, cwd=ROOT, timeout=120
+    )
     return proc, set(proc.stderr.strip().splitlines()[-1].split()) if proc.stderr.strip() else set()
 
 
-@pytest.mark.parametrize("name", ["evaluate", "make-library", "make-queries", "extract", "rank-eval"])
+@pytest.mark.parametrize(
+    "name", ["evaluate", "make-library", "make-queries", "extract", "rank-eval"]
+)
 def test_help_imports_neither_pillow_nor_pyspark(name):
     proc, heavy = imported(name, "--help")
     assert "usage:" in proc.stdout
@@ -159,8 +174,16 @@ def test_evaluate_help_works_without_pillow():
 def test_a_scoring_run_in_process_starts_no_spark(tmp_path):
     preds = tmp_path / "p.csv"
     preds.write_text("Q00000,R000000,0.9\nQ00001,R1,0.5\n")
-    proc, heavy = imported("evaluate", "--ground-truth", GT, "--predictions", str(preds),
-                           "--output", str(tmp_path / "out"), "--quiet")  # fmt: skip
+    proc, heavy = imported(
+        "evaluate",
+        "--ground-truth",
+        GT,
+        "--predictions",
+        str(preds),
+        "--output",
+        str(tmp_path / "out"),
+        "--quiet",
+    )
     assert (tmp_path / "out" / "metrics.json").exists(), proc.stderr
     assert not heavy & {"pyspark", "py4j", "faiss", "h5py", "skimage"}, heavy
 
@@ -180,9 +203,18 @@ def test_messages_name_the_command_as_typed():
 
 def test_a_job_script_names_itself_in_a_message(tmp_path):
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "jobs" / "rank_eval.py"), "--bench", str(tmp_path / "nope"),
-         "--output", str(tmp_path / "o")], capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        [
+            sys.executable,
+            str(ROOT / "jobs" / "rank_eval.py"),
+            "--bench",
+            str(tmp_path / "nope"),
+            "--output",
+            str(tmp_path / "o"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines()[-1] == (
         f"error: {tmp_path / 'nope'}: not a folder (give the --output of jobs/make_queries.py)"

@@ -46,13 +46,21 @@ def gt_csv(path: Path, gt) -> Path:
     return path
 
 
-@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(seed=st.integers(0, 2**32 - 1), n=st.integers(0, 300), n_scores=st.sampled_from([1, 7, 10**6]))
-def test_engines_equal_the_specification_on_random_files(spark, tmp_path_factory, seed, n, n_scores):
+@settings(
+    max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    seed=st.integers(0, 2**32 - 1), n=st.integers(0, 300), n_scores=st.sampled_from([1, 7, 10**6])
+)
+def test_engines_equal_the_specification_on_random_files(
+    spark, tmp_path_factory, seed, n, n_scores
+):
     tmp = tmp_path_factory.mktemp("engines")
     gt = make_gt(40, 25)
     frame = random_submission(np.random.default_rng(seed), gt, n, n_scores)
-    expected = evaluate(frame.query_id.to_numpy(), frame.reference_id.to_numpy(), frame.score.to_numpy(), gt)
+    expected = evaluate(
+        frame.query_id.to_numpy(), frame.reference_id.to_numpy(), frame.score.to_numpy(), gt
+    )
     frame.to_csv(tmp / "p.csv", index=False)
     frame.to_parquet(tmp / "p.parquet")
     truth = gt_csv(tmp / "gt.csv", gt)
@@ -108,7 +116,9 @@ def test_parquet_and_limits_same_on_both_engines(spark, tmp_path):
     assert_same(first, second)
 
 
-def args_for(tmp_path: Path, *extra: str, predictions: list[str] | None = None) -> argparse.Namespace:
+def args_for(
+    tmp_path: Path, *extra: str, predictions: list[str] | None = None
+) -> argparse.Namespace:
     from disc21spark import commands
 
     gt = write(tmp_path / "gt.csv", GT_LINES)
@@ -119,6 +129,7 @@ def args_for(tmp_path: Path, *extra: str, predictions: list[str] | None = None) 
 
 def test_auto_engine_choice(tmp_path, monkeypatch):
     monkeypatch.delenv("PYSPARK_GATEWAY_PORT", raising=False)
+
     def choose(args):
         return evaluate_command.choice_of(args).engine
 
@@ -138,7 +149,9 @@ def test_local_engine_refuses_what_it_cannot_read(tmp_path, monkeypatch):
     monkeypatch.delenv("PYSPARK_GATEWAY_PORT", raising=False)
     (tmp_path / "pool").mkdir()
     args = args_for(tmp_path, "--engine", "local", predictions=[str(tmp_path / "pool")])
-    with pytest.raises(InputError, match=r"--engine local: .*not one local file; use --engine spark"):
+    with pytest.raises(
+        InputError, match=r"--engine local: .*not one local file; use --engine spark"
+    ):
         evaluate_command.choice_of(args)
     pd.DataFrame({"query_id": [1], "reference_id": ["R1"], "score": [0.5]}).to_parquet(
         tmp_path / "ints.parquet"
@@ -151,8 +164,16 @@ def test_python_jobs_evaluate_needs_no_java_for_a_local_file(tmp_path):
     gt = write(tmp_path / "gt.csv", GT_LINES)
     preds = write(tmp_path / "p.csv", "Q1,R1,0.9\nQ2,R2,0.8\n")
     env = dict(cli_env(), JAVA_HOME=str(tmp_path / "no-java"), PATH=os.path.dirname(sys.executable))
-    cmd = [sys.executable, str(ROOT / "jobs" / "evaluate.py"), "--ground-truth", gt,
-           "--predictions", preds, "--output", str(tmp_path / "out")]  # fmt: skip
+    cmd = [
+        sys.executable,
+        str(ROOT / "jobs" / "evaluate.py"),
+        "--ground-truth",
+        gt,
+        "--predictions",
+        preds,
+        "--output",
+        str(tmp_path / "out"),
+    ]
     import subprocess
 
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)
@@ -160,10 +181,19 @@ def test_python_jobs_evaluate_needs_no_java_for_a_local_file(tmp_path):
     doc = json.loads((tmp_path / "out" / "metrics.json").read_text())
     assert doc["run"]["engine"] == "local" and doc["run"]["spark_master"] is None
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [
-        "_SUCCESS", "metrics.json", "pr_curve.csv", "pr_curve.png", "run.json"
-    ]  # fmt: skip
-    proc = subprocess.run([*cmd, "--overwrite", "--engine", "spark"], capture_output=True,
-                          text=True, env=env, timeout=120)  # fmt: skip
+        "_SUCCESS",
+        "metrics.json",
+        "pr_curve.csv",
+        "pr_curve.png",
+        "run.json",
+    ]
+    proc = subprocess.run(
+        [*cmd, "--overwrite", "--engine", "spark"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert proc.returncode == 2 and "Java 17" in proc.stderr
 
 
@@ -181,13 +211,20 @@ def test_one_submission_on_spark_takes_the_per_file_plan_when_it_fits(spark, tmp
     assert choice == engine.Choice("spark", "auto", "auto")
     seen = {}
     for name, limit in (("fits", 1 << 20), ("larger", 16)):
-        job = MatchingJob(str(truth), str(tmp_path / "p.csv"), str(tmp_path / name), max_results=0,
-                          choice=engine.Choice("spark", "auto", "auto", limit))  # fmt: skip
+        job = MatchingJob(
+            str(truth),
+            str(tmp_path / "p.csv"),
+            str(tmp_path / name),
+            max_results=0,
+            choice=engine.Choice("spark", "auto", "auto", limit),
+        )
         seen[name] = run(spark, job)
         phases = json.loads((tmp_path / name / "metrics.json").read_text())["run"]["phase_seconds"]
         assert ("sort" in phases) == (name == "larger"), phases
     assert_same(seen["fits"], seen["larger"])
-    expected = evaluate(frame.query_id.to_numpy(), frame.reference_id.to_numpy(), frame.score.to_numpy(), gt)
+    expected = evaluate(
+        frame.query_id.to_numpy(), frame.reference_id.to_numpy(), frame.score.to_numpy(), gt
+    )
     assert_same(seen["fits"], expected)
 
 
@@ -213,7 +250,10 @@ def test_the_in_process_engine_scores_bytes_as_it_scores_the_file(tmp_path, suff
             text = table.to_csv(index=False).encode()
             path.write_bytes(packers.get(suffix, lambda b: b)(text))
         outcomes = []
-        for source in (Source.local(str(path)), Source.of_bytes(f"viewfs://t/x/{path.name}", path.read_bytes())):
+        for source in (
+            Source.local(str(path)),
+            Source.of_bytes(f"viewfs://t/x/{path.name}", path.read_bytes()),
+        ):
             try:
                 outcomes.append(local.score_source(source, "auto", gt, 0, 100, announce=False))
             except InputError as exc:
@@ -224,5 +264,7 @@ def test_the_in_process_engine_scores_bytes_as_it_scores_the_file(tmp_path, suff
             assert outcomes[0] == outcomes[1] and "duplicate pair" in outcomes[0]
     if suffix == ".csv.gz":  # a damaged stream: one line naming the file, either way
         cut = (tmp_path / f"good{suffix}").read_bytes()[:40]
-        with pytest.raises(InputError, match=r"^viewfs://t/x/cut.csv.gz: cannot be read as gzip \(truncated"):
+        with pytest.raises(
+            InputError, match=r"^viewfs://t/x/cut.csv.gz: cannot be read as gzip \(truncated"
+        ):
             local.score_source(Source.of_bytes("viewfs://t/x/cut.csv.gz", cut), "auto", gt, 0, 100)

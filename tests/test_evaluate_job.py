@@ -194,7 +194,12 @@ def test_existing_output_is_kept_unless_overwrite(spark, tmp_path, gt_file):
     assert (out / "mine.txt").read_text() == "precious"
     run(spark, job(gt_file, preds, out, overwrite=True))
     assert sorted(p.name for p in out.iterdir()) == [
-        "_SUCCESS", "metrics.json", "pr_curve.csv", "pr_curve.png", "run.json"]
+        "_SUCCESS",
+        "metrics.json",
+        "pr_curve.csv",
+        "pr_curve.png",
+        "run.json",
+    ]
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
 
 

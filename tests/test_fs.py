@@ -15,9 +15,16 @@ from disc21spark.core.output import check_writable, recover, staged_output
 
 @pytest.mark.parametrize(
     "path,kind",
-    [("out/", None), ("/data/x.csv", None), ("C:/data", None), ("file:///tmp/x", "file"),
-     ("file:/tmp/x", "file"), ("s3a://bucket/x", "s3a"), ("hdfs://nn:8020/x", "hdfs")],
-)  # fmt: skip
+    [
+        ("out/", None),
+        ("/data/x.csv", None),
+        ("C:/data", None),
+        ("file:///tmp/x", "file"),
+        ("file:/tmp/x", "file"),
+        ("s3a://bucket/x", "s3a"),
+        ("hdfs://nn:8020/x", "hdfs"),
+    ],
+)
 def test_schemes(path, kind):
     assert paths.scheme(path) == kind
 
@@ -29,7 +36,12 @@ def test_a_uri_output_is_committed_through_hadoop(spark, tmp_path):
         (stage / "metrics.json").write_text("{}")
         (stage / "sub").mkdir()
         (stage / "sub" / "a.csv").write_text("x\n")
-    assert sorted(p.name for p in target.iterdir()) == ["_SUCCESS", "metrics.json", "run.json", "sub"]
+    assert sorted(p.name for p in target.iterdir()) == [
+        "_SUCCESS",
+        "metrics.json",
+        "run.json",
+        "sub",
+    ]
     assert (target / "sub" / "a.csv").read_text() == "x\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]  # no staging debris
     # the user's folder is not replaced unasked, and a failed run leaves it as it was

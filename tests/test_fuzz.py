@@ -40,13 +40,19 @@ from tests.test_bad_input_matrix import (
     image_bytes,
     in_process,
     picture,
-)  # fmt: skip
+)
 
 SEED = int(os.environ.get("DISC21SPARK_FUZZ_SEED", "25"))
 SECONDS = float(os.environ.get("DISC21SPARK_FUZZ_SECONDS", "30"))
 SPARK_SAMPLE = int(os.environ.get("DISC21SPARK_FUZZ_SPARK", "6"))
-HEADERS = [b"query_id,reference_id,score\n", b"query_id,reference_id\n", b"query,ref,score\n",
-           b"query_id,reference_id,score,extra\n", b"score,query_id,reference_id\n", b""]  # fmt: skip
+HEADERS = [
+    b"query_id,reference_id,score\n",
+    b"query_id,reference_id\n",
+    b"query,ref,score\n",
+    b"query_id,reference_id,score,extra\n",
+    b"score,query_id,reference_id\n",
+    b"",
+]
 
 
 # ----------------------------------------------------------------------------- mutations
@@ -99,9 +105,13 @@ def header(rng: random.Random, data: bytes) -> bytes:
 
 
 MUTATIONS: dict[str, Callable[[random.Random, bytes], bytes]] = {
-    "flip": flip, "truncate": truncate, "insert": insert, "delete": delete,
-    "length": length, "header": header,
-}  # fmt: skip
+    "flip": flip,
+    "truncate": truncate,
+    "insert": insert,
+    "delete": delete,
+    "length": length,
+    "header": header,
+}
 
 
 def mutate(rng: random.Random, data: bytes) -> tuple[str, bytes]:
@@ -119,8 +129,13 @@ def parquet_bytes() -> bytes:
     import pyarrow.parquet as pq
 
     rows = [line.split(",") for line in CLEAN.splitlines()]
-    table = pa.table({"query_id": [r[0] for r in rows], "reference_id": [r[1] for r in rows],
-                      "score": [float(r[2]) for r in rows]})  # fmt: skip
+    table = pa.table(
+        {
+            "query_id": [r[0] for r in rows],
+            "reference_id": [r[1] for r in rows],
+            "score": [float(r[2]) for r in rows],
+        }
+    )
     out = io.BytesIO()
     pq.write_table(table, out)
     return out.getvalue()
@@ -139,8 +154,9 @@ def matching_case(rng: random.Random, kind: str | None = None) -> tuple[str, dic
     if kind == "p.csv.gz":
         del case["p.csv"]
         text_first = rng.random() < 0.5  # mutate the text, or the compressed bytes
-        what, data = mutate(rng, valid["p.csv"] if text_first else gzip.compress(
-            valid["p.csv"], mtime=0))  # fmt: skip
+        what, data = mutate(
+            rng, valid["p.csv"] if text_first else gzip.compress(valid["p.csv"], mtime=0)
+        )
         case[kind] = gzip.compress(data, mtime=0) if text_first else data
         what = f"{'text' if text_first else 'gzip'} {what}"
     elif kind == "p.parquet":
@@ -178,8 +194,17 @@ def verdict(folder: Path, screen, what: str) -> tuple[int, str]:
 
 
 def evaluate_args(folder: Path, preds: str, engine: str) -> list[str]:
-    return ["evaluate", "--ground-truth", str(folder / "gt.csv"), "--predictions",
-            str(folder / preds), "--output", str(folder / "out"), "--engine", engine]  # fmt: skip
+    return [
+        "evaluate",
+        "--ground-truth",
+        str(folder / "gt.csv"),
+        "--predictions",
+        str(folder / preds),
+        "--output",
+        str(folder / "out"),
+        "--engine",
+        engine,
+    ]
 
 
 LOCAL_REFUSES = re.compile(r"use --engine spark")
@@ -206,8 +231,10 @@ def test_fuzz_matching_inputs_on_the_in_process_engine(tmp_path, capsys):
     for what, *_ in cases:  # "p.csv.gz: gzip flip": the file, and for .gz what was mutated
         kind = what.split(":")[0] + (f" ({what.split()[1]})" if what.startswith("p.csv.gz") else "")
         kinds[kind] = kinds.get(kind, 0) + 1
-    print(f"\nfuzz (in process): {len(cases)} cases, seed {SEED}: {codes.count(0)} exit 0, "
-          f"{codes.count(2)} exit 2; per file: {dict(sorted(kinds.items()))}")  # fmt: skip
+    print(
+        f"\nfuzz (in process): {len(cases)} cases, seed {SEED}: {codes.count(0)} exit 0, "
+        f"{codes.count(2)} exit 2; per file: {dict(sorted(kinds.items()))}"
+    )
     assert len(cases) >= 10 and codes.count(2) > 0
 
 
@@ -227,17 +254,25 @@ def test_fuzz_sample_gives_the_same_verdict_on_spark(spark, tmp_path, capsys):
         folders = {e: tmp_path / e / f"case{i:03d}" for e in ("local", "spark")}
         for folder in folders.values():
             write_case(folder, files)
-        local = verdict(folders["local"], in_process(
-            evaluate_args(folders["local"], preds, "local"), capsys, None), what)  # fmt: skip
+        local = verdict(
+            folders["local"],
+            in_process(evaluate_args(folders["local"], preds, "local"), capsys, None),
+            what,
+        )
         if LOCAL_REFUSES.search(local[1]):
             continue  # not one for the in-process engine: nothing to compare
-        on_spark = verdict(folders["spark"], in_process(
-            evaluate_args(folders["spark"], preds, "spark"), capsys, spark), what)  # fmt: skip
+        on_spark = verdict(
+            folders["spark"],
+            in_process(evaluate_args(folders["spark"], preds, "spark"), capsys, spark),
+            what,
+        )
         assert on_spark == local, f"{what}: local {local} vs Spark {on_spark}"
         compared[kind] = compared.get(kind, 0) + 1
         if sum(compared.values()) == SPARK_SAMPLE:
             break
-    print(f"\nfuzz (Spark sample): {sum(compared.values())} cases compared, seed {SEED}: {compared}")
+    print(
+        f"\nfuzz (Spark sample): {sum(compared.values())} cases compared, seed {SEED}: {compared}"
+    )
     assert sum(compared.values()) >= min(SPARK_SAMPLE, 3)
 
 
@@ -247,8 +282,7 @@ def h5_bytes(ids: list[str], vectors: np.ndarray) -> bytes:
     out = io.BytesIO()
     with h5py.File(out, "w") as f:
         f.create_dataset("vectors", data=vectors.astype(np.float32))
-        f.create_dataset("image_names", data=np.array(ids, dtype=object),
-                         dtype=h5py.string_dtype())  # fmt: skip
+        f.create_dataset("image_names", data=np.array(ids, dtype=object), dtype=h5py.string_dtype())
     return out.getvalue()
 
 
@@ -264,8 +298,12 @@ def descriptor_case(rng: random.Random, fmt: str) -> tuple[str, dict[str, bytes]
     if fmt == "h5":
         files |= {"q.h5": h5_bytes(QIDS, XQ), "r.h5": h5_bytes(RIDS, XB)}
     else:
-        files |= {"q.npy": npy_bytes(XQ), "q_ids.txt": "\n".join(QIDS).encode() + b"\n",
-                  "r.npy": npy_bytes(XB), "r_ids.txt": "\n".join(RIDS).encode() + b"\n"}  # fmt: skip
+        files |= {
+            "q.npy": npy_bytes(XQ),
+            "q_ids.txt": "\n".join(QIDS).encode() + b"\n",
+            "r.npy": npy_bytes(XB),
+            "r_ids.txt": "\n".join(RIDS).encode() + b"\n",
+        }
     target = rng.choice([f"q.{fmt}", f"r.{fmt}"])
     what, files[target] = mutate(rng, files[target])
     return f"{target}: {what}", files, [f"q.{fmt}", f"r.{fmt}"]
@@ -280,9 +318,19 @@ def test_fuzz_descriptor_files_on_spark(spark, tmp_path, capsys):
         what, files, (q, r) = descriptor_case(rng, ("h5", "npy")[i % 2])  # both, in turn
         folder = tmp_path / f"case{i:03d}"
         write_case(folder, files)
-        args = ["evaluate", "--ground-truth", str(folder / "gt.csv"), "--query-descriptors",
-                str(folder / q), "--reference-descriptors", str(folder / r), "--knn", "2",
-                "--output", str(folder / "out")]  # fmt: skip
+        args = [
+            "evaluate",
+            "--ground-truth",
+            str(folder / "gt.csv"),
+            "--query-descriptors",
+            str(folder / q),
+            "--reference-descriptors",
+            str(folder / r),
+            "--knn",
+            "2",
+            "--output",
+            str(folder / "out"),
+        ]
         codes.append(verdict(folder, in_process(args, capsys, spark), what)[0])
     print(f"\nfuzz (descriptors, Spark): {len(codes)} cases: {codes}")
 
@@ -300,8 +348,19 @@ def test_fuzz_images_on_spark(spark, tmp_path, capsys):
         for k in range(4):
             (folder / "lib" / f"good_{k}.png").write_bytes(image_bytes(picture(k)))
         (folder / "lib" / f"odd.{fmt.lower()}").write_bytes(data)
-        args = ["make-queries", "--images", str(folder / "lib"), "--output", str(folder / "out"),
-                "--tests", "crop:50", "--queries-per-test", "2", "--seed", "1"]  # fmt: skip
+        args = [
+            "make-queries",
+            "--images",
+            str(folder / "lib"),
+            "--output",
+            str(folder / "out"),
+            "--tests",
+            "crop:50",
+            "--queries-per-test",
+            "2",
+            "--seed",
+            "1",
+        ]
         codes.append(verdict(folder, in_process(args, capsys, spark), f"{fmt} {what}")[0])
     print(f"\nfuzz (images, Spark): {len(codes)} cases: {codes}")
 
@@ -314,7 +373,6 @@ def test_mutations_are_seeded_and_change_the_bytes():
     assert sum(MUTATIONS[name](rng, data) != data for name in MUTATIONS for _ in range(5)) > 20
 
 
-
 def test_a_parquet_id_whose_bytes_are_not_utf8_is_refused_naming_its_row(tmp_path, capsys):
     """Found by the fuzz (seed 25, case 3675, a flipped bit in a data page): Arrow does not
     check a page's strings, and the id was an internal error (UnicodeDecodeError)."""
@@ -323,16 +381,30 @@ def test_a_parquet_id_whose_bytes_are_not_utf8_is_refused_naming_its_row(tmp_pat
 
     rows = [line.split(",") for line in CLEAN.splitlines()]
     out = io.BytesIO()  # plain pages, uncompressed: the ids' bytes as they are
-    pq.write_table(pa.table({"query_id": [r[0] for r in rows], "reference_id": [r[1] for r in rows],
-                             "score": [float(r[2]) for r in rows]}),
-                   out, compression="none", use_dictionary=False, write_statistics=False)  # fmt: skip
+    pq.write_table(
+        pa.table(
+            {
+                "query_id": [r[0] for r in rows],
+                "reference_id": [r[1] for r in rows],
+                "score": [float(r[2]) for r in rows],
+            }
+        ),
+        out,
+        compression="none",
+        use_dictionary=False,
+        write_statistics=False,
+    )
     data = out.getvalue()
     at = data.index(b"QX")  # row 4's query id, in the data page
-    write_case(tmp_path / "c", {"gt.csv": GT.encode(), "p.parquet": data[:at] + b"\xd1" + data[at + 1 :]})
+    write_case(
+        tmp_path / "c", {"gt.csv": GT.encode(), "p.parquet": data[:at] + b"\xd1" + data[at + 1 :]}
+    )
     screen = in_process(evaluate_args(tmp_path / "c", "p.parquet", "local"), capsys, None)
     assert verdict(tmp_path / "c", screen, "not UTF-8") == (
-        2, "error: {d}/p.parquet: row query_id='\ufffdX', reference_id='R4': not UTF-8 text "
-        "(an id's bytes are not UTF-8)")  # fmt: skip
+        2,
+        "error: {d}/p.parquet: row query_id='\ufffdX', reference_id='R4': not UTF-8 text "
+        "(an id's bytes are not UTF-8)",
+    )
 
 
 # ------------------------------------------------------------------- one enormous line
@@ -342,8 +414,10 @@ MEMORY_BOUND = 512 * 2**20  # what the refusal may take, Python and Arrow includ
 
 
 def gzip_bomb(path: Path) -> None:
-    with open(path, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0,
-                                                  compresslevel=1) as gz:  # fmt: skip
+    with (
+        open(path, "wb") as raw,
+        gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, compresslevel=1) as gz,
+    ):
         gz.write(b"Q1,R1,")
         chunk = b"9" * 2**24
         for _ in range(BOMB_BYTES // len(chunk)):
@@ -363,13 +437,18 @@ def test_a_gzip_bomb_is_refused_in_one_line_and_bounded_memory(tmp_path):
     (tmp_path / "gt.csv").write_text(GT)
     args = evaluate_args(tmp_path, "p.csv.gz", "local")[1:]
     # a launcher of its own: its children's peak memory is the job's alone
-    measure = ("import resource, subprocess, sys; code = subprocess.call(sys.argv[1:]); "
-               "print('maxrss', resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss); "
-               "sys.exit(code)")  # fmt: skip
+    measure = (
+        "import resource, subprocess, sys; code = subprocess.call(sys.argv[1:]); "
+        "print('maxrss', resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss); "
+        "sys.exit(code)"
+    )
     proc = subprocess.run(
         [sys.executable, "-c", measure, sys.executable, str(ROOT / "jobs" / "evaluate.py"), *args],
-        capture_output=True, text=True, env=cli_env(), timeout=300,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        env=cli_env(),
+        timeout=300,
+    )
     text = proc.stdout + proc.stderr
     assert proc.returncode == 2, text
     assert [line for line in text.splitlines() if line.startswith("error:")] == [
@@ -390,5 +469,6 @@ def test_a_multi_gigabyte_line_is_refused_in_one_line(tmp_path, capsys):
     (tmp_path / "gt.csv").write_text(GT)
     screen = in_process(evaluate_args(tmp_path, "p.csv", "local"), capsys, None)
     assert verdict(tmp_path, screen, "3 GB line") == (
-        2, "error: {d}/p.csv: line 1: longer than 1,048,576 characters (not a line of predictions)"
+        2,
+        "error: {d}/p.csv: line 1: longer than 1,048,576 characters (not a line of predictions)",
     )

@@ -37,10 +37,15 @@ def hand_case(tmp_path: Path):
         np.array(["R000", "R001", "R002"], dtype=object),
     )
     frame = pd.DataFrame(
-        [("Q000", "R000", 0.9), ("Q003", "R005", 0.8), ("Q001", "R001", 0.7),
-         ("Q002", "R002", 0.6), ("Q001", "R009", 0.95)],
+        [
+            ("Q000", "R000", 0.9),
+            ("Q003", "R005", 0.8),
+            ("Q001", "R001", 0.7),
+            ("Q002", "R002", 0.6),
+            ("Q001", "R009", 0.95),
+        ],
         columns=COLUMNS,
-    )  # fmt: skip
+    )
     groups = read_query_groups(str(groups_csv(tmp_path / "g.csv", {"Q000": "a", "Q001": "b"})), gt)
     return gt, frame, groups
 
@@ -115,10 +120,19 @@ def test_in_process_equals_the_definition(tmp_path_factory, seed, n, n_scores, n
     ("text", "reason"),
     [
         ("", "g.csv: empty (a header query_id,group and one row per query expected)"),
-        ("query_id,family\nQ000,a\n", "g.csv: line 1: missing column 'group' (has: query_id, family)"),
+        (
+            "query_id,family\nQ000,a\n",
+            "g.csv: line 1: missing column 'group' (has: query_id, family)",
+        ),
         ("query_id,group\n", "g.csv: no row after the header (one row per query expected)"),
-        ("query_id,group\nQ000,a\nQ999,b\n", "g.csv: line 3: query 'Q999' is not in the ground truth"),
-        ("query_id,group\nQ000,a\n\nQ000,b\n", "g.csv: line 4: query 'Q000' named twice (first on line 2)"),
+        (
+            "query_id,group\nQ000,a\nQ999,b\n",
+            "g.csv: line 3: query 'Q999' is not in the ground truth",
+        ),
+        (
+            "query_id,group\nQ000,a\n\nQ000,b\n",
+            "g.csv: line 4: query 'Q000' named twice (first on line 2)",
+        ),
         ("query_id,group\nQ000,\n", "g.csv: line 2: empty group"),
         ("query_id,group\nQ000,a,x\n", "g.csv: line 2: 3 fields, the header has 2"),
     ],
@@ -133,12 +147,18 @@ def test_bad_groups_file_is_one_line(tmp_path, monkeypatch, text, reason):
 
 def random_groups(tmp: Path, rng, gt: GroundTruth, n_groups: int):
     picked = rng.integers(-1, n_groups, size=gt.n_queries)
-    mapping = {q: f"g{c}" for q, c in zip(gt.query_ids, picked) if c >= 0} or {gt.query_ids[0]: "g0"}
+    mapping = {q: f"g{c}" for q, c in zip(gt.query_ids, picked) if c >= 0} or {
+        gt.query_ids[0]: "g0"
+    }
     return read_query_groups(str(groups_csv(tmp / "g.csv", mapping)), gt)
 
 
-@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(seed=st.integers(0, 2**32 - 1), n=st.integers(0, 200), n_scores=st.sampled_from([1, 7, 10**6]))
+@settings(
+    max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    seed=st.integers(0, 2**32 - 1), n=st.integers(0, 200), n_scores=st.sampled_from([1, 7, 10**6])
+)
 def test_spark_plan_equals_the_definition(spark, tmp_path_factory, seed, n, n_scores):
     from disc21spark.matching import labels
     from disc21spark.matching.score import Scoring, score
@@ -151,7 +171,9 @@ def test_spark_plan_equals_the_definition(spark, tmp_path_factory, seed, n, n_sc
         r = Resampling(resamples, 0.9, seed % 5, groups)
         wanted = spec_table(frame, gt, r)
         for partitions in (1, 3):
-            pairs = spark.createDataFrame(frame, "query_id string, reference_id string, score double")
+            pairs = spark.createDataFrame(
+                frame, "query_id string, reference_id string, score double"
+            )
             pairs = pairs.repartition(partitions).withColumn(labels.SUBMISSION, labels.F.lit(0))
             scored = score(spark, pairs, [0], Scoring(gt, 50, partitions, resampling=r))
             assert scored.metrics[0].groups == wanted
@@ -172,12 +194,14 @@ def test_both_pool_plans_and_the_leaderboard(spark, tmp_path):
         frames[f"team{i}"] = random_submission(rng, gt, 120, 9)
         frames[f"team{i}"].iloc[::-1].to_csv(tmp_path / f"team{i}.csv", index=False)
     r = Resampling(30, 0.95, 3, groups)
-    common = dict(max_results=0, resamples=30, confidence=0.95, seed=3,
-                  query_groups=str(tmp_path / "g.csv"))  # fmt: skip
+    common = dict(
+        max_results=0, resamples=30, confidence=0.95, seed=3, query_groups=str(tmp_path / "g.csv")
+    )
     for plan in ("per-file", "one-sort"):
         out = tmp_path / plan
-        job = pool_job.PoolJob(str(truth), [str(tmp_path / "team*.csv")], str(out),
-                               pool_plan=plan, **common)  # fmt: skip
+        job = pool_job.PoolJob(
+            str(truth), [str(tmp_path / "team*.csv")], str(out), pool_plan=plan, **common
+        )
         for s in pool_job.run(spark, job).submissions:
             assert s.metrics.groups == spec_table(frames[s.name], gt, r)
     board = json.loads((tmp_path / "one-sort" / "leaderboard.json").read_text())
@@ -188,13 +212,21 @@ def test_both_pool_plans_and_the_leaderboard(spark, tmp_path):
     header = (tmp_path / "one-sort" / "leaderboard.csv").read_text().splitlines()[0]
     assert header.endswith(",".join(f"micro_ap:{n}" for n in groups.names))
     # a previous run's group figures are reused as they were written
-    again = pool_job.PoolJob(str(truth), [str(tmp_path / "team*.csv")], str(tmp_path / "again"),
-                             previous=str(tmp_path / "one-sort"), **common)  # fmt: skip
+    again = pool_job.PoolJob(
+        str(truth),
+        [str(tmp_path / "team*.csv")],
+        str(tmp_path / "again"),
+        previous=str(tmp_path / "one-sort"),
+        **common,
+    )
     result = pool_job.run(spark, again)
     assert all(s.reused for s in result.submissions)
-    assert json.loads((tmp_path / "again" / "leaderboard.json").read_text())["submissions"][0][
-        "groups"
-    ] == first["groups"]
+    assert (
+        json.loads((tmp_path / "again" / "leaderboard.json").read_text())["submissions"][0][
+            "groups"
+        ]
+        == first["groups"]
+    )
 
 
 def test_the_command_line_writes_the_groups_and_refuses_a_bad_file(tmp_path, capsys):
@@ -206,8 +238,18 @@ def test_the_command_line_writes_the_groups_and_refuses_a_bad_file(tmp_path, cap
     gt, frame, _ = hand_case(tmp_path)
     truth = gt_csv(tmp_path / "gt.csv", gt)
     frame.to_csv(tmp_path / "p.csv", index=False)
-    base = ["evaluate", "--engine", "local", "--ground-truth", str(truth), "--predictions",
-            str(tmp_path / "p.csv"), "--resamples", "0", "--quiet"]  # fmt: skip
+    base = [
+        "evaluate",
+        "--engine",
+        "local",
+        "--ground-truth",
+        str(truth),
+        "--predictions",
+        str(tmp_path / "p.csv"),
+        "--resamples",
+        "0",
+        "--quiet",
+    ]
     out = tmp_path / "out"
     assert main([*base, "--query-groups", str(tmp_path / "g.csv"), "--output", str(out)]) == 0
     doc = json.loads((out / "metrics.json").read_text())
@@ -217,7 +259,9 @@ def test_the_command_line_writes_the_groups_and_refuses_a_bad_file(tmp_path, cap
     assert (out / "groups.csv").read_text().splitlines()[1].startswith("a,1,2,3,")
     (tmp_path / "bad.csv").write_text("query_id,group\nQ000,a\nQ000,b\n")
     capsys.readouterr()
-    code = main([*base, "--query-groups", str(tmp_path / "bad.csv"), "--output", str(tmp_path / "o2")])
+    code = main(
+        [*base, "--query-groups", str(tmp_path / "bad.csv"), "--output", str(tmp_path / "o2")]
+    )
     assert code == 2 and not (tmp_path / "o2").exists()
     assert capsys.readouterr().err.strip().splitlines()[-1] == (
         f"error: {tmp_path / 'bad.csv'}: line 3: query 'Q000' named twice (first on line 2)"

@@ -45,17 +45,47 @@ def inputs(tmp_path_factory) -> Path:
 def argv(kind: str, root: Path, out: Path) -> list[str]:
     gt = ["--ground-truth", str(root / "gt.csv")]
     return {
-        "evaluate": ["evaluate.py", *gt, "--predictions", str(root / "team0.csv"),
-                     "--engine", "spark"],
-        "pool": ["evaluate.py", *gt, "--predictions", str(root / "team*.csv"),
-                 "--pool-plan", "per-file"],
-        "make_queries": ["make_queries.py", "--images", str(root / "library"),
-                         "--tests", "crop:50,lowcon:40", "--queries-per-test", "4",
-                         "--seed", "2"],
-        "rank_eval": ["rank_eval.py", "--bench", str(root / "bench"),
-                      "--descriptors", "colorhist", "--subsets", "2", "--sizes", "6",
-                      "--resamples", "20"],
-    }[kind] + ["--output", str(out), "--overwrite"]  # fmt: skip
+        "evaluate": [
+            "evaluate.py",
+            *gt,
+            "--predictions",
+            str(root / "team0.csv"),
+            "--engine",
+            "spark",
+        ],
+        "pool": [
+            "evaluate.py",
+            *gt,
+            "--predictions",
+            str(root / "team*.csv"),
+            "--pool-plan",
+            "per-file",
+        ],
+        "make_queries": [
+            "make_queries.py",
+            "--images",
+            str(root / "library"),
+            "--tests",
+            "crop:50,lowcon:40",
+            "--queries-per-test",
+            "4",
+            "--seed",
+            "2",
+        ],
+        "rank_eval": [
+            "rank_eval.py",
+            "--bench",
+            str(root / "bench"),
+            "--descriptors",
+            "colorhist",
+            "--subsets",
+            "2",
+            "--sizes",
+            "6",
+            "--resamples",
+            "20",
+        ],
+    }[kind] + ["--output", str(out), "--overwrite"]
 
 
 def in_process(spark, args: list[str]) -> None:
@@ -67,9 +97,12 @@ def in_process(spark, args: list[str]) -> None:
 def job(args: list[str], **env: str) -> subprocess.Popen:
     return subprocess.Popen(
         [sys.executable, str(ROOT / "jobs" / args[0]), *args[1:]],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env={**cli_env(), **env}, start_new_session=True,
-    )  # fmt: skip
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**cli_env(), **env},
+        start_new_session=True,
+    )
 
 
 # where a kill can do different harm: mid-Spark work with no output begun (the earlier
@@ -102,10 +135,11 @@ def test_sigkill_at_every_phase_keeps_the_previous_output(spark, inputs, tmp_pat
         if folder != first.parent:
             shutil.copytree(first, folder / "out")
     held = {
-        point: job(argv(kind, inputs, folder / "out"),
-                   **{faults.HOLD_AT: f"{point}:{folder / 'held.pid'}"})
+        point: job(
+            argv(kind, inputs, folder / "out"), **{faults.HOLD_AT: f"{point}:{folder / 'held.pid'}"}
+        )
         for point, folder in folders.items()
-    }  # fmt: skip
+    }
     try:
         for point, proc in held.items():
             killed_at(point, proc, folders[point], before)

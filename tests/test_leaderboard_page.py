@@ -85,10 +85,12 @@ ROWS_JS = """JSON.stringify(Array.from(document.querySelectorAll('#leaderboard t
 
 
 def column(browser: Browser, key: str) -> list[str]:
-    heads = json.loads(browser.evaluate(
-        "JSON.stringify(Array.from(document.querySelectorAll('#leaderboard th'))"
-        ".map(function (th) { return th.dataset.key; }))"
-    ))  # fmt: skip
+    heads = json.loads(
+        browser.evaluate(
+            "JSON.stringify(Array.from(document.querySelectorAll('#leaderboard th'))"
+            ".map(function (th) { return th.dataset.key; }))"
+        )
+    )
     rows = json.loads(browser.evaluate(ROWS_JS))
     return [row[heads.index(key)] for row in rows]
 
@@ -119,11 +121,13 @@ def test_page_in_headless_chromium(tmp_path, browser):
         assert column(browser, "reused") == ["no", "no", "yes", "no"]
         # the page asked for nothing: no resource beyond itself
         assert browser.evaluate("performance.getEntriesByType('resource').length") == 0
-        invalid = json.loads(browser.evaluate(
-            "JSON.stringify(Array.from(document.querySelectorAll('#invalid tbody tr'))"
-            ".map(function (tr) { return Array.from(tr.cells).map(function (td) {"
-            " return td.textContent; }); }))"
-        ))  # fmt: skip
+        invalid = json.loads(
+            browser.evaluate(
+                "JSON.stringify(Array.from(document.querySelectorAll('#invalid tbody tr'))"
+                ".map(function (tr) { return Array.from(tr.cells).map(function (td) {"
+                " return td.textContent; }); }))"
+            )
+        )
         assert invalid == [
             ["broken", "pool/broken.csv: line 2: score 'abc' is not a number", "sha-broken"]
         ]
@@ -185,8 +189,11 @@ def pool_with_intervals() -> list[Submission]:
         columns = [frame[c].to_numpy() for c in ("query_id", "reference_id", "score")]
         metrics = evaluate(*columns, gt)
         found = bootstrap(*columns, gt, Resampling(200, 0.95, 0))
-        subs.append(Submission(name, f"pool/{name}.csv", f"sha-{name}",
-                               metrics=replace(metrics, uncertainty=found)))  # fmt: skip
+        subs.append(
+            Submission(
+                name, f"pool/{name}.csv", f"sha-{name}", metrics=replace(metrics, uncertainty=found)
+            )
+        )
     return subs
 
 
@@ -204,11 +211,13 @@ def test_page_draws_intervals_tiers_and_tie_flags(tmp_path, browser):
     try:
         names = column(browser, "submission")
         assert names == [r["submission"] for r in rows]
-        bars = json.loads(browser.evaluate(
-            "JSON.stringify(Array.from(document.querySelectorAll('#intervals g.interval'))"
-            ".map(function (g) { var l = g.querySelector('line').getBBox();"
-            " return [g.dataset.submission, Number(g.dataset.low), Number(g.dataset.high), l.width]; }))"
-        ))  # fmt: skip
+        bars = json.loads(
+            browser.evaluate(
+                "JSON.stringify(Array.from(document.querySelectorAll('#intervals g.interval'))"
+                ".map(function (g) { var l = g.querySelector('line').getBBox();"
+                " return [g.dataset.submission, Number(g.dataset.low), Number(g.dataset.high), l.width]; }))"
+            )
+        )
         assert [b[0] for b in bars] == names
         for (_, low, high, width), row in zip(bars, rows):
             assert (low, high) == (row["micro_ap_low"], row["micro_ap_high"])
@@ -236,7 +245,10 @@ def test_page_shows_the_groups_table(tmp_path, browser):
     groups = read_query_groups(str(tmp_path / "g.csv"), GT)
     r = Resampling(50, 0.95, 0, groups)
     subs = []
-    for name, pairs in (("a", "Q0,R0,0.9\nQ1,R1,0.8\nQ3,R9,0.95\n"), ("b", "Q1,R1,0.9\nQ2,R2,0.1\n")):
+    for name, pairs in (
+        ("a", "Q0,R0,0.9\nQ1,R1,0.8\nQ3,R9,0.95\n"),
+        ("b", "Q1,R1,0.9\nQ2,R2,0.1\n"),
+    ):
         (tmp_path / f"{name}.csv").write_text(pairs)
         metrics = local.score_file(str(tmp_path / f"{name}.csv"), "auto", GT, 0, 50, resampling=r)
         subs.append(Submission(name, f"{name}.csv", name, metrics=metrics))
@@ -245,10 +257,12 @@ def test_page_shows_the_groups_table(tmp_path, browser):
     report.write(out, subs, RUN)
     rows = json.loads((out / "leaderboard.json").read_text())["submissions"]
     browser.open((out / "leaderboard.html").as_uri())
-    cells = json.loads(browser.evaluate(
-        "JSON.stringify(Array.from(document.querySelectorAll('#groups tr'))"
-        ".map(function (tr) { return Array.from(tr.cells).map(function (c) { return c.textContent; }); }))"
-    ))  # fmt: skip
+    cells = json.loads(
+        browser.evaluate(
+            "JSON.stringify(Array.from(document.querySelectorAll('#groups tr'))"
+            ".map(function (tr) { return Array.from(tr.cells).map(function (c) { return c.textContent; }); }))"
+        )
+    )
     assert cells[0] == ["submission", *groups.names]
     assert browser.evaluate("document.querySelectorAll('img').length") == 0
     for row, shown in zip(rows, cells[1:]):

@@ -178,9 +178,12 @@ def fake_sources(monkeypatch, colours):
     """A patch pool of flat photographs, one colour each."""
     arrays = [np.full((40, 60, 3), c, np.uint8) for c in colours]
     fake = library.Patches(
-        np.concatenate([a.reshape(-1, 3) for a in arrays]), np.arange(len(arrays)) * 2400,
-        np.full(len(arrays), 60), np.full(len(arrays), 40), tuple(f"fake/{i}" for i in range(len(arrays))),
-    )  # fmt: skip
+        np.concatenate([a.reshape(-1, 3) for a in arrays]),
+        np.arange(len(arrays)) * 2400,
+        np.full(len(arrays), 60),
+        np.full(len(arrays), 40),
+        tuple(f"fake/{i}" for i in range(len(arrays))),
+    )
     monkeypatch.setattr(library, "_PATCHES", [fake])
 
 

@@ -76,11 +76,15 @@ def write_pool(folder: Path, seed: int, n_subs: int) -> dict[str, pd.DataFrame]:
 
 @pytest.mark.parametrize(
     "seed,partitions,plan",
-    [(1, 1, "one-sort"), (2, 3, "one-sort"), (3, 8, "one-sort"), (1, 1, "per-file"), (4, 2, "auto")],
+    [
+        (1, 1, "one-sort"),
+        (2, 3, "one-sort"),
+        (3, 8, "one-sort"),
+        (1, 1, "per-file"),
+        (4, 2, "auto"),
+    ],
 )
-def test_pool_equals_each_submission_scored_alone(
-    spark, tmp_path, gt_file, seed, partitions, plan
-):
+def test_pool_equals_each_submission_scored_alone(spark, tmp_path, gt_file, seed, partitions, plan):
     subs = write_pool(tmp_path / "pool", seed, 7)
     job = pool.PoolJob(
         gt_file, [str(tmp_path / "pool")], None, partitions=partitions, pool_plan=plan
@@ -161,12 +165,20 @@ def test_cli_pool_exit_codes_with_and_without_fail_on_invalid(spark, tmp_path, g
     from tests.test_bad_input_matrix import in_process
 
     bad_pool(tmp_path / "pool")
-    common = ["evaluate", "--ground-truth", gt_file, "--predictions",
-              str(tmp_path / "pool" / "*"), "--quiet"]  # fmt: skip
+    common = [
+        "evaluate",
+        "--ground-truth",
+        gt_file,
+        "--predictions",
+        str(tmp_path / "pool" / "*"),
+        "--quiet",
+    ]
     ok = in_process([*common, "--output", str(tmp_path / "a"), "--max-results", "5"], capsys, spark)
     assert ok.code == 0, ok.out + ok.err
     assert "7 submissions: 1 scored, 6 invalid" in ok.out
-    strict = in_process([*common, "--output", str(tmp_path / "b"), "--fail-on-invalid"], capsys, spark)
+    strict = in_process(
+        [*common, "--output", str(tmp_path / "b"), "--fail-on-invalid"], capsys, spark
+    )
     assert strict.code == 2
     (line,) = [x for x in (strict.out + strict.err).splitlines() if x.startswith("error:")]
     pattern = str(tmp_path / "pool" / "*")
@@ -288,16 +300,31 @@ def test_a_task_failing_once_is_retried_and_changes_nothing(spark, tmp_path, gt_
 
     write_pool(tmp_path / "pool", 21, 5)
     marker = tmp_path / "failed.txt"
-    common = ["--ground-truth", gt_file, "--predictions", str(tmp_path / "pool"), "--quiet",
-              "--pool-plan", "per-file"]  # fmt: skip
+    common = [
+        "--ground-truth",
+        gt_file,
+        "--predictions",
+        str(tmp_path / "pool"),
+        "--quiet",
+        "--pool-plan",
+        "per-file",
+    ]
     succeed(spark, ["evaluate", *common, "--output", str(tmp_path / "calm")])
     common += ["--master", "local[2,3]"]
     env = dict(os.environ, **{faults.FAIL_FIRST_ATTEMPT: f"2:{marker}"})
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "jobs" / "evaluate.py"), *common,
-         "--output", str(tmp_path / "faulty")],
-        capture_output=True, text=True, env={**cli_env(), **env}, timeout=300,
-    )  # fmt: skip
+        [
+            sys.executable,
+            str(ROOT / "jobs" / "evaluate.py"),
+            *common,
+            "--output",
+            str(tmp_path / "faulty"),
+        ],
+        capture_output=True,
+        text=True,
+        env={**cli_env(), **env},
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert marker.read_text() == "2\n"  # the fault happened, once
     assert leaderboard_rows(tmp_path / "faulty") == leaderboard_rows(tmp_path / "calm")
@@ -337,12 +364,16 @@ def test_a_pool_named_through_viewfs_takes_the_per_file_plan_with_the_local_figu
     curves = sorted(p.name for p in (here / "pr_curves").iterdir())
     assert curves == sorted(p.name for p in (there / "pr_curves").iterdir()) and curves
     for curve in curves:
-        assert (there / "pr_curves" / curve).read_bytes() == (here / "pr_curves" / curve).read_bytes()
+        assert (there / "pr_curves" / curve).read_bytes() == (
+            here / "pr_curves" / curve
+        ).read_bytes()
     bad = {s.name: s.reason for s in result.submissions}["repeats"]
     assert bad.startswith(f"{remote}/repeats.csv: lines 1 and 3: duplicate pair (Q1, R1) appears 2")
 
 
-def test_one_submission_through_viewfs_is_scored_in_one_task_as_the_local_file(spark, tmp_path, gt_file):
+def test_one_submission_through_viewfs_is_scored_in_one_task_as_the_local_file(
+    spark, tmp_path, gt_file
+):
     from disc21spark.matching.job import MatchingJob
     from disc21spark.matching.job import run as run_one
 
@@ -351,7 +382,9 @@ def test_one_submission_through_viewfs_is_scored_in_one_task_as_the_local_file(s
     remote = mount(spark, folder)
     auto = engine.choose([f"{remote}/team01.csv"], gt_file)
     assert auto == engine.Choice("spark", "auto", "auto")
-    got = run_one(spark, MatchingJob(gt_file, f"{remote}/team01.csv", str(tmp_path / "o"), choice=auto))
+    got = run_one(
+        spark, MatchingJob(gt_file, f"{remote}/team01.csv", str(tmp_path / "o"), choice=auto)
+    )
     want = evaluate(frame.query_id, frame.reference_id, frame.score.to_numpy(), ground_truth())
     assert got.to_dict() == want.to_dict()
     assert np.array_equal(got.curve.precision, want.curve.precision)
@@ -362,4 +395,8 @@ def test_one_submission_through_viewfs_is_scored_in_one_task_as_the_local_file(s
         run_one(spark, MatchingJob(gt_file, f"{remote}/bad.csv", None, choice=auto))
     with pytest.raises(InputError) as spread:
         run_one(spark, MatchingJob(gt_file, f"{remote}/bad.csv", None))  # the distributed plan
-    assert str(info.value) == str(spread.value) == f"{remote}/bad.csv: line 2: score 'nan' is not finite"
+    assert (
+        str(info.value)
+        == str(spread.value)
+        == f"{remote}/bad.csv: line 2: score 'nan' is not finite"
+    )

@@ -89,7 +89,9 @@ def test_spark_equals_the_single_process_specification(spark_bench, library, tmp
 
 
 @pytest.mark.parametrize("partitions", [1, 5])
-def test_same_seed_same_bytes_whatever_the_partitions(spark, library, spark_bench, tmp_path, partitions):
+def test_same_seed_same_bytes_whatever_the_partitions(
+    spark, library, spark_bench, tmp_path, partitions
+):
     out = tmp_path / "bench"
     run(spark, QueryJob([str(library)], str(out), settings(), partitions=partitions))
     assert folder_bytes(out) == folder_bytes(spark_bench)
@@ -183,7 +185,9 @@ def make_queries(*args: str) -> subprocess.CompletedProcess:
 
 
 def test_cli_errors_are_one_line_and_nothing_is_overwritten(library, tmp_path):
-    proc = make_queries("--images", str(library), "--output", str(tmp_path / "o"), "--tests", "crop:50,blurr:2")
+    proc = make_queries(
+        "--images", str(library), "--output", str(tmp_path / "o"), "--tests", "crop:50,blurr:2"
+    )
     assert proc.returncode == 2
     (line,) = error_lines(proc)
     assert line.startswith("error: unknown test 'blurr:2' (known: crop:K, jumble:RxC")
@@ -209,11 +213,26 @@ def test_a_signal_mid_run_removes_the_staging_folder_and_keeps_the_output(
     (out / "keep.txt").write_text("the previous run")
     # many queries, so that the job is still altering images when the signal comes
     proc = subprocess.Popen(
-        [sys.executable, str(ROOT / "jobs" / "make_queries.py"), "--images", str(library),
-         "--output", str(out), "--overwrite", "--tests", ",".join(f"crop:{p}" for p in range(30, 90, 2)),
-         "--queries-per-test", "20", "--seed", "3"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=cli_env(),
-    )  # fmt: skip
+        [
+            sys.executable,
+            str(ROOT / "jobs" / "make_queries.py"),
+            "--images",
+            str(library),
+            "--output",
+            str(out),
+            "--overwrite",
+            "--tests",
+            ",".join(f"crop:{p}" for p in range(30, 90, 2)),
+            "--queries-per-test",
+            "20",
+            "--seed",
+            "3",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=cli_env(),
+    )
     try:
         deadline = time.monotonic() + 240
         while not list(tmp_path.glob(".out.staging-*")) and time.monotonic() < deadline:

@@ -57,8 +57,19 @@ def bench(spark, tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def report(spark, bench, tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("report") / "r"
-    run(spark, RankJob(str(bench), METHODS, str(out), knn=5, subsets=2, sizes=(12, 20, 33), seed=1,
-                       resamples=100))  # fmt: skip
+    run(
+        spark,
+        RankJob(
+            str(bench),
+            METHODS,
+            str(out),
+            knn=5,
+            subsets=2,
+            sizes=(12, 20, 33),
+            seed=1,
+            resamples=100,
+        ),
+    )
     return out
 
 
@@ -106,7 +117,9 @@ def test_micro_ap_equals_the_specification_per_test(bench, report, name):
             sc += list(scores[r][order])
         q = b.queries.iloc[rows]
         pos = q[q.reference_id.fillna("") != ""]
-        gt = GroundTruth("t", q.query_id.to_numpy(), pos.query_id.to_numpy(), pos.reference_id.to_numpy())
+        gt = GroundTruth(
+            "t", q.query_id.to_numpy(), pos.query_id.to_numpy(), pos.reference_id.to_numpy()
+        )
         spec = metrics.evaluate(np.array(qids), np.array(rids), np.array(sc), gt)
         assert summary.loc[(name, test.name), "micro_ap"] == spec.micro_ap
         assert summary.loc[(name, test.name), "recall_at_p90"] == pytest.approx(
@@ -117,16 +130,36 @@ def test_micro_ap_equals_the_specification_per_test(bench, report, name):
 def test_howes_known_behaviours(report):
     s = pd.read_parquet(report / "summary.parquet").set_index(["method", "test"])
     for m in ("colorhist", "tiny", "pdq"):
-        assert s.loc[(m, "identity"), "median_rank"] == 1 and s.loc[(m, "identity"), "mean_rank"] == 1
+        assert (
+            s.loc[(m, "identity"), "median_rank"] == 1 and s.loc[(m, "identity"), "mean_rank"] == 1
+        )
     assert s.loc[("colorhist", "jumble:4x4"), "mean_rank"] == 1  # invariant when the grid divides
-    assert s.loc[("colorhist", "lowcon:30"), "mean_rank"] > s.loc[("tiny", "lowcon:30"), "mean_rank"]
+    assert (
+        s.loc[("colorhist", "lowcon:30"), "mean_rank"] > s.loc[("tiny", "lowcon:30"), "mean_rank"]
+    )
 
 
 def test_report_files(report):
-    for name in ("ranks", "summary", "stability", "stability_summary", "sizes", "size_ranks",
-                 "slopes", "queries_needed", "queries_needed_summary", "comparisons"):  # fmt: skip
+    for name in (
+        "ranks",
+        "summary",
+        "stability",
+        "stability_summary",
+        "sizes",
+        "size_ranks",
+        "slopes",
+        "queries_needed",
+        "queries_needed_summary",
+        "comparisons",
+    ):
         assert (report / f"{name}.parquet").is_file() and (report / f"{name}.csv").is_file()
-    for png in ("rank_distributions", "rank_summary", "rank_vs_size", "stability", "queries_needed"):
+    for png in (
+        "rank_distributions",
+        "rank_summary",
+        "rank_vs_size",
+        "stability",
+        "queries_needed",
+    ):
         assert Image.open(report / f"{png}.png").width > 300
     md = (report / "report.md").read_text()
     assert "## Who wins" in md and "**jumble:4x4**" in md and "colorhist" in md
@@ -140,8 +173,19 @@ def test_report_files(report):
 def test_precomputed_descriptors_give_the_same_figures(spark, bench, report, tmp_path, monkeypatch):
     monkeypatch.chdir(bench.parent)  # a relative bench path, as `make demo` gives
     extract_run(spark, ExtractJob("tiny", str(tmp_path / "tiny"), bench=bench.name))
-    run(spark, RankJob(str(bench), [f"tiny={tmp_path / 'tiny'}"], str(tmp_path / "r"), knn=5,
-                       subsets=2, sizes=(12, 20, 33), seed=1, resamples=100))  # fmt: skip
+    run(
+        spark,
+        RankJob(
+            str(bench),
+            [f"tiny={tmp_path / 'tiny'}"],
+            str(tmp_path / "r"),
+            knn=5,
+            subsets=2,
+            sizes=(12, 20, 33),
+            seed=1,
+            resamples=100,
+        ),
+    )
     a = pd.read_parquet(report / "summary.parquet")
     a = a[a.method == "tiny"].reset_index(drop=True)
     b = pd.read_parquet(tmp_path / "r" / "summary.parquet")
@@ -161,7 +205,10 @@ def test_bad_inputs(spark, bench, tmp_path):
         names = f["image_names"][:]
         del f["image_names"]
         f["image_names"] = np.array([n.replace(b"Q", b"X") for n in names])
-    with pytest.raises(InputError, match=r"queries.h5: ids do not match the bench: 48 bench ids have no vector \(first Q000000\)"):
+    with pytest.raises(
+        InputError,
+        match=r"queries.h5: ids do not match the bench: 48 bench ids have no vector \(first Q000000\)",
+    ):
         run(spark, RankJob(str(bench), [f"colorhist={tmp_path / 'ch'}"], str(tmp_path / "o")))
     with pytest.raises(InputError, match="--sizes"):
         run(spark, RankJob(str(bench), ["colorhist"], str(tmp_path / "o"), sizes=(5,)))
@@ -176,10 +223,23 @@ def test_a_bench_image_gone_or_unreadable_is_one_line(spark, bench, tmp_path):
     query = damaged / "queries" / sorted(p.name for p in (damaged / "queries").iterdir())[2]
     query.chmod(0)
     proc = subprocess.run(
-        [*without_root_file_access(), sys.executable, str(ROOT / "jobs" / "rank_eval.py"), "--bench", str(damaged),
-         "--descriptors", "tiny", "--output", str(tmp_path / "o"), "--quiet"],
-        capture_output=True, text=True, env=cli_env(), timeout=300,
-    )  # fmt: skip
+        [
+            *without_root_file_access(),
+            sys.executable,
+            str(ROOT / "jobs" / "rank_eval.py"),
+            "--bench",
+            str(damaged),
+            "--descriptors",
+            "tiny",
+            "--output",
+            str(tmp_path / "o"),
+            "--quiet",
+        ],
+        capture_output=True,
+        text=True,
+        env=cli_env(),
+        timeout=300,
+    )
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert error_lines(proc) == [
         f"error: {query}: listed in the bench, but cannot be read (Permission denied)"
@@ -225,10 +285,17 @@ def test_the_descriptor_track_reads_the_bench_and_its_vectors(spark, bench, repo
     from disc21spark.descriptors.job import run as descriptor_run
 
     folder = report / "descriptors" / "tiny"
-    m = descriptor_run(spark, DescriptorJob(
-        str(bench / "ground_truth.csv"), [str(folder / "queries.h5")],
-        [str(folder / "references.h5")], None, knn=5, metric="ip",
-    ))  # fmt: skip
+    m = descriptor_run(
+        spark,
+        DescriptorJob(
+            str(bench / "ground_truth.csv"),
+            [str(folder / "queries.h5")],
+            [str(folder / "references.h5")],
+            None,
+            knn=5,
+            metric="ip",
+        ),
+    )
     assert m.n_queries == 48 and m.n_positives == 36 and m.n_predictions == 48 * 5
     ranks = pd.read_parquet(report / "ranks.parquet")
     tiny = ranks[ranks.method == "tiny"]
@@ -237,10 +304,21 @@ def test_the_descriptor_track_reads_the_bench_and_its_vectors(spark, bench, repo
 
 def test_cli_unknown_method_is_one_line(bench, tmp_path):
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "jobs" / "rank_eval.py"), "--bench", str(bench), "--descriptors",
-         "colorhist,sift", "--output", str(tmp_path / "o")],
-        capture_output=True, text=True, env=cli_env(), timeout=300,
-    )  # fmt: skip
+        [
+            sys.executable,
+            str(ROOT / "jobs" / "rank_eval.py"),
+            "--bench",
+            str(bench),
+            "--descriptors",
+            "colorhist,sift",
+            "--output",
+            str(tmp_path / "o"),
+        ],
+        capture_output=True,
+        text=True,
+        env=cli_env(),
+        timeout=300,
+    )
     assert proc.returncode == 2
     assert error_lines(proc) == [
         "error: unknown descriptor method 'sift' (built-in: colorhist, correlogram, tiny, pdq; "
@@ -250,20 +328,41 @@ def test_cli_unknown_method_is_one_line(bench, tmp_path):
 
 def test_mid_ties_and_a_chosen_distance_equal_the_specification(spark, bench, tmp_path):
     out = tmp_path / "mid"
-    run(spark, RankJob(str(bench), ["colorhist", "pdq"], str(out), knn=5, subsets=2, sizes=(12, 33),
-                       seed=1, resamples=50, ties="mid", distances={"colorhist": "l2"}))  # fmt: skip
+    run(
+        spark,
+        RankJob(
+            str(bench),
+            ["colorhist", "pdq"],
+            str(out),
+            knn=5,
+            subsets=2,
+            sizes=(12, 33),
+            seed=1,
+            resamples=50,
+            ties="mid",
+            distances={"colorhist": "l2"},
+        ),
+    )
     got = pd.read_parquet(out / "ranks.parquet")
     doc = json.loads((out / "rank_eval.json").read_text())
-    assert doc["ties"] == "mid" and {m["method"]: m["metric"] for m in doc["methods"]} == {"colorhist": "l2", "pdq": "l2"}
+    assert doc["ties"] == "mid" and {m["method"]: m["metric"] for m in doc["methods"]} == {
+        "colorhist": "l2",
+        "pdq": "l2",
+    }
     some_tie = False
     for name in ("colorhist", "pdq"):
         b, m, xq, xb = vectors(bench, name)
         refs = list(b.references.reference_id)
         original = np.array([refs.index(r) if r else -1 for r in b.queries.reference_id.fillna("")])
-        expected = exact_ranks(xq, xb, original, "l2", layout(len(refs), original, 2, (12, 33), seed=1))
+        expected = exact_ranks(
+            xq, xb, original, "l2", layout(len(refs), original, 2, (12, 33), seed=1)
+        )
         matched = original >= 0
         mine = got[got.method == name].set_index("query_id").loc[b.queries.query_id[matched]]
-        assert mine["rank"].tolist() == tied_rank(expected.rank, expected.better, "mid")[matched].tolist()
+        assert (
+            mine["rank"].tolist()
+            == tied_rank(expected.rank, expected.better, "mid")[matched].tolist()
+        )
         assert mine["rank_pessimistic"].tolist() == expected.rank[matched].tolist()
         some_tie |= bool((mine["tied"] > 1).any())
     assert some_tie, "PDQ's Hamming distances tie: the mid-rank case is exercised"
@@ -272,9 +371,14 @@ def test_mid_ties_and_a_chosen_distance_equal_the_specification(spark, bench, tm
 
 def test_distance_option_is_checked():
     assert parse_distances("colorhist=l2, correlogram=l1", ["colorhist", "correlogram"]) == {
-        "colorhist": "l2", "correlogram": "l1"}  # fmt: skip
-    for text, message in [("colorhist", "METHOD=DISTANCE"), ("tiny=l1", "not one of the methods"),
-                          ("colorhist=cosine", "not a distance")]:  # fmt: skip
+        "colorhist": "l2",
+        "correlogram": "l1",
+    }
+    for text, message in [
+        ("colorhist", "METHOD=DISTANCE"),
+        ("tiny=l1", "not one of the methods"),
+        ("colorhist=cosine", "not a distance"),
+    ]:
         with pytest.raises(InputError, match=message):
             parse_distances(text, ["colorhist"])
 
@@ -298,14 +402,22 @@ def test_micro_ap_by_test_from_the_query_groups_file(bench, report):
         sc += list(scores[r][order])
     gt = load_ground_truth(None, str(bench / "ground_truth.csv"))
     groups = read_query_groups(str(bench / "query_groups.csv"), gt)
-    wanted = groups_spec.group_table(np.array(qids), np.array(rids), np.array(sc), gt, groups,
-                                     Resampling(100, seed=1, groups=groups))  # fmt: skip
+    wanted = groups_spec.group_table(
+        np.array(qids),
+        np.array(rids),
+        np.array(sc),
+        gt,
+        groups,
+        Resampling(100, seed=1, groups=groups),
+    )
     found = pd.read_parquet(report / "by_group.parquet")
     found = found[found.method == "colorhist"].set_index("group")
     assert sorted(found.index) == sorted(t.name for t in parse_tests(TESTS))
     for g in wanted.groups:
         row = g.row()
         for k in (*STATISTICS, "micro_ap_low", "micro_ap_high"):
-            assert (found.loc[g.group, k] == row[k]) or (pd.isna(found.loc[g.group, k]) and row[k] is None)
+            assert (found.loc[g.group, k] == row[k]) or (
+                pd.isna(found.loc[g.group, k]) and row[k] is None
+            )
     doc = json.loads((report / "rank_eval.json").read_text())
     assert len(doc["by_group"]) == len(METHODS) * 4

@@ -23,9 +23,18 @@ def ranked_table(ranks: dict[tuple[str, str], list[float]]) -> tuple[pd.DataFram
             qid = f"{test}-{i}"
             if (qid, test) not in {(q["query_id"], q["test"]) for q in queries}:
                 queries.append({"query_id": qid, "test": test, "reference_id": f"R{i}"})
-            rows.append({"method": method, "query_id": qid, "rank": float(r), "rank_pessimistic": r,
-                         "better": r - 1, "subset": i % 3, "rank_in_subset": float(r),
-                         "rank_by_size": [float(r), float(r)]})  # fmt: skip
+            rows.append(
+                {
+                    "method": method,
+                    "query_id": qid,
+                    "rank": float(r),
+                    "rank_pessimistic": r,
+                    "better": r - 1,
+                    "subset": i % 3,
+                    "rank_in_subset": float(r),
+                    "rank_by_size": [float(r), float(r)],
+                }
+            )
     return pd.DataFrame(queries), pd.DataFrame(rows)
 
 
@@ -35,14 +44,23 @@ JOB = SimpleNamespace(subsets=3, seed=0, resamples=50, ties="pessimistic", knn=5
 @pytest.fixture(scope="module")
 def made() -> dict:
     a = [1, 1, 1, 1, 1, 1, 1]
-    queries, ranked = ranked_table({
-        ("A", "crop:90"): a, ("B", "crop:90"): [2, 3, 4, 5, 6, 7, 8], ("C", "crop:90"): [2, 3, 4, 5, 6, 7, 9],
-        ("A", "crop:50"): a, ("B", "crop:50"): a, ("C", "crop:50"): [9, 9, 9, 9, 9, 9, 9],
-        ("A", "crop:10"): [9, 8, 9, 7, 9, 9, 9], ("B", "crop:10"): [9, 9, 9, 9, 8, 9, 9],
-        ("C", "crop:10"): [9, 9, 9, 9, 9, 9, 9],
-    })  # fmt: skip
+    queries, ranked = ranked_table(
+        {
+            ("A", "crop:90"): a,
+            ("B", "crop:90"): [2, 3, 4, 5, 6, 7, 8],
+            ("C", "crop:90"): [2, 3, 4, 5, 6, 7, 9],
+            ("A", "crop:50"): a,
+            ("B", "crop:50"): a,
+            ("C", "crop:50"): [9, 9, 9, 9, 9, 9, 9],
+            ("A", "crop:10"): [9, 8, 9, 7, 9, 9, 9],
+            ("B", "crop:10"): [9, 9, 9, 9, 8, 9, 9],
+            ("C", "crop:10"): [9, 9, 9, 9, 9, 9, 9],
+        }
+    )
     lay = layout(10, np.arange(7), 3, (7, 10), seed=0)
-    return report.tables(queries, ranked, {}, lay, JOB, n_refs=10, metrics={"A": "l1", "B": "d1", "C": "l2"})
+    return report.tables(
+        queries, ranked, {}, lay, JOB, n_refs=10, metrics={"A": "l1", "B": "d1", "C": "l2"}
+    )
 
 
 def test_chance_and_shares_in_the_summary(made):
@@ -66,19 +84,31 @@ def test_wins_only_after_a_paired_test(made):
     lines = report.winners(made["summary"], made["comparisons"])
     assert lines[0].startswith("**crop:90**: A wins on rank") and "p ≤ 0.031" in lines[0]
     # A and B rank every crop:50 query alike: no winner, and the reason given
-    assert lines[1].startswith("**crop:50**: no winner on rank") and "B (p = 1, identical ranks)" in lines[1]
+    assert (
+        lines[1].startswith("**crop:50**: no winner on rank")
+        and "B (p = 1, identical ranks)" in lines[1]
+    )
     assert "at chance: C" in lines[1]
     # a difference on 2 queries of 7 is no evidence
     assert lines[2].startswith("**crop:10**: no winner on rank")
 
 
 def test_difficulty_sweeps_are_found_from_the_test_names():
-    summary = pd.DataFrame([
-        {"method": "m", "test": t, "median_rank": v, "mean_rank": v, "chance_mean_rank": 50.5}
-        for t, v in [("crop:90", 1), ("crop:50", 3), ("crop:10", 40), ("lowcon:80", 2),
-                     ("jumble:2x2", 1), ("jumble:4x4", 2), ("jumble:8x8", 9),
-                     ("crop:50+lowcon:80", 5)]
-    ])  # fmt: skip
+    summary = pd.DataFrame(
+        [
+            {"method": "m", "test": t, "median_rank": v, "mean_rank": v, "chance_mean_rank": 50.5}
+            for t, v in [
+                ("crop:90", 1),
+                ("crop:50", 3),
+                ("crop:10", 40),
+                ("lowcon:80", 2),
+                ("jumble:2x2", 1),
+                ("jumble:4x4", 2),
+                ("jumble:8x8", 9),
+                ("crop:50+lowcon:80", 5),
+            ]
+        ]
+    )
     d = report.difficulty(summary)
     assert sorted(set(d.family)) == ["crop:K", "jumble:RxR"]
     crop = d[d.family == "crop:K"]
@@ -88,14 +118,31 @@ def test_difficulty_sweeps_are_found_from_the_test_names():
 
 def test_every_figure_has_labelled_axes_one_scale_per_row_and_a_legend(made):
     t = dict(made)
-    t["difficulty"] = pd.DataFrame([
-        {"family": "crop:K", "kind": "crop", "parameter": p, "test": f"crop:{p}", "method": m,
-         "median_rank": r, "mean_rank": r, "chance_mean_rank": 5.5}
-        for m in "AB" for p, r in [(90, 1), (50, 2), (10, 8)]
-    ])  # fmt: skip
+    t["difficulty"] = pd.DataFrame(
+        [
+            {
+                "family": "crop:K",
+                "kind": "crop",
+                "parameter": p,
+                "test": f"crop:{p}",
+                "method": m,
+                "median_rank": r,
+                "mean_rank": r,
+                "chance_mean_rank": 5.5,
+            }
+            for m in "AB"
+            for p, r in [(90, 1), (50, 2), (10, 8)]
+        ]
+    )
     figures = report.figures(t, n_refs=10)
-    assert set(figures) == {"rank_distributions.png", "rank_summary.png", "queries_needed.png",
-                            "difficulty.png", "rank_vs_size.png", "stability.png"}  # fmt: skip
+    assert set(figures) == {
+        "rank_distributions.png",
+        "rank_summary.png",
+        "queries_needed.png",
+        "difficulty.png",
+        "rank_vs_size.png",
+        "stability.png",
+    }
     for name, fig in figures.items():
         axes = [ax for ax in fig.axes if ax.axison]
         assert axes, name
@@ -103,7 +150,9 @@ def test_every_figure_has_labelled_axes_one_scale_per_row_and_a_legend(made):
             assert ax.get_xlabel() and ax.get_ylabel() and ax.get_title(), (name, ax.get_title())
         assert fig.legends, name
         labels = [t.get_text() for t in fig.legends[0].get_texts()]
-        assert {"A", "B", "C"} <= set(labels) and any("chance" in x or "mean ± s.d." in x or "goal" in x for x in labels)
+        assert {"A", "B", "C"} <= set(labels) and any(
+            "chance" in x or "mean ± s.d." in x or "goal" in x for x in labels
+        )
         grid = fig.axes[0].get_subplotspec().get_gridspec()
         for row in range(grid.nrows):
             in_row = [ax for ax in axes if ax.get_subplotspec().rowspan.start == row]
@@ -114,24 +163,53 @@ def test_every_figure_has_labelled_axes_one_scale_per_row_and_a_legend(made):
 def test_the_markdown_states_the_library_the_ties_and_chance(made, tmp_path):
     lib = tmp_path / "lib"
     lib.mkdir()
-    (lib / "library.json").write_text(json.dumps({
-        "size": 6000, "seed": 1, "width": 512, "height": 384, "photos": 26, "deadleaves": 5974,
-        "leaves": "textured", "patch_sources": ["skimage/data/astronaut.png"] * 18,
-    }))  # fmt: skip
+    (lib / "library.json").write_text(
+        json.dumps(
+            {
+                "size": 6000,
+                "seed": 1,
+                "width": 512,
+                "height": 384,
+                "photos": 26,
+                "deadleaves": 5974,
+                "leaves": "textured",
+                "patch_sources": ["skimage/data/astronaut.png"] * 18,
+            }
+        )
+    )
     about = report.library_about([str(lib / "**" / "*.jpg")])
     assert about["leaves"] == "textured"
-    assert "6,000 images" in about["text"] and "5,974 textured dead-leaves images 512×384" in about["text"]
+    assert (
+        "6,000 images" in about["text"]
+        and "5,974 textured dead-leaves images 512×384" in about["text"]
+    )
     assert "18 shipped photographs" in about["text"]
     # a relative glob from another working folder: found from the references' paths
-    found = report.library_about(["elsewhere/lib"], [str(lib / "deadleaves" / "a.jpg"), str(lib / "photos" / "b.png")])
+    found = report.library_about(
+        ["elsewhere/lib"], [str(lib / "deadleaves" / "a.jpg"), str(lib / "photos" / "b.png")]
+    )
     assert found["source"] == str(lib)
     other = report.library_about([str(tmp_path / "photos")])
     assert "not written by make_library" in other["text"]
-    bench = SimpleNamespace(folder=tmp_path / "bench", references=pd.DataFrame({"reference_id": range(10)}))
+    bench = SimpleNamespace(
+        folder=tmp_path / "bench", references=pd.DataFrame({"reference_id": range(10)})
+    )
     queries = pd.DataFrame({"query_id": ["q"], "test": ["crop:90"], "reference_id": ["R0"]})
-    info = [{"method": m, "metric": d, "dim": 4, "reference": "x"} for m, d in [("A", "l1"), ("B", "d1"), ("C", "l2")]]
-    md = report._markdown(made, [], queries, info, Layout(np.zeros(10, int), np.arange(10), (7, 10)), JOB,
-                          bench, about, ["line"])  # fmt: skip
+    info = [
+        {"method": m, "metric": d, "dim": 4, "reference": "x"}
+        for m, d in [("A", "l1"), ("B", "d1"), ("C", "l2")]
+    ]
+    md = report._markdown(
+        made,
+        [],
+        queries,
+        info,
+        Layout(np.zeros(10, int), np.arange(10), (7, 10)),
+        JOB,
+        bench,
+        about,
+        ["line"],
+    )
     assert "**Library**: make_library output" in md and "ties: pessimistic" in md
     assert "chance mean rank (N+1)/2 = 5.5" in md and "compared by −Huang's d1" in md
     assert "| chance_mean_rank |" in md and "**at chance**" in md

@@ -96,7 +96,9 @@ def test_exact_distances_blocked_equal_the_pair_by_pair_specification(
     if duplicates:
         xb[nb // 2 :] = xb[: nb - nb // 2]
     original = rng.integers(-1, nb, size=nq)
-    xq = np.abs(xb[np.maximum(original, 0)] + rng.integers(-1, 2, size=(nq, dim)) / 4).astype(np.float32)
+    xq = np.abs(xb[np.maximum(original, 0)] + rng.integers(-1, 2, size=(nq, dim)) / 4).astype(
+        np.float32
+    )
     brute = distances.brute_force_pairs(xq, xb, metric)
     block = distances.block_scores(xq, xb, metric)
     assert np.array_equal(block.astype(np.float64), brute)  # bit for bit, not approximately
@@ -107,7 +109,14 @@ def test_exact_distances_blocked_equal_the_pair_by_pair_specification(
     ids = np.array([f"R{i:06d}" for i in range(nb)])
     s = rank_plan.searcher(xb, metric, search.reference_order(ids))
     pairs, got = rank_plan.search_block(s, xq, original, lay, k)
-    for field in ("rank", "rank_in_subset", "rank_by_size", "better", "better_in_subset", "better_by_size"):
+    for field in (
+        "rank",
+        "rank_in_subset",
+        "rank_by_size",
+        "better",
+        "better_in_subset",
+        "better_by_size",
+    ):
         assert np.array_equal(getattr(got, field), getattr(expected, field)), field
     # kNN: the k best by score, ties by reference id, as the descriptor track orders them
     for q in range(nq):
@@ -165,8 +174,13 @@ def test_layout_is_seeded_and_puts_the_originals_first():
 
 def test_summaries():
     s = summary(np.array([1, 1, 2, 10, 50]))
-    assert s == {"queries": 5, "mean_rank": 12.8, "median_rank": 2.0,
-                 "recall_at_1": 0.4, "recall_at_10": 0.8}  # fmt: skip
+    assert s == {
+        "queries": 5,
+        "mean_rank": 12.8,
+        "median_rank": 2.0,
+        "recall_at_1": 0.4,
+        "recall_at_10": 0.8,
+    }
     line = fit_line(np.array([500, 1000, 2000]), np.array([5.0, 10.0, 20.0]))
     assert line["slope"] == pytest.approx(0.01) and line["r2"] == pytest.approx(1.0)
     # a flat series: the line is exact but explains nothing, so no R²
@@ -194,18 +208,28 @@ def test_queries_needed_curve_and_count():
     assert medians[-1]["value"] == 50.5
     assert [r["value"] for r in rows if r["statistic"] == "mean"][-1] == 50.5
     assert all(r["ci_low"] <= r["value"] <= r["ci_high"] for r in rows)
-    assert medians[-1]["ci_high"] - medians[-1]["ci_low"] < medians[0]["ci_high"] - medians[0]["ci_low"]
+    assert (
+        medians[-1]["ci_high"] - medians[-1]["ci_low"]
+        < medians[0]["ci_high"] - medians[0]["ci_low"]
+    )
     # constant ranks: every interval is the value itself, so the first count (10) suffices
     flat = queries_needed_summary(queries_needed(np.full(30, 7), seed=0, resamples=50), n_refs=1000)
     assert [(r["statistic"], r["queries_needed"], r["share_of_library"]) for r in flat] == [
-        ("mean", 10, 0.01), ("median", 10, 0.01)]  # fmt: skip
+        ("mean", 10, 0.01),
+        ("median", 10, 0.01),
+    ]
 
 
 def test_queries_needed_is_the_first_count_from_which_every_interval_fits():
     curve = [
         {"statistic": "mean", "queries": n, "value": v, "ci_low": lo, "ci_high": hi}
-        for n, v, lo, hi in [(10, 9, 5, 15), (20, 10, 9.5, 10.5), (40, 10, 8, 12), (80, 10, 9.2, 10.8),
-                             (160, 10, 9.5, 10.4)]  # fmt: skip
+        for n, v, lo, hi in [
+            (10, 9, 5, 15),
+            (20, 10, 9.5, 10.5),
+            (40, 10, 8, 12),
+            (80, 10, 9.2, 10.8),
+            (160, 10, 9.5, 10.4),
+        ]
     ]
     # 20 fits but 40 does not: the count is 80, where every later interval stays within ±10 %
     (got,) = queries_needed_summary(curve, n_refs=400)

@@ -14,9 +14,17 @@ from disc21spark import commands
 from disc21spark.testing.synth import read_ground_truth_csv, simulate_submission
 
 KEYS = {
-    "command", "started", "ended", "spark_application_id", "spark_master", "versions",
-    "git_commit", "settings", "inputs", "phase_seconds",
-}  # fmt: skip
+    "command",
+    "started",
+    "ended",
+    "spark_application_id",
+    "spark_master",
+    "versions",
+    "git_commit",
+    "settings",
+    "inputs",
+    "phase_seconds",
+}
 
 
 def check_record(doc: dict, engine_spark: bool = True) -> None:
@@ -53,8 +61,17 @@ def test_evaluate_writes_run_json_and_reruns_are_up_to_date(
     spark, tmp_path, dev_gt_path, preds, engine, capsys
 ):
     out = tmp_path / "out"
-    args = ["evaluate", "--ground-truth", dev_gt_path, "--predictions", preds,
-            "--output", out, "--engine", engine]  # fmt: skip
+    args = [
+        "evaluate",
+        "--ground-truth",
+        dev_gt_path,
+        "--predictions",
+        preds,
+        "--output",
+        out,
+        "--engine",
+        engine,
+    ]
     assert main(*args) == 0
     doc = json.loads((out / "run.json").read_text())
     check_record(doc, engine_spark=engine == "spark")
@@ -67,7 +84,12 @@ def test_evaluate_writes_run_json_and_reruns_are_up_to_date(
     assert metrics["run"]["ended"] == doc["ended"] and doc["engine"] == engine
     assert "knn" not in doc["settings"] and "index" not in doc["settings"]
     assert sorted(p.name for p in out.iterdir()) == [
-        "_SUCCESS", "metrics.json", "pr_curve.csv", "pr_curve.png", "run.json"]
+        "_SUCCESS",
+        "metrics.json",
+        "pr_curve.csv",
+        "pr_curve.png",
+        "run.json",
+    ]
     before = {p.name: p.read_bytes() for p in out.iterdir()}
     capsys.readouterr()
     # a retried task: same inputs and settings, nothing to do, exit 0, nothing touched
@@ -88,8 +110,18 @@ def test_every_job_writes_run_json(spark, tmp_path, dev_gt_path, preds):
     pool.mkdir()
     for i in range(2):
         (pool / f"team{i}.csv").write_bytes(preds.read_bytes())
-    assert main("evaluate", "--ground-truth", dev_gt_path, "--predictions", pool,
-                "--output", tmp_path / "board") == 0  # fmt: skip
+    assert (
+        main(
+            "evaluate",
+            "--ground-truth",
+            dev_gt_path,
+            "--predictions",
+            pool,
+            "--output",
+            tmp_path / "board",
+        )
+        == 0
+    )
     board = json.loads((tmp_path / "board" / "leaderboard.json").read_text())
     record = json.loads((tmp_path / "board" / "run.json").read_text())
     check_record(record)
@@ -98,19 +130,67 @@ def test_every_job_writes_run_json(spark, tmp_path, dev_gt_path, preds):
 
     assert main("make-library", "--output", tmp_path / "lib", "--size", "8", "--seed", "2") == 0
     check_record(json.loads((tmp_path / "lib" / "run.json").read_text()))
-    assert main("make-queries", "--images", tmp_path / "lib", "--output", tmp_path / "bench",
-                "--tests", "crop:50", "--queries-per-test", "3", "--seed", "1") == 0  # fmt: skip
+    assert (
+        main(
+            "make-queries",
+            "--images",
+            tmp_path / "lib",
+            "--output",
+            tmp_path / "bench",
+            "--tests",
+            "crop:50",
+            "--queries-per-test",
+            "3",
+            "--seed",
+            "1",
+        )
+        == 0
+    )
     doc = json.loads((tmp_path / "bench" / "run.json").read_text())
     check_record(doc)
     assert doc["inputs"][0]["files"] >= 8  # the images, and the library's manifests
-    assert main("extract", "--bench", tmp_path / "bench", "--method", "tiny",
-                "--output", tmp_path / "vectors") == 0  # fmt: skip
+    assert (
+        main(
+            "extract",
+            "--bench",
+            tmp_path / "bench",
+            "--method",
+            "tiny",
+            "--output",
+            tmp_path / "vectors",
+        )
+        == 0
+    )
     check_record(json.loads((tmp_path / "vectors" / "run.json").read_text()))
-    assert main("extract", "--images", tmp_path / "lib", "--method", "tiny",
-                "--output", tmp_path / "one.h5") == 0  # fmt: skip
+    assert (
+        main(
+            "extract",
+            "--images",
+            tmp_path / "lib",
+            "--method",
+            "tiny",
+            "--output",
+            tmp_path / "one.h5",
+        )
+        == 0
+    )
     check_record(json.loads((tmp_path / "one_run.json").read_text()))
-    assert main("rank-eval", "--bench", tmp_path / "bench", "--descriptors", "tiny",
-                "--output", tmp_path / "report", "--subsets", "1", "--resamples", "10") == 0  # fmt: skip
+    assert (
+        main(
+            "rank-eval",
+            "--bench",
+            tmp_path / "bench",
+            "--descriptors",
+            "tiny",
+            "--output",
+            tmp_path / "report",
+            "--subsets",
+            "1",
+            "--resamples",
+            "10",
+        )
+        == 0
+    )
     check_record(json.loads((tmp_path / "report" / "run.json").read_text()))
 
 
@@ -129,7 +209,9 @@ def test_each_input_is_digested_once_per_run(tmp_path, monkeypatch):
     run = record.begin()
     try:
         first = record.sha256(str(path))
-        assert record.sha256(f"file:{path}") == first == hashlib.sha256(path.read_bytes()).hexdigest()
+        assert (
+            record.sha256(f"file:{path}") == first == hashlib.sha256(path.read_bytes()).hexdigest()
+        )
         assert run.inputs() == [] and reads == [str(path)]
     finally:
         record.end()

@@ -85,14 +85,27 @@ def test_a_pickled_npy_runs_nothing(spark, tmp_path, capsys):
         f.create_dataset("image_names", data=["Q1"], dtype=h5py.string_dtype())
     (tmp_path / "gt.csv").write_text("Q1,R1\n")
     screen = in_process(
-        ["evaluate", "--ground-truth", str(tmp_path / "gt.csv"), "--query-descriptors",
-         str(tmp_path / "q.h5"), "--reference-descriptors", str(tmp_path / "r.npy"),
-         "--knn", "1", "--output", str(tmp_path / "out")],
-        capsys, spark,
-    )  # fmt: skip
+        [
+            "evaluate",
+            "--ground-truth",
+            str(tmp_path / "gt.csv"),
+            "--query-descriptors",
+            str(tmp_path / "q.h5"),
+            "--reference-descriptors",
+            str(tmp_path / "r.npy"),
+            "--knn",
+            "1",
+            "--output",
+            str(tmp_path / "out"),
+        ],
+        capsys,
+        spark,
+    )
     assert screen.code == 2 and not sentinel.exists() and not (tmp_path / "out").exists()
-    assert re.fullmatch(rf"error: {re.escape(str(tmp_path))}/r\.npy: cannot be read as \.npy .+\n",
-                        screen.err.splitlines(keepends=True)[-1])  # fmt: skip
+    assert re.fullmatch(
+        rf"error: {re.escape(str(tmp_path))}/r\.npy: cannot be read as \.npy .+\n",
+        screen.err.splitlines(keepends=True)[-1],
+    )
 
 
 def test_every_command_keeps_a_non_empty_output_without_overwrite():
@@ -103,8 +116,12 @@ def test_every_command_keeps_a_non_empty_output_without_overwrite():
     covered = {c.command[0] for c in CASES if c.id.endswith("-output-not-empty")}
     assert covered == set(COMMANDS)
     tracks = {c.id for c in CASES if c.id.endswith("-output-not-empty")}
-    assert {"evaluate-output-not-empty", "pool-output-not-empty",
-            "descriptors-output-not-empty", "extract-bench-output-not-empty"} <= tracks  # fmt: skip
+    assert {
+        "evaluate-output-not-empty",
+        "pool-output-not-empty",
+        "descriptors-output-not-empty",
+        "extract-bench-output-not-empty",
+    } <= tracks
 
 
 def run_pool(spark, tmp_path, capsys, names: list[str]):
@@ -125,14 +142,25 @@ def run_pool(spark, tmp_path, capsys, names: list[str]):
     os.chdir(work)  # a relative write would land here
     try:
         screen = in_process(
-            ["evaluate", "--ground-truth", str(tmp_path / "gt.csv"), "--predictions",
-             str(tmp_path / "p.parquet"), "--submission-column", "team",
-             "--output", str(tmp_path / "out")],
-            capsys, spark,
-        )  # fmt: skip
+            [
+                "evaluate",
+                "--ground-truth",
+                str(tmp_path / "gt.csv"),
+                "--predictions",
+                str(tmp_path / "p.parquet"),
+                "--submission-column",
+                "team",
+                "--output",
+                str(tmp_path / "out"),
+            ],
+            capsys,
+            spark,
+        )
     finally:
         os.chdir(old)
-    after = {k: v for k, v in snapshot(tmp_path).items() if not (k == "out" or k.startswith("out/"))}
+    after = {
+        k: v for k, v in snapshot(tmp_path).items() if not (k == "out" or k.startswith("out/"))
+    }
     assert after == before, "written outside --output"
     return screen
 
@@ -174,13 +202,20 @@ def test_a_formula_id_is_not_a_formula_in_leaderboard_csv(formula_pool):
     with (formula_pool / "leaderboard.csv").open(newline="") as fh:
         cells = [cell for row in csv.reader(fh) for cell in row]
     # a spreadsheet evaluates a cell that starts with = + - @ (or a tab/CR before them)
-    assert not [c for c in cells if c.lstrip("\t\r").startswith(("=", "+", "@"))
-                or (c.startswith("-") and not re.fullmatch(r"-[\d.e+-]+", c))]  # fmt: skip
+    assert not [
+        c
+        for c in cells
+        if c.lstrip("\t\r").startswith(("=", "+", "@"))
+        or (c.startswith("-") and not re.fullmatch(r"-[\d.e+-]+", c))
+    ]
     assert any(FORMULA in c for c in cells)
 
 
 def test_a_pipe_in_an_id_does_not_break_leaderboard_md(formula_pool):
-    rows = [line for line in (formula_pool / "leaderboard.md").read_text().splitlines()
-            if line.startswith("|")]  # fmt: skip
+    rows = [
+        line
+        for line in (formula_pool / "leaderboard.md").read_text().splitlines()
+        if line.startswith("|")
+    ]
     widths = {len(re.findall(r"(?<!\\)\|", line)) for line in rows}
     assert len(widths) == 1, rows  # every row has the header's cells

@@ -55,9 +55,16 @@ def test_first_run_has_no_previous_and_a_dated_folder(tmp_path):
     assert plan["output"] == out and plan["previous"] is None
     assert plan["application"] == "/srv/disc21spark/jobs/evaluate.py"
     assert plan["args"] == [
-        "--ground-truth", str(tmp_path / "gt.csv"), "--predictions", str(tmp_path / "pool"),
-        "--output", out, "--overwrite", "--max-results", "0",
-    ]  # fmt: skip
+        "--ground-truth",
+        str(tmp_path / "gt.csv"),
+        "--predictions",
+        str(tmp_path / "pool"),
+        "--output",
+        out,
+        "--overwrite",
+        "--max-results",
+        "0",
+    ]
 
 
 def test_missing_required_param_is_one_clear_error(tmp_path):
@@ -118,9 +125,13 @@ def test_publish_refuses_to_replace_a_real_folder(tmp_path):
 
 def test_submit_settings_for_a_virtualenv_and_for_an_archive(tmp_path):
     venv = scheduled.submit_settings(
-        params(tmp_path, master="local[2]", spark_conf={"spark.driver.memory": "2g"},
-               env={"SPARK_LOCAL_IP": "127.0.0.1"})
-    )  # fmt: skip
+        params(
+            tmp_path,
+            master="local[2]",
+            spark_conf={"spark.driver.memory": "2g"},
+            env={"SPARK_LOCAL_IP": "127.0.0.1"},
+        )
+    )
     assert venv["master"] == "local[2]"
     assert venv["conf"] == {
         "spark.pyspark.python": "/srv/disc21spark/.venv/bin/python",
@@ -132,8 +143,13 @@ def test_submit_settings_for_a_virtualenv_and_for_an_archive(tmp_path):
     assert venv["env"]["PYTHONPATH"] == "/srv/disc21spark"
     assert venv["env"]["SPARK_LOCAL_IP"] == "127.0.0.1"
     packed = scheduled.submit_settings(
-        params(tmp_path, python_env="archive", archive="/dist/env.tar.gz", driver_python="/usr/bin/python3")
-    )  # fmt: skip
+        params(
+            tmp_path,
+            python_env="archive",
+            archive="/dist/env.tar.gz",
+            driver_python="/usr/bin/python3",
+        )
+    )
     assert packed["conf"] == {
         "spark.archives": "/dist/env.tar.gz#env",
         "spark.pyspark.python": "./env/bin/python",
@@ -146,10 +162,18 @@ def test_submit_settings_for_a_virtualenv_and_for_an_archive(tmp_path):
 
 def test_bench_plan_chains_the_three_jobs_in_one_folder(tmp_path):
     plan = scheduled.plan_bench_run(
-        params(tmp_path, library_size=30, seed=3, tests="crop:50", queries_per_test=4,
-               distractors=0.25, descriptors="tiny", rank_eval_args=["--subsets", "2"]),
+        params(
+            tmp_path,
+            library_size=30,
+            seed=3,
+            tests="crop:50",
+            queries_per_test=4,
+            distractors=0.25,
+            descriptors="tiny",
+            rank_eval_args=["--subsets", "2"],
+        ),
         DAY,
-    )  # fmt: skip
+    )
     folder = tmp_path / "runs" / "2026-11-30T000000Z"
     assert plan["output"] == str(folder)
     assert plan["args"]["make_queries"][:2] == ["--images", str(folder / "library")]

@@ -118,8 +118,11 @@ def test_all_equal_scores_count_against_one_true_score(spark):
     parts = counts.collect()
     # every true pair ties with every miss: each sits after all of them
     assert len(truths[0].levels) == 1 and len(parts) <= 3
-    n_true = int(frame.merge(pd.DataFrame({"query_id": gt.positive_queries,
-                                           "reference_id": gt.positive_references})).shape[0])
+    n_true = int(
+        frame.merge(
+            pd.DataFrame({"query_id": gt.positive_queries, "reference_id": gt.positive_references})
+        ).shape[0]
+    )
     assert sum(p["misses_ge"][0] for p in parts) == len(frame) - n_true
     assert sum(p["n"] for p in parts) == len(frame)
 
@@ -183,14 +186,20 @@ def test_partition_counts_of_a_pool_equal_the_specification():
     for a, b in ((0, 700), (700, 1500), (1500, n)):
         batches = [
             pa.RecordBatch.from_pydict(
-                {"submission": sub[i:j], "query_index": query[i:j], "label": label[i:j],
-                 "score": score[i:j]}  # fmt: skip
+                {
+                    "submission": sub[i:j],
+                    "query_index": query[i:j],
+                    "label": label[i:j],
+                    "score": score[i:j],
+                }
             )
             for i, j in zip(range(a, b, 100), range(a + 100, b + 100, 100))
         ]
         for batch in scoring.count_partition(iter(batches), truths):
             (r,) = batch.to_pylist()
-            part = positions.Counts(r["n"], r["bottom"], np.array(r["misses_ge"]), np.array(r["ranks_ge"]))
+            part = positions.Counts(
+                r["n"], r["bottom"], np.array(r["misses_ge"]), np.array(r["ranks_ge"])
+            )
             totals[r["submission"]].add(part)
     for k, truth in truths.items():
         mine = sub == k
@@ -253,8 +262,14 @@ def test_labels_of_arrow_batches_are_the_ground_truths(monkeypatch):
     q[3], r[4] = None, None
     hashes = rng.integers(-(2**63), 2**63 - 1, n, dtype=np.int64)
     batch = pa.RecordBatch.from_pydict(
-        {"submission": pa.array(np.zeros(n, np.int32)), "query_id": q, "reference_id": r,
-         "score": rng.random(n), "query_hash": hashes, "pair": np.arange(n)}  # fmt: skip
+        {
+            "submission": pa.array(np.zeros(n, np.int32)),
+            "query_id": q,
+            "reference_id": r,
+            "score": rng.random(n),
+            "query_hash": hashes,
+            "pair": np.arange(n),
+        }
     )
     dictionary = labels.Dictionary.of(gt)
     monkeypatch.setattr(labels, "GROUP_ROWS", 250)  # Spark's batches of 100 joined by 250

@@ -95,9 +95,7 @@ def test_an_unknown_profile_is_one_line():
 def test_the_conf_files_are_read_from_a_zip_on_py_files(tmp_path):
     """spark-submit --py-files disc21spark.zip: defaults, profiles and the log4j2 file come
     out of the zip (the JVM is given a real file)."""
-    archive = shutil.make_archive(
-        str(tmp_path / "disc21spark"), "zip", ROOT, "disc21spark"
-    )
+    archive = shutil.make_archive(str(tmp_path / "disc21spark"), "zip", ROOT, "disc21spark")
     code = (
         "import disc21spark, sys; from disc21spark.core import config; "
         "from disc21spark import commands; "

@@ -53,13 +53,25 @@ def inputs(tmp_path_factory) -> Path:
 
 
 def start(inputs: Path, out: Path, marker: str) -> subprocess.Popen:
-    args = ["--ground-truth", str(inputs / "gt.csv"), "--predictions", str(inputs / "team.csv"),
-            "--engine", "spark", "--output", str(out), "--overwrite"]  # fmt: skip
+    args = [
+        "--ground-truth",
+        str(inputs / "gt.csv"),
+        "--predictions",
+        str(inputs / "team.csv"),
+        "--engine",
+        "spark",
+        "--output",
+        str(out),
+        "--overwrite",
+    ]
     return subprocess.Popen(
         [sys.executable, str(ROOT / "jobs" / "evaluate.py"), *args],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env={**cli_env(), MARKER: marker}, start_new_session=True,
-    )  # fmt: skip
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**cli_env(), MARKER: marker},
+        start_new_session=True,
+    )
 
 
 def processes_of(marker: str) -> list[psutil.Process]:

@@ -109,11 +109,15 @@ def sample_of(frame, gt, seed=0) -> spec.Sample:
 
 
 @settings(max_examples=60, deadline=None)
-@given(seed=st.integers(0, 2**32 - 1), n=st.integers(0, 200), n_scores=st.sampled_from([1, 5, 10**6]))
+@given(
+    seed=st.integers(0, 2**32 - 1), n=st.integers(0, 200), n_scores=st.sampled_from([1, 5, 10**6])
+)
 def test_every_weight_one_gives_the_official_figures(seed, n, n_scores):
     gt = make_gt(30, 20)
     frame = random_submission(np.random.default_rng(seed), gt, n, n_scores)
-    official = matching_spec.evaluate(*(frame[c].to_numpy() for c in ("query_id", "reference_id", "score")), gt)
+    official = matching_spec.evaluate(
+        *(frame[c].to_numpy() for c in ("query_id", "reference_id", "score")), gt
+    )
     sample = sample_of(frame, gt)
     r = spec.replicates(identity(sample))
     assert r["micro_ap"][0] == pytest.approx(official.micro_ap, abs=1e-12)
@@ -122,7 +126,9 @@ def test_every_weight_one_gives_the_official_figures(seed, n, n_scores):
     assert r["recall_at_rank10"][0] == official.recall_at_rank10
     # the pessimistic counts through the tie-sensitivity sum: the official bits
     c = identity(sample)
-    assert spec.micro_ap_of_levels(c.hits[:, 0], c.misses[:, 0], gt.n_positives) == official.micro_ap
+    assert (
+        spec.micro_ap_of_levels(c.hits[:, 0], c.misses[:, 0], gt.n_positives) == official.micro_ap
+    )
 
 
 @settings(max_examples=30, deadline=None)
@@ -159,7 +165,10 @@ def test_intervals_do_not_depend_on_row_order(seed, n):
 
 def uncertain(micro_ap: list[float], optimistic: float = 0.5) -> Uncertainty:
     values = np.array(micro_ap, dtype=np.float64)
-    found = {name: values for name in ("micro_ap", "recall_at_p90", "recall_at_rank1", "recall_at_rank10")}
+    found = {
+        name: values
+        for name in ("micro_ap", "recall_at_p90", "recall_at_rank1", "recall_at_rank10")
+    }
     return Uncertainty(Resampling(len(values), 0.95, 0), found, optimistic)
 
 
@@ -177,8 +186,10 @@ def test_holm_and_tiers_by_hand():
     # p 0.01, 0.04, 0.03 (m = 3): 3·0.01 = 0.03, then max(0.03, 2·0.03) = 0.06, then
     # max(0.06, 1·0.04) = 0.06
     assert holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
-    pairs = [compare.Neighbour(0.1, None, None, None, p, a)
-             for p, a in zip([0.01, 0.04, 0.03], [0.03, 0.06, 0.06])]  # fmt: skip
+    pairs = [
+        compare.Neighbour(0.1, None, None, None, p, a)
+        for p, a in zip([0.01, 0.04, 0.03], [0.03, 0.06, 0.06])
+    ]
     assert compare.tiers(pairs, 0.95) == [1, 2, 2, 2]
     assert compare.tiers(pairs, 0.9) == [1, 2, 3, 4]  # α = 0.1: every pair separates
 

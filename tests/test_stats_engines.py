@@ -43,8 +43,12 @@ def spark_uncertainty(spark, frame: pd.DataFrame, gt, r: Resampling, partitions:
     return scored.metrics[0].uncertainty
 
 
-@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(seed=st.integers(0, 2**32 - 1), n=st.integers(0, 300), n_scores=st.sampled_from([1, 7, 10**6]))
+@settings(
+    max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    seed=st.integers(0, 2**32 - 1), n=st.integers(0, 300), n_scores=st.sampled_from([1, 7, 10**6])
+)
 def test_engines_equal_the_specification(spark, tmp_path_factory, seed, n, n_scores):
     tmp = tmp_path_factory.mktemp("stats")
     gt = make_gt(40, 25)
@@ -56,8 +60,16 @@ def test_engines_equal_the_specification(spark, tmp_path_factory, seed, n, n_sco
     frame.to_csv(tmp / "p.csv", index=False)
     truth = gt_csv(tmp / "gt.csv", gt)
     for session, choice in ((spark, engine.DISTRIBUTED), (None, engine.LOCAL)):
-        job = MatchingJob(str(truth), str(tmp / "p.csv"), None, max_results=0,
-                          choice=choice, resamples=60, confidence=0.9, seed=seed % 7)  # fmt: skip
+        job = MatchingJob(
+            str(truth),
+            str(tmp / "p.csv"),
+            None,
+            max_results=0,
+            choice=choice,
+            resamples=60,
+            confidence=0.9,
+            seed=seed % 7,
+        )
         assert_same(run(session, job).uncertainty, wanted)
 
 
@@ -72,8 +84,16 @@ def test_both_pool_plans_equal_the_specification_whatever_the_file_order(spark, 
         frame.iloc[::-1].to_csv(tmp_path / f"team{i}.csv", index=False)
         frames[f"team{i}"] = frame
     for plan in ("per-file", "one-sort"):
-        job = pool_job.PoolJob(str(truth), [str(tmp_path / "team*.csv")], None, max_results=0,
-                               pool_plan=plan, resamples=80, confidence=0.95, seed=11)  # fmt: skip
+        job = pool_job.PoolJob(
+            str(truth),
+            [str(tmp_path / "team*.csv")],
+            None,
+            max_results=0,
+            pool_plan=plan,
+            resamples=80,
+            confidence=0.95,
+            seed=11,
+        )
         result = pool_job.run(spark, job)
         for s in result.submissions:
             assert_same(s.metrics.uncertainty, expected(frames[s.name], gt, r))
@@ -84,8 +104,16 @@ def test_metrics_json_holds_the_intervals(tmp_path):
     frame = random_submission(np.random.default_rng(5), gt, 200, 11)
     frame.to_csv(tmp_path / "p.csv", index=False)
     truth = gt_csv(tmp_path / "gt.csv", gt)
-    job = MatchingJob(str(truth), str(tmp_path / "p.csv"), str(tmp_path / "out"), max_results=0,
-                      choice=engine.LOCAL, resamples=40, confidence=0.8, seed=2)  # fmt: skip
+    job = MatchingJob(
+        str(truth),
+        str(tmp_path / "p.csv"),
+        str(tmp_path / "out"),
+        max_results=0,
+        choice=engine.LOCAL,
+        resamples=40,
+        confidence=0.8,
+        seed=2,
+    )
     metrics = run(None, job)
     doc = json.loads((tmp_path / "out" / "metrics.json").read_text())
     low, high = doc["bootstrap"]["intervals"]["micro_ap"]
@@ -101,13 +129,22 @@ def test_previous_run_keeps_intervals_and_tiers(spark, tmp_path):
         frame = random_submission(np.random.default_rng(200 + i), gt, 120, 13)
         frame.to_csv(tmp_path / f"team{i}.csv", index=False)
     common = dict(max_results=0, resamples=50, confidence=0.95, seed=4)
-    first = pool_job.PoolJob(str(truth), [str(tmp_path / "team*.csv")], str(tmp_path / "a"), **common)
+    first = pool_job.PoolJob(
+        str(truth), [str(tmp_path / "team*.csv")], str(tmp_path / "a"), **common
+    )
     pool_job.run(spark, first)
-    again = pool_job.PoolJob(str(truth), [str(tmp_path / "team*.csv")], str(tmp_path / "b"),
-                             previous=str(tmp_path / "a"), **common)  # fmt: skip
+    again = pool_job.PoolJob(
+        str(truth),
+        [str(tmp_path / "team*.csv")],
+        str(tmp_path / "b"),
+        previous=str(tmp_path / "a"),
+        **common,
+    )
     result = pool_job.run(spark, again)
     assert all(s.reused for s in result.submissions)
-    rows = [json.loads((tmp_path / d / "leaderboard.json").read_text())["submissions"] for d in "ab"]
+    rows = [
+        json.loads((tmp_path / d / "leaderboard.json").read_text())["submissions"] for d in "ab"
+    ]
     for old, new in zip(*rows):
         assert {k: v for k, v in old.items() if k != "reused"} == {
             k: v for k, v in new.items() if k != "reused"
@@ -121,8 +158,18 @@ def test_bad_bootstrap_options_are_one_line(tmp_path):
 
     from tests.conftest import cli_env
 
-    base = [sys.executable, "-m", "disc21spark", "evaluate", "--ground-truth", "gt.csv",
-            "--predictions", "p.csv", "--output", str(tmp_path / "o")]  # fmt: skip
+    base = [
+        sys.executable,
+        "-m",
+        "disc21spark",
+        "evaluate",
+        "--ground-truth",
+        "gt.csv",
+        "--predictions",
+        "p.csv",
+        "--output",
+        str(tmp_path / "o"),
+    ]
     for extra in (["--confidence", "1.5"], ["--resamples", "-1"], ["--resamples", "-2"]):
         proc = subprocess.run(base + extra, capture_output=True, text=True, env=cli_env())
         assert proc.returncode == 2

@@ -133,8 +133,19 @@ def test_shape_covers_its_box():
     h=st.integers(8, 90),
     w=st.integers(8, 90),
     spec=st.sampled_from(
-        ["crop:37", "jumble:3x5", "lowcon:40", "rotate:33", "resize:73", "pad:12", "pixel:7",
-         "text:15", "shape:10", "crop:60+jumble:2x2+lowcon:50", "pad:5+resize:150+flip:v"]
+        [
+            "crop:37",
+            "jumble:3x5",
+            "lowcon:40",
+            "rotate:33",
+            "resize:73",
+            "pad:12",
+            "pixel:7",
+            "text:15",
+            "shape:10",
+            "crop:60+jumble:2x2+lowcon:50",
+            "pad:5+resize:150+flip:v",
+        ]
     ),
     seed=st.integers(0, 2**32 - 1),
 )
@@ -201,12 +212,22 @@ def test_sweeps_expand_to_one_test_per_value():
     assert names("lowcon:20..80:30") == ["lowcon:20", "lowcon:50", "lowcon:80"]
     # the last value is kept only when the steps land on it
     assert names("crop:50..75:10") == ["crop:50", "crop:60", "crop:70"]
-    assert names("crop:50..51:0.25") == ["crop:50", "crop:50.25", "crop:50.5", "crop:50.75", "crop:51"]
+    assert names("crop:50..51:0.25") == [
+        "crop:50",
+        "crop:50.25",
+        "crop:50.5",
+        "crop:50.75",
+        "crop:51",
+    ]
     assert names("jumble:2x2..8x8:2") == ["jumble:2x2", "jumble:4x4", "jumble:6x6", "jumble:8x8"]
     assert names("jumble:2x2..4x4") == ["jumble:2x2", "jumble:3x3", "jumble:4x4"]
     # a sweep in one step of a chain, beside plain tests
     assert names("identity,crop:30..10:10+lowcon:80") == [
-        "identity", "crop:30+lowcon:80", "crop:20+lowcon:80", "crop:10+lowcon:80"]  # fmt: skip
+        "identity",
+        "crop:30+lowcon:80",
+        "crop:20+lowcon:80",
+        "crop:10+lowcon:80",
+    ]
     assert expand_sweeps("crop:50,lowcon:80") == ["crop:50", "lowcon:80"]
 
 

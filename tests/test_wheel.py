@@ -35,7 +35,9 @@ def fresh(tmp_path_factory) -> Path:
     shutil.copytree(
         ROOT / "disc21spark", source / "disc21spark", ignore=shutil.ignore_patterns("__pycache__")
     )
-    built = call(sys.executable, "-m", "pip", "wheel", "--no-deps", "-w", str(tmp / "dist"), str(source))
+    built = call(
+        sys.executable, "-m", "pip", "wheel", "--no-deps", "-w", str(tmp / "dist"), str(source)
+    )
     assert built.returncode == 0, built.stdout + built.stderr
     (wheel,) = (tmp / "dist").glob("disc21spark-*.whl")
     venv = tmp / "venv"
@@ -43,9 +45,17 @@ def fresh(tmp_path_factory) -> Path:
     assert made.returncode == 0, made.stderr
     python = venv / "bin" / "python"
     installed = call(
-        sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet",
-        "--no-deps", "--no-index", str(wheel),
-    )  # fmt: skip
+        sys.executable,
+        "-m",
+        "pip",
+        "--python",
+        str(python),
+        "install",
+        "--quiet",
+        "--no-deps",
+        "--no-index",
+        str(wheel),
+    )
     assert installed.returncode == 0, installed.stdout + installed.stderr
     # only now: pip must not see the project's editable install while installing
     site = call(str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])")
@@ -90,22 +100,44 @@ def test_evaluate_and_a_bad_submission(fresh, env, work):
     (work / "gt.csv").write_text("query_id,reference_id\nQ1,R1\nQ2,R2\nQ3,\n")
     (work / "preds.csv").write_text("Q1,R1,0.9\nQ2,R9,0.8\nQ2,R2,0.5\nQ3,R3,0.4\n")
     done = disc21spark(
-        fresh, env, work, "evaluate", "--ground-truth", "gt.csv", "--predictions", "preds.csv",
-        "--output", "out", *SPARK,
-    )  # fmt: skip
+        fresh,
+        env,
+        work,
+        "evaluate",
+        "--ground-truth",
+        "gt.csv",
+        "--predictions",
+        "preds.csv",
+        "--output",
+        "out",
+        *SPARK,
+    )
     assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
     assert "μAP (micro average precision)" in done.stdout
     assert "results in out/ (metrics.json, pr_curve.csv, pr_curve.png)" in done.stdout
     assert sorted(p.name for p in (work / "out").iterdir()) == [
-        "_SUCCESS", "metrics.json", "pr_curve.csv", "pr_curve.png", "run.json",
-    ]  # fmt: skip
+        "_SUCCESS",
+        "metrics.json",
+        "pr_curve.csv",
+        "pr_curve.png",
+        "run.json",
+    ]
     metrics = json.loads((work / "out" / "metrics.json").read_text())
     assert metrics["n_predictions"] == 4 and metrics["n_true_positives"] == 2
     (work / "bad.csv").write_text("Q1,R1,0.9\nQ1,R2,abc\n")
     bad = disc21spark(
-        fresh, env, work, "evaluate", "--ground-truth", "gt.csv", "--predictions", "bad.csv",
-        "--output", "bad_out", *SPARK,
-    )  # fmt: skip
+        fresh,
+        env,
+        work,
+        "evaluate",
+        "--ground-truth",
+        "gt.csv",
+        "--predictions",
+        "bad.csv",
+        "--output",
+        "bad_out",
+        *SPARK,
+    )
     assert bad.returncode == 2, (bad.stdout + bad.stderr)[-3000:]
     # Spark names the file it read: the absolute path
     assert error_lines(bad) == [f"error: {work / 'bad.csv'}: line 2: score 'abc' is not a number"]
@@ -126,10 +158,24 @@ def test_queries_and_rank_eval(fresh, env, work):
         Image.fromarray(image).save(work / "library" / f"img_{i:02d}.png")
 
     bench = disc21spark(
-        fresh, env, work, "make-queries", "--images", "library", "--output", "bench",
-        "--tests", "crop:50,jumble:4x4", "--queries-per-test", "4", "--distractors", "0.25",
-        "--seed", "3", *SPARK,
-    )  # fmt: skip
+        fresh,
+        env,
+        work,
+        "make-queries",
+        "--images",
+        "library",
+        "--output",
+        "bench",
+        "--tests",
+        "crop:50,jumble:4x4",
+        "--queries-per-test",
+        "4",
+        "--distractors",
+        "0.25",
+        "--seed",
+        "3",
+        *SPARK,
+    )
     assert bench.returncode == 0, (bench.stdout + bench.stderr)[-3000:]
     assert "8 queries (2 tests × 4, 2 distractors)" in bench.stdout
     for name in ("ground_truth.csv", "queries.parquet", "references.parquet", "bench.json"):
@@ -137,18 +183,40 @@ def test_queries_and_rank_eval(fresh, env, work):
     assert len(list((work / "bench" / "queries").iterdir())) == 8
 
     ranked = disc21spark(
-        fresh, env, work, "rank-eval", "--bench", "bench", "--descriptors", "colorhist,tiny",
-        "--output", "report", "--knn", "3", "--resamples", "10", *SPARK,
-    )  # fmt: skip
+        fresh,
+        env,
+        work,
+        "rank-eval",
+        "--bench",
+        "bench",
+        "--descriptors",
+        "colorhist,tiny",
+        "--output",
+        "report",
+        "--knn",
+        "3",
+        "--resamples",
+        "10",
+        *SPARK,
+    )
     assert ranked.returncode == 0, (ranked.stdout + ranked.stderr)[-3000:]
     assert "report in report/ (report.md, summary.csv, ranks.parquet, plots)" in ranked.stdout
     for name in ("report.md", "summary.csv", "ranks.parquet", "rank_eval.json"):
         assert (work / "report" / name).is_file(), name
 
     unknown = disc21spark(
-        fresh, env, work, "rank-eval", "--bench", "bench", "--descriptors", "sift",
-        "--output", "report2", *SPARK,
-    )  # fmt: skip
+        fresh,
+        env,
+        work,
+        "rank-eval",
+        "--bench",
+        "bench",
+        "--descriptors",
+        "sift",
+        "--output",
+        "report2",
+        *SPARK,
+    )
     assert unknown.returncode == 2
     assert error_lines(unknown) == [
         "error: unknown descriptor method 'sift' (built-in: colorhist, correlogram, tiny, pdq; "
@@ -184,9 +252,20 @@ def test_the_api_from_the_installed_wheel(fresh, env, work):
     (work / "other.csv").write_text("Q1,R1,0.3\nQ2,R2,0.8\n")
     (work / "bad.csv").write_text("Q1,R1,0.9\nQ1,R2,abc\n")
     done = disc21spark(
-        fresh, env, work, "evaluate", "--ground-truth", "gt.csv", "--predictions", "preds.csv",
-        "--output", "out", "--engine", "local", "--quiet",
-    )  # fmt: skip
+        fresh,
+        env,
+        work,
+        "evaluate",
+        "--ground-truth",
+        "gt.csv",
+        "--predictions",
+        "preds.csv",
+        "--output",
+        "out",
+        "--engine",
+        "local",
+        "--quiet",
+    )
     assert done.returncode == 0, done.stderr
     cli = json.loads((work / "out" / "metrics.json").read_text())
     code = API_SCRIPT.format(venv=str(fresh))

@@ -41,19 +41,32 @@ def inputs(tmp_path_factory) -> Path:
 
 
 def evaluate(inputs: Path, team: str, output: str, engine: str, **env: str) -> subprocess.Popen:
-    args = ["--ground-truth", str(inputs / "gt.csv"), "--predictions", str(inputs / f"{team}.csv"),
-            "--engine", engine, "--output", output, "--overwrite"]  # fmt: skip
+    args = [
+        "--ground-truth",
+        str(inputs / "gt.csv"),
+        "--predictions",
+        str(inputs / f"{team}.csv"),
+        "--engine",
+        engine,
+        "--output",
+        output,
+        "--overwrite",
+    ]
     return subprocess.Popen(
         [sys.executable, str(ROOT / "jobs" / "evaluate.py"), *args],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env={**cli_env(), **env}, start_new_session=True,
-    )  # fmt: skip
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**cli_env(), **env},
+        start_new_session=True,
+    )
 
 
 def predictions_of(out: Path) -> str:
     inputs = json.loads((out / "run.json").read_text())["inputs"]
-    return next(Path(i["path"]).name for i in inputs if i["path"].endswith(("first.csv",
-                                                                               "second.csv")))
+    return next(
+        Path(i["path"]).name for i in inputs if i["path"].endswith(("first.csv", "second.csv"))
+    )
 
 
 def viewfs_conf(folder: Path, link: Path) -> tuple[str, dict[str, str]]:
@@ -88,7 +101,9 @@ def test_a_second_writer_stops_at_once_and_a_dead_ones_lock_is_cleared(
     assert evaluate(inputs, "second", str(out), "local").wait(timeout=300) == 0
     before = snapshot(out)
     marker = tmp_path / "held.pid"
-    first = evaluate(inputs, "first", output, engine, **env, **{faults.HOLD_AT: f"publish:{marker}"})
+    first = evaluate(
+        inputs, "first", output, engine, **env, **{faults.HOLD_AT: f"publish:{marker}"}
+    )
     try:
         pid = held_pid(first, marker, "publish")
         assert (tmp_path / ".out.lock").exists()
@@ -154,8 +169,10 @@ def test_a_lock_on_a_hadoop_file_system_says_who_holds_it_and_is_taken_over_when
     path.write_text(json.dumps({"pid": 7, "host": "node-3", "started": "then"}))
     with pytest.raises(OutputError) as info:
         lock.acquire(out)
-    assert str(info.value) == (f"{out}: another run is writing this output (pid 7 on node-3, "
-                               "started then); wait for it to end or stop it")  # fmt: skip
+    assert str(info.value) == (
+        f"{out}: another run is writing this output (pid 7 on node-3, "
+        "started then); wait for it to end or stop it"
+    )
     untouched = time.time() - lock.STALE - 60
     os.utime(path, (untouched, untouched))
     assert lock.acquire(out) is True

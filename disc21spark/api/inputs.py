@@ -195,9 +195,13 @@ def choose_engine(
         paths = (os.fspath(value),) if input_kind == "path" else ()
         # a notebook inside a spark-submit process still scores its tables here
         choice = engines.choose(
-            paths, engine=engine, local_max_bytes=local_max_bytes, predictions_format=fmt,
-            input_kind=input_kind, spark_submit=False,
-        )  # fmt: skip
+            paths,
+            engine=engine,
+            local_max_bytes=local_max_bytes,
+            predictions_format=fmt,
+            input_kind=input_kind,
+            spark_submit=False,
+        )
         on_spark = on_spark or (choice if choice.needs_spark else None)
     if on_spark is None:
         return Engine("local", choice=engines.LOCAL)

@@ -156,8 +156,9 @@ def _score_one(
         # a table gets intervals only with groups, which are reported with theirs
         with_groups = job.resampling if job.groups is not None else None
         return score_table(predictions, source, gt, job.max_results, job.curve_points, with_groups)
-    return score_frame(engine.spark, _spark_raw(engine.spark, predictions, source), source, gt,
-                       job, Phases())  # fmt: skip
+    return score_frame(
+        engine.spark, _spark_raw(engine.spark, predictions, source), source, gt, job, Phases()
+    )
 
 
 def _spark_raw(spark: Any, value: Any, source: str, keep: tuple[str, ...] = ()) -> Any:
@@ -168,7 +169,9 @@ def _spark_raw(spark: Any, value: Any, source: str, keep: tuple[str, ...] = ()) 
     from disc21spark.matching.rows import PREDICTION_COLUMNS
 
     if kind(value) == ARROW:  # a table in memory forced onto Spark
-        value = spark.createDataFrame(value if not hasattr(value, "to_pandas") else value.to_pandas())
+        value = spark.createDataFrame(
+            value if not hasattr(value, "to_pandas") else value.to_pandas()
+        )
     missing = [c for c in (*PREDICTION_COLUMNS, *keep) if c not in value.columns]
     if missing:
         has = ", ".join(value.columns)
@@ -230,7 +233,9 @@ def evaluate_pool(
         return _pool_of_files(ground_truth, predictions, submission, engine, options)
     tables = _named_tables(predictions, submission)
     args, chosen, gt = _prepared(ground_truth, tables, engine, local_max_bytes, options, True)
-    return Leaderboard([_submission(chosen, gt, table, args, name) for name, table in tables.items()])
+    return Leaderboard(
+        [_submission(chosen, gt, table, args, name) for name, table in tables.items()]
+    )
 
 
 def _submission(engine: Engine, gt: GroundTruth, table: Any, args: Any, name: str) -> Submission:
@@ -264,9 +269,13 @@ def _pool_of_files(
     if options["pool_plan"] is None:  # the command's default
         del options["pool_plan"]
     args = inputs.command_options(
-        "evaluate", ground_truth=os.fspath(ground_truth), predictions=paths, output=None,
-        submission_column=submission, **options,
-    )  # fmt: skip
+        "evaluate",
+        ground_truth=os.fspath(ground_truth),
+        predictions=paths,
+        output=None,
+        submission_column=submission,
+        **options,
+    )
     if engine == "local":
         raise InputError("engine='local'", "a pool runs on Spark; use engine='spark'")
     spark = inputs.spark_session(engine, [])

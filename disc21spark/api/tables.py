@@ -46,7 +46,11 @@ def table_pairs(value: Any, source: str) -> tuple[local.Pairs, list]:
 
 
 def score_table(
-    value: Any, source: str, gt: GroundTruth, max_results: int, curve_points: int,
+    value: Any,
+    source: str,
+    gt: GroundTruth,
+    max_results: int,
+    curve_points: int,
     resampling: Resampling | None = None,
 ) -> MatchingMetrics:
     """One submission in memory scored as ``local.score_file`` scores a file: the same

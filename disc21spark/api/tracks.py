@@ -125,7 +125,9 @@ def _descriptor_job(
     return descriptor_job.DescriptorJob.from_args(args)
 
 
-def _search_and_score(job: Any, ground_truth: Any, engine: Any, return_pairs: bool) -> DescriptorResult:
+def _search_and_score(
+    job: Any, ground_truth: Any, engine: Any, return_pairs: bool
+) -> DescriptorResult:
     """The descriptor job's search then its scoring (``descriptors/job.py``), on Spark;
     the search's cached frames released whatever happens."""
     from disc21spark.descriptors import job as descriptor_job
@@ -223,11 +225,21 @@ def make_queries(
     if tests is not None and not isinstance(tests, str):
         tests = ",".join(tests)
     return _run_command(
-        "make-queries", engine, images=_paths(images), output=os.fspath(output),
+        "make-queries",
+        engine,
+        images=_paths(images),
+        output=os.fspath(output),
         overwrite=overwrite,
-        **_given(tests=tests, queries_per_test=queries_per_test, distractors=distractors,
-                 seed=seed, format=format, sheet_per_test=sheet_per_test, partitions=partitions),
-    )  # fmt: skip
+        **_given(
+            tests=tests,
+            queries_per_test=queries_per_test,
+            distractors=distractors,
+            seed=seed,
+            format=format,
+            sheet_per_test=sheet_per_test,
+            partitions=partitions,
+        ),
+    )
 
 
 def rank_eval(
@@ -273,6 +285,11 @@ def rank_eval(
     if methods is not None and not isinstance(methods, str):
         methods = ",".join(methods)
     return _run_command(
-        "rank-eval", engine, bench=os.fspath(bench), output=os.fspath(output),
-        overwrite=overwrite, **_given(descriptors=methods, knn=knn), **options,
-    )  # fmt: skip
+        "rank-eval",
+        engine,
+        bench=os.fspath(bench),
+        output=os.fspath(output),
+        overwrite=overwrite,
+        **_given(descriptors=methods, knn=knn),
+        **options,
+    )

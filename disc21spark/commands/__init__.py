@@ -82,5 +82,10 @@ def main(
     build = COMMANDS[args.command].build
     # the command line as given (in process, argv is not sys.argv)
     command = [prog or sys.argv[0], *(sys.argv[1:] if argv is None else argv)]
-    return run(lambda: build(args), profile=args.profile, master=args.master, debug=args.debug,
-               command=command)  # fmt: skip
+    return run(
+        lambda: build(args),
+        profile=args.profile,
+        master=args.master,
+        debug=args.debug,
+        command=command,
+    )

@@ -25,22 +25,40 @@ mapping an RGB uint8 array to a vector (importable on the executors).
 def add_arguments(p: argparse.ArgumentParser) -> None:
     conf = defaults(NAME)
     source = p.add_mutually_exclusive_group(required=True)
-    source.add_argument("--images", nargs="+", metavar="PATH",
-                        help="image files: folders (searched recursively), globs, root/**/*.jpg "
-                        "(id = file name)")  # fmt: skip
-    source.add_argument("--bench", metavar="PATH",
-                        help="a bench folder (make-queries --output): its references and queries")  # fmt: skip
-    p.add_argument("--method", required=True, metavar="METHOD",
-                   help="colorhist, correlogram, tiny, pdq or module:function")  # fmt: skip
+    source.add_argument(
+        "--images",
+        nargs="+",
+        metavar="PATH",
+        help="image files: folders (searched recursively), globs, root/**/*.jpg (id = file name)",
+    )
+    source.add_argument(
+        "--bench",
+        metavar="PATH",
+        help="a bench folder (make-queries --output): its references and queries",
+    )
     p.add_argument(
-        "--output", required=True, metavar="PATH",
+        "--method",
+        required=True,
+        metavar="METHOD",
+        help="colorhist, correlogram, tiny, pdq or module:function",
+    )
+    p.add_argument(
+        "--output",
+        required=True,
+        metavar="PATH",
         help="a .h5, .parquet or .npy file (--images), or a folder (--bench)",
-    )  # fmt: skip
+    )
     p.add_argument("--overwrite", action="store_true", help="replace an existing output")
-    tasks = add_option(p, conf, "--image-partitions", key="partitions", dest="partitions",
-                       type=int, metavar="N",
-                       help="Spark tasks the images are split into (default: about 128 "
-                       "images a task)")  # fmt: skip
+    tasks = add_option(
+        p,
+        conf,
+        "--image-partitions",
+        key="partitions",
+        dest="partitions",
+        type=int,
+        metavar="N",
+        help="Spark tasks the images are split into (default: about 128 images a task)",
+    )
     add_old_name(p, "--partitions", tasks)
     add_run_arguments(p, NAME)
 

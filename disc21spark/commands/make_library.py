@@ -23,15 +23,31 @@ scripts/spark-submit jobs/make_library.py ...    (the same from a checkout)
 def add_arguments(p: argparse.ArgumentParser) -> None:
     conf = defaults(NAME)
     p.add_argument("--output", required=True, metavar="PATH", help="the library folder to write")
-    p.add_argument("--size", type=int, required=True, metavar="N",
-                   help="number of images (the shipped photographs first)")  # fmt: skip
-    add_option(p, conf, "--seed", type=int, metavar="N",
-               help="the same seed gives a byte-identical library")  # fmt: skip
+    p.add_argument(
+        "--size",
+        type=int,
+        required=True,
+        metavar="N",
+        help="number of images (the shipped photographs first)",
+    )
+    add_option(
+        p,
+        conf,
+        "--seed",
+        type=int,
+        metavar="N",
+        help="the same seed gives a byte-identical library",
+    )
     add_option(p, conf, "--width", type=int, metavar="PX", help="dead-leaves width")
     add_option(p, conf, "--height", type=int, metavar="PX", help="dead-leaves height")
-    add_option(p, conf, "--leaves", choices=("textured", "flat"),
-               help="fill each leaf with a window of a shipped photograph (textured) or one "
-                    "colour of a per-image palette (flat)")  # fmt: skip
+    add_option(
+        p,
+        conf,
+        "--leaves",
+        choices=("textured", "flat"),
+        help="fill each leaf with a window of a shipped photograph (textured) or one "
+        "colour of a per-image palette (flat)",
+    )
     p.add_argument("--no-photos", action="store_true", help="dead-leaves images only")
     p.add_argument("--overwrite", action="store_true", help="replace a non-empty --output folder")
     add_run_arguments(p, NAME)

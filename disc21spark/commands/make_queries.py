@@ -38,29 +38,69 @@ def epilog() -> str:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     conf = defaults(NAME)
     p.add_argument(
-        "--images", nargs="+", required=True, metavar="PATH",
+        "--images",
+        nargs="+",
+        required=True,
+        metavar="PATH",
         help="image files: folders (searched recursively), globs, root/**/*.jpg",
-    )  # fmt: skip
+    )
     p.add_argument("--output", required=True, metavar="PATH", help="the bench folder to write")
     p.add_argument("--overwrite", action="store_true", help="replace a non-empty --output folder")
-    add_option(p, conf, "--tests", action=ValueList, metavar="TEST",
-               help="the alterations (listed below), separated by spaces or commas")  # fmt: skip
-    add_option(p, conf, "--queries-per-test", type=int, metavar="N",
-               help="source images each test alters (the same N for every test)")  # fmt: skip
-    add_option(p, conf, "--distractors", type=float, metavar="FRACTION",
-               help="fraction of each test's queries whose original is held out of the references")  # fmt: skip
-    add_option(p, conf, "--seed", type=int, metavar="N",
-               help="the same seed gives byte-identical queries")  # fmt: skip
-    fmt = add_option(p, conf, "--query-format", key="format", dest="format",
-                     choices=("png", "jpeg"),
-                     help="the query images' format: png (lossless) or jpeg (quality 95)")  # fmt: skip
+    add_option(
+        p,
+        conf,
+        "--tests",
+        action=ValueList,
+        metavar="TEST",
+        help="the alterations (listed below), separated by spaces or commas",
+    )
+    add_option(
+        p,
+        conf,
+        "--queries-per-test",
+        type=int,
+        metavar="N",
+        help="source images each test alters (the same N for every test)",
+    )
+    add_option(
+        p,
+        conf,
+        "--distractors",
+        type=float,
+        metavar="FRACTION",
+        help="fraction of each test's queries whose original is held out of the references",
+    )
+    add_option(
+        p, conf, "--seed", type=int, metavar="N", help="the same seed gives byte-identical queries"
+    )
+    fmt = add_option(
+        p,
+        conf,
+        "--query-format",
+        key="format",
+        dest="format",
+        choices=("png", "jpeg"),
+        help="the query images' format: png (lossless) or jpeg (quality 95)",
+    )
     add_old_name(p, "--format", fmt)
-    add_option(p, conf, "--sheet-per-test", type=int, metavar="N",
-               help="queries per test on contact_sheet.png")  # fmt: skip
-    tasks = add_option(p, conf, "--image-partitions", key="partitions", dest="partitions",
-                       type=int, metavar="N",
-                       help="Spark tasks the images are split into (default: about 48 "
-                       "images a task)")  # fmt: skip
+    add_option(
+        p,
+        conf,
+        "--sheet-per-test",
+        type=int,
+        metavar="N",
+        help="queries per test on contact_sheet.png",
+    )
+    tasks = add_option(
+        p,
+        conf,
+        "--image-partitions",
+        key="partitions",
+        dest="partitions",
+        type=int,
+        metavar="N",
+        help="Spark tasks the images are split into (default: about 48 images a task)",
+    )
     add_old_name(p, "--partitions", tasks)
     add_run_arguments(p, NAME)
 

@@ -34,39 +34,83 @@ i.e. histogram intersection; correlogram: Huang's d1; tiny: inner product; pdq: 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     conf = defaults(NAME)
-    p.add_argument("--bench", required=True, metavar="PATH",
-                   help="a bench folder (make-queries --output)")  # fmt: skip
-    methods = add_option(p, conf, "--methods", key="descriptors", dest="descriptors",
-                         action=ValueList, metavar="METHOD",
-                         help="methods to compare (see above), separated by spaces or commas")  # fmt: skip
+    p.add_argument(
+        "--bench", required=True, metavar="PATH", help="a bench folder (make-queries --output)"
+    )
+    methods = add_option(
+        p,
+        conf,
+        "--methods",
+        key="descriptors",
+        dest="descriptors",
+        action=ValueList,
+        metavar="METHOD",
+        help="methods to compare (see above), separated by spaces or commas",
+    )
     add_old_name(p, "--descriptors", methods)
     p.add_argument("--output", required=True, metavar="PATH", help="the report folder to write")
     p.add_argument("--overwrite", action="store_true", help="replace a non-empty --output folder")
-    add_option(p, conf, "--knn", type=int, metavar="K",
-               help="keep the K nearest references of each query as its pairs (for μAP)")  # fmt: skip
-    add_option(p, conf, "--subsets", type=int, metavar="N",
-               help="disjoint library subsets each query is also ranked in (stability)")  # fmt: skip
+    add_option(
+        p,
+        conf,
+        "--knn",
+        type=int,
+        metavar="K",
+        help="keep the K nearest references of each query as its pairs (for μAP)",
+    )
+    add_option(
+        p,
+        conf,
+        "--subsets",
+        type=int,
+        metavar="N",
+        help="disjoint library subsets each query is also ranked in (stability)",
+    )
     p.add_argument(
-        "--sizes", action=ValueList, convert=parse_sizes, default=conf["sizes"] or [],
-        metavar="N", help="library sizes of the growth curve, such as 500,1000,2000 "
-        "(default: no growth curve)",
-    )  # fmt: skip
-    add_option(p, conf, "--seed", type=int, metavar="N",
-               help="subsets, size order and bootstrap: the same seed, the same report")  # fmt: skip
+        "--sizes",
+        action=ValueList,
+        convert=parse_sizes,
+        default=conf["sizes"] or [],
+        metavar="N",
+        help="library sizes of the growth curve, such as 500,1000,2000 (default: no growth curve)",
+    )
+    add_option(
+        p,
+        conf,
+        "--seed",
+        type=int,
+        metavar="N",
+        help="subsets, size order and bootstrap: the same seed, the same report",
+    )
     add_option(p, conf, "--resamples", type=int, metavar="N", help="bootstrap resamples")
-    queries = add_option(p, conf, "--query-partitions", key="partitions", dest="partitions",
-                         type=int, metavar="N",
-                         help="query partitions ranked in parallel (default: 2 × the cores)")  # fmt: skip
+    queries = add_option(
+        p,
+        conf,
+        "--query-partitions",
+        key="partitions",
+        dest="partitions",
+        type=int,
+        metavar="N",
+        help="query partitions ranked in parallel (default: 2 × the cores)",
+    )
     add_old_name(p, "--partitions", queries)
-    add_option(p, conf, "--ties", choices=("pessimistic", "mid"),
-               help="a reference tied with the original counts against the method (pessimistic, "
-                    "as DISC21) or shares the tie group's mean place (mid)")  # fmt: skip
+    add_option(
+        p,
+        conf,
+        "--ties",
+        choices=("pessimistic", "mid"),
+        help="a reference tied with the original counts against the method (pessimistic, "
+        "as DISC21) or shares the tie group's mean place (mid)",
+    )
     p.add_argument(
-        "--distance", action=ValueList, default="", metavar="METHOD=DISTANCE",
+        "--distance",
+        action=ValueList,
+        default="",
+        metavar="METHOD=DISTANCE",
         help="how a method's vectors are compared, over its own, such as colorhist=l2 "
         "(l2, ip, l1 = histogram intersection's order, d1 = Huang's; default: each "
         "method's own)",
-    )  # fmt: skip
+    )
     add_run_arguments(p, NAME)
 
 

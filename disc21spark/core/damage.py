@@ -27,14 +27,18 @@ def parquet_reason(size: int, head: bytes, tail: bytes) -> str:
     bytes) and ending with ``tail`` (its last 8), cannot be read: one line, the same on
     both engines."""
     if size < SHORTEST:
-        detail = (f"truncated, or not a Parquet file: {size:,} byte{'s' * (size != 1)}, "
-                  f"fewer than the {SHORTEST} of the smallest")  # fmt: skip
+        detail = (
+            f"truncated, or not a Parquet file: {size:,} byte{'s' * (size != 1)}, "
+            f"fewer than the {SHORTEST} of the smallest"
+        )
     elif head[:HEAD] != MAGIC or tail[-HEAD:] != MAGIC:
         detail = "not a Parquet file, or a damaged one: no PAR1 magic number at both ends"
     elif int.from_bytes(tail[:4], "little") > size - SHORTEST:
         footer = int.from_bytes(tail[:4], "little")
-        detail = (f"truncated or damaged: its footer is said to be {footer:,} bytes, more "
-                  "than the file holds")  # fmt: skip
+        detail = (
+            f"truncated or damaged: its footer is said to be {footer:,} bytes, more "
+            "than the file holds"
+        )
     else:
         detail = "damaged: its metadata or data pages cannot be decoded"
     return f"cannot be read as Parquet ({detail})"

@@ -167,7 +167,11 @@ def failure(path: str, exc: BaseException, error: type[Exception] = InputError) 
     kind = scheme(path)
     # Hadoop knows some schemes (s3a) by class name and fails on loading the class
     missing_class = "ClassNotFoundException" in text and "FileSystem" in text
-    if "No FileSystem for scheme" in text or "UnsupportedFileSystemException" in text or missing_class:
+    if (
+        "No FileSystem for scheme" in text
+        or "UnsupportedFileSystemException" in text
+        or missing_class
+    ):
         hint = CONNECTORS.get(kind or "", "its Hadoop connector on the classpath")
         message = f"no FileSystem for scheme '{kind}': add {hint}"
     elif error is OutputError:
@@ -299,7 +303,9 @@ def exists(path: str, spark: Any = None) -> bool:
         raise failure(path, exc, InputError) from None
 
 
-def read_ends(path: str, head: int, tail: int, spark: Any = None) -> tuple[int, bytes, bytes] | None:
+def read_ends(
+    path: str, head: int, tail: int, spark: Any = None
+) -> tuple[int, bytes, bytes] | None:
     """(size, the first ``head`` bytes, the last ``tail`` bytes) of one file on any file
     system; None when ``path`` is no single file or cannot be read (the caller keeps the
     words it has)."""

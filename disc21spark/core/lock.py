@@ -164,8 +164,12 @@ def alive(pid: int) -> bool:
 
 
 def _me(token: str = "") -> dict:
-    me = {"pid": os.getpid(), "host": socket.gethostname(), "started": record.now(),
-          "command": " ".join(sys.argv)}  # fmt: skip
+    me = {
+        "pid": os.getpid(),
+        "host": socket.gethostname(),
+        "started": record.now(),
+        "command": " ".join(sys.argv),
+    }
     return {**me, "token": token} if token else me
 
 
@@ -177,10 +181,15 @@ def _same_file(fd: int, path: Path) -> bool:
 
 
 def _busy(output: str | os.PathLike, other: dict) -> str:
-    who = (f"pid {other.get('pid')} on {other.get('host')}, started {other.get('started')}"
-           if other else "a run starting now")  # fmt: skip
-    return (f"{display_path(str(output))}: another run is writing this output ({who}); "
-            "wait for it to end or stop it")  # fmt: skip
+    who = (
+        f"pid {other.get('pid')} on {other.get('host')}, started {other.get('started')}"
+        if other
+        else "a run starting now"
+    )
+    return (
+        f"{display_path(str(output))}: another run is writing this output ({who}); "
+        "wait for it to end or stop it"
+    )
 
 
 def _parse(data: bytes) -> dict:
@@ -202,8 +211,9 @@ def _acquire_remote(where: fs.HadoopPath) -> Remote | dict:
     for _ in range(5):  # a dead writer's lock taken away, or one released meanwhile
         if fs.create_new(where, data):
             held = Remote(where, token)
-            threading.Thread(target=_beat, args=(held,), daemon=True,
-                             name="disc21spark-lock").start()  # fmt: skip
+            threading.Thread(
+                target=_beat, args=(held,), daemon=True, name="disc21spark-lock"
+            ).start()
             return held
         found = fs.read_small(where)
         if found is None:

@@ -150,8 +150,13 @@ def _exchange(a: Path, b: Path) -> bool:
         renameat2 = libc.renameat2
     except (OSError, AttributeError):  # glibc before 2.28, musl
         return False
-    renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p,
-                          ctypes.c_uint]  # fmt: skip
+    renameat2.argtypes = [
+        ctypes.c_int,
+        ctypes.c_char_p,
+        ctypes.c_int,
+        ctypes.c_char_p,
+        ctypes.c_uint,
+    ]
     done = renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE)
     if done == 0:
         return True
@@ -196,7 +201,11 @@ def _check_writable_uri(path: str, overwrite: bool, spark: Any = None) -> None:
                 )
         parent = where.path.getParent()
         # object stores have no folders to create: only a real file system needs a parent
-        if parent is not None and paths.scheme(path) in ("file", "hdfs") and not where.exists(parent):
+        if (
+            parent is not None
+            and paths.scheme(path) in ("file", "hdfs")
+            and not where.exists(parent)
+        ):
             raise OutputError(f"{parent.toString()}: parent folder does not exist")
     except OutputError:
         raise

@@ -34,9 +34,16 @@ from disc21spark.core.paths import display_path
 RUN_FILE = "run.json"
 # job fields that name inputs (files, folders, globs); their content is hashed
 INPUT_FIELDS = (
-    "ground_truth", "predictions", "query_descriptors", "reference_descriptors",
-    "score_norm", "train_descriptors", "images", "bench", "previous",
-)  # fmt: skip
+    "ground_truth",
+    "predictions",
+    "query_descriptors",
+    "reference_descriptors",
+    "score_norm",
+    "train_descriptors",
+    "images",
+    "bench",
+    "previous",
+)
 # fields that say where and how to write, not what the result is
 NOT_SETTINGS = ("output", "overwrite", "quiet", "debug", "command")
 PACKAGES = {"pyspark": "pyspark", "numpy": "numpy", "pyarrow": "pyarrow", "faiss": "faiss-cpu"}
@@ -193,7 +200,12 @@ def describe_inputs(paths: list[str], files: fs.LocalFiles) -> list[dict]:
             described.append({"path": path, "bytes": sums[0][1], "sha256": sums[0][2]})
             continue
         digest = fs.files_digest([(f, sha or "unreadable") for f, _, sha in sums])
-        entry = {"path": path, "files": len(sums), "bytes": sum(s for _, s, _ in sums), "sha256": digest}
+        entry = {
+            "path": path,
+            "files": len(sums),
+            "bytes": sum(s for _, s, _ in sums),
+            "sha256": digest,
+        }
         unreadable = sum(sha is None for _, _, sha in sums)
         described.append({**entry, "unreadable": unreadable} if unreadable else entry)
     return described
@@ -239,8 +251,12 @@ def git_commit() -> str | None:
     if not (root / ".git").exists():
         return None
     try:
-        out = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True,
-                             text=True, timeout=10)  # fmt: skip
+        out = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     return out.stdout.strip() or None

@@ -152,8 +152,10 @@ def _before_spark(job: Job, needs_spark: bool) -> int | None:
     folder = job.output_folder()
     if folder and not job.overwrite and record.up_to_date(folder):
         # a retried task: the output there was made by the same inputs and settings
-        print(f"{folder}: up to date (its run.json has the same inputs, settings and "
-              "version); nothing to do")  # fmt: skip
+        print(
+            f"{folder}: up to date (its run.json has the same inputs, settings and "
+            "version); nothing to do"
+        )
         return EXIT_OK
     if folder:
         lock.acquire(folder)  # one writer per output: a second run stops here at once
@@ -166,8 +168,7 @@ def _interrupted(exc: KeyboardInterrupt, files: fs.LocalFiles) -> int:
     """The exit of a run a signal stopped: one line, Spark stopped, 130 or 143."""
     terminated = isinstance(exc, Terminated) or signals.received() == signal.SIGTERM
     what = "terminated (SIGTERM)" if terminated else "interrupted"
-    print(f"error: {what}; nothing was written, any previous output is untouched",
-          file=sys.stderr)  # fmt: skip
+    print(f"error: {what}; nothing was written, any previous output is untouched", file=sys.stderr)
     lock.release_all()  # a lock on a Hadoop file system is removed through the JVM
     files.stop()
     return EXIT_TERMINATED if terminated else EXIT_INTERRUPTED
@@ -176,8 +177,10 @@ def _interrupted(exc: KeyboardInterrupt, files: fs.LocalFiles) -> int:
 def _signalled(files: fs.LocalFiles) -> int:
     """The job returned although a signal came (its raise swallowed, or after publishing)."""
     if signals.is_published():
-        print("note: a signal arrived after the output was put in place; the run is complete",
-              file=sys.stderr)  # fmt: skip
+        print(
+            "note: a signal arrived after the output was put in place; the run is complete",
+            file=sys.stderr,
+        )
         return EXIT_OK
     signum = signals.received()
     return _interrupted(Terminated() if signum == signal.SIGTERM else KeyboardInterrupt(), files)

@@ -25,7 +25,9 @@ def read_profile(name: str) -> dict[str, str]:
     profiles = conf_item("spark")
     path = profiles.joinpath(f"{name}.conf")
     if not path.is_file():
-        known = sorted(p.name[: -len(".conf")] for p in profiles.iterdir() if p.name.endswith(".conf"))
+        known = sorted(
+            p.name[: -len(".conf")] for p in profiles.iterdir() if p.name.endswith(".conf")
+        )
         # a message of its own, naming no file: the option is the mistake
         raise InputError("", f"unknown Spark profile {name!r} (known: {', '.join(known)})")
     settings: dict[str, str] = {}
@@ -95,7 +97,9 @@ def spark_session(
         if key == "spark.master" or submitted.contains(key):
             continue
         builder = builder.config(key, value)
-    builder = builder.master(target) if master or not submitted.contains("spark.master") else builder
+    builder = (
+        builder.master(target) if master or not submitted.contains("spark.master") else builder
+    )
     if not debug:
         _quiet_py4j()  # before the start: a signal may interrupt it
     with gateway.own_group():

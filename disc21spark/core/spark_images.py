@@ -51,6 +51,8 @@ def listed_files(frame: DataFrame) -> list[str]:
     from urllib.parse import unquote
 
     return [unquote(f) for f in frame.inputFiles()]
+
+
 # rows per Arrow batch: each carries a whole image file (tens of MB for a large photo)
 ROWS_PER_BATCH = "16"
 ARROW_BATCH = {"spark.sql.execution.arrow.maxRecordsPerBatch": ROWS_PER_BATCH}
@@ -119,8 +121,11 @@ def source_frame(spark: SparkSession, paths: list[str]) -> DataFrame:
         try:
             return reader.load(escaped).select("path", "content")
         except AnalysisException as exc:  # a file named (in a bench's tables) is gone
-            gone = [p for p in paths if "://" not in display_path(p)
-                    and not os.path.exists(display_path(p))]  # fmt: skip
+            gone = [
+                p
+                for p in paths
+                if "://" not in display_path(p) and not os.path.exists(display_path(p))
+            ]
             if gone:
                 raise InputError(display_path(gone[0]), "no such file") from None
             raise InputError("images", f"cannot be listed ({first_line(exc)})") from None

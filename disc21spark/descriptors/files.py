@@ -278,13 +278,19 @@ def write_vectors(path: str | os.PathLike, ids: Sequence[str], vectors: np.ndarr
 
         with h5py.File(path, "w") as f:
             same = {"track_times": False}  # no timestamps: the same vectors, the same bytes
-            f.create_dataset("vectors", data=np.ascontiguousarray(vectors, dtype=np.float32), **same)
+            f.create_dataset(
+                "vectors", data=np.ascontiguousarray(vectors, dtype=np.float32), **same
+            )
             f.create_dataset("image_names", data=np.array([i.encode("utf-8") for i in ids]), **same)
     elif fmt == "parquet":
         table = pa.table(
-            {"id": pa.array(ids, pa.string()),
-             "vector": pa.FixedSizeListArray.from_arrays(pa.array(vectors.ravel(), pa.float32()), vectors.shape[1])}
-        )  # fmt: skip
+            {
+                "id": pa.array(ids, pa.string()),
+                "vector": pa.FixedSizeListArray.from_arrays(
+                    pa.array(vectors.ravel(), pa.float32()), vectors.shape[1]
+                ),
+            }
+        )
         import pyarrow.parquet as pq
 
         pq.write_table(table, path)

@@ -273,9 +273,7 @@ def _build_and_ship(spark, job: DescriptorJob, refs, background, train, note: di
     size = sum(s.size for s in shipped)
     how = "as files" if isinstance(shipped[0], shipping.FileShard) else "broadcast"
     note["rows"] = len(refs.ids)
-    note["detail"] = (
-        f"{job.index} {job.metric}, {shards} shard(s), {size / 2**20:,.1f} MiB {how}"
-    )
+    note["detail"] = f"{job.index} {job.metric}, {shards} shard(s), {size / 2**20:,.1f} MiB {how}"
     return shipped, bg_shipped
 
 

@@ -36,6 +36,7 @@ PAIR_SCHEMA = T.StructType(
 )
 SKETCH_POINTS = 1024  # sampled ranks per partition for the global cut's bound
 
+
 @dataclass(frozen=True)
 class SearchSpec:
     metric: str

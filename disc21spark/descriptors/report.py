@@ -52,10 +52,7 @@ def run_inputs(job: Any, outcome: SearchOutcome) -> dict:
     }
 
 
-
-def write(
-    job: Any, scores: Scores, outcome: SearchOutcome, stage: Path, run_info: dict
-) -> None:
+def write(job: Any, scores: Scores, outcome: SearchOutcome, stage: Path, run_info: dict) -> None:
     """The report folder's files of ``job`` (a DescriptorJob), in the staging folder
     ``stage``."""
     title = job.title or "DISC21 descriptor track"

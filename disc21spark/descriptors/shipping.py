@@ -165,11 +165,18 @@ def ship(
         files = _index_files(spark.sparkContext, side, ids, ranks)
         return [
             FileShard(
-                uuid.uuid4().hex, files, a, b, metric, descriptor_spec.largest_norm(side.vectors[a:b])
+                uuid.uuid4().hex,
+                files,
+                a,
+                b,
+                metric,
+                descriptor_spec.largest_norm(side.vectors[a:b]),
             )
             for a, b in pieces
         ]
-    return [_broadcast(spark.sparkContext, empty, side, metric, ranks, ids, a, b) for a, b in pieces]
+    return [
+        _broadcast(spark.sparkContext, empty, side, metric, ranks, ids, a, b) for a, b in pieces
+    ]
 
 
 def _index_files(sc: SparkContext, side: Side, ids: np.ndarray, ranks: np.ndarray) -> IndexFiles:

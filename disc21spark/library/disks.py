@@ -114,8 +114,6 @@ def _touches_bare(
     return table[by1, bx1] - table[by0, bx1] - table[by1, bx0] + table[by0, bx0] > 0
 
 
-
-
 def _blur121(image: np.ndarray) -> np.ndarray:
     """16 x the [1, 2, 1] / 4 blur in both directions, in exact integers (uint16)."""
     # sigma ~0.7 px: softens the aliased disk edges the way a lens would

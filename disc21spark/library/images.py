@@ -281,13 +281,15 @@ def patch_sources() -> Patches:
         if not arrays:
             raise RuntimeError("no shipped photograph found to fill the leaves (see PATCH_SOURCES)")
         sizes = np.array([a.shape[0] * a.shape[1] for a in arrays], dtype=np.int64)
-        _PATCHES.append(Patches(
-            np.concatenate([a.reshape(-1, 3) for a in arrays]),
-            np.r_[0, np.cumsum(sizes)[:-1]],
-            np.array([a.shape[1] for a in arrays], dtype=np.int64),
-            np.array([a.shape[0] for a in arrays], dtype=np.int64),
-            tuple(names),
-        ))  # fmt: skip
+        _PATCHES.append(
+            Patches(
+                np.concatenate([a.reshape(-1, 3) for a in arrays]),
+                np.r_[0, np.cumsum(sizes)[:-1]],
+                np.array([a.shape[1] for a in arrays], dtype=np.int64),
+                np.array([a.shape[0] for a in arrays], dtype=np.int64),
+                tuple(names),
+            )
+        )
     return _PATCHES[0]
 
 
@@ -301,8 +303,12 @@ def _texture_paint(rng: np.random.Generator, patches: Patches, width: int, heigh
     # occupy parts of a picture: a crop then loses some surfaces and keeps others
     anchors = rng.random((k, 2)) * np.array([width, height])
 
-    def paint(rng: np.random.Generator, r: np.ndarray, cx: np.ndarray, cy: np.ndarray) -> np.ndarray:
-        near = np.argmin((cx[:, None] - anchors[:, 0]) ** 2 + (cy[:, None] - anchors[:, 1]) ** 2, axis=1)
+    def paint(
+        rng: np.random.Generator, r: np.ndarray, cx: np.ndarray, cy: np.ndarray
+    ) -> np.ndarray:
+        near = np.argmin(
+            (cx[:, None] - anchors[:, 0]) ** 2 + (cy[:, None] - anchors[:, 1]) ** 2, axis=1
+        )
         src = scene[near]
         w, h = patches.width[src], patches.height[src]
         # the window holds the whole disk when the photograph is large enough (else it wraps)
@@ -365,7 +371,9 @@ def library_plan(
 LEAVES = {"textured": textured_leaves, "flat": dead_leaves}  # --leaves: how leaves are filled
 
 
-def render(item: LibraryItem, seed: int, width: int, height: int, leaves: str = "textured") -> bytes:
+def render(
+    item: LibraryItem, seed: int, width: int, height: int, leaves: str = "textured"
+) -> bytes:
     """The bytes of item's file: the photograph as shipped, or a dead-leaves JPEG whose
     leaves are windows of photographs (textured) or one colour of a per-image palette (flat)."""
     if item.kind == "photo":

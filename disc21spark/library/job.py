@@ -52,7 +52,9 @@ class LibraryJob(BaseJob):
         except ValueError as exc:  # its message names the option and the value
             raise InputError("", str(exc)) from None
         if self.leaves not in images.LEAVES:
-            raise InputError("--leaves", f"'{self.leaves}' is not one of {', '.join(images.LEAVES)}")
+            raise InputError(
+                "--leaves", f"'{self.leaves}' is not one of {', '.join(images.LEAVES)}"
+            )
         if self.leaves == "textured":
             try:
                 images.patch_sources()
@@ -72,11 +74,16 @@ class LibraryJob(BaseJob):
 
 def _about(leaves: str) -> str:
     low, high = images.SCENE_SOURCES
-    fill = (f"each leaf a window of one of {low}-{high} shipped photographs per image, each "
-            "photograph owning a region of the frame" if leaves == "textured"
-            else "one random palette per image")  # fmt: skip
-    return (f"scikit-image's shipped photographs, then dead-leaves images (Lee, Mumford & Huang "
-            f"2001; {fill}), JPEG quality {images.JPEG_QUALITY}")  # fmt: skip
+    fill = (
+        f"each leaf a window of one of {low}-{high} shipped photographs per image, each "
+        "photograph owning a region of the frame"
+        if leaves == "textured"
+        else "one random palette per image"
+    )
+    return (
+        f"scikit-image's shipped photographs, then dead-leaves images (Lee, Mumford & Huang "
+        f"2001; {fill}), JPEG quality {images.JPEG_QUALITY}"
+    )
 
 
 def _versions() -> dict:
@@ -123,11 +130,13 @@ def run(spark: SparkSession, job: LibraryJob) -> dict:
             written = pd.DataFrame(rows, columns=["name", "bytes", "sha256"])
             note.update(rows=len(written))
         manifest = (
-            pd.DataFrame([(i.name, i.kind, i.index, i.source) for i in items],
-                         columns=["file", "kind", "index", "source"])
+            pd.DataFrame(
+                [(i.name, i.kind, i.index, i.source) for i in items],
+                columns=["file", "kind", "index", "source"],
+            )
             .merge(written.rename(columns={"name": "file"}), on="file")
             .sort_values("file", kind="stable")
-        )  # fmt: skip
+        )
         manifest.to_csv(stage / "library.csv", index=False)
         document = {
             "size": job.size,

@@ -22,8 +22,18 @@ from disc21spark.matching.model import MatchingMetrics
 SIZE = (770, 605)  # the 7 × 5.5 inch figure at 110 dpi that matplotlib drew before
 MARGIN = (70, 45, 25, 55)  # left, top, right, bottom
 # matplotlib's default colour cycle, so that pools' curves keep their colours
-COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
-           "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")  # fmt: skip
+COLOURS = (
+    "#1f77b4",
+    "#ff7f0e",
+    "#2ca02c",
+    "#d62728",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#7f7f7f",
+    "#bcbd22",
+    "#17becf",
+)
 LEGEND_ROWS = 25  # more curves than this: the legend says how many were left out
 
 
@@ -69,7 +79,7 @@ def _axes(pen: ImageDraw.ImageDraw, box: tuple, xy, title: str) -> None:
         pen.line((box[0], y, box[2], y), fill=(235, 235, 235))
         pen.text((x, box[3] + 6), f"{tick:.1f}", fill="black", font=small, anchor="mt")
         pen.text((box[0] - 6, y), f"{tick:.1f}", fill="black", font=small, anchor="rm")
-    (_, y90), = xy([0], [0.9])
+    ((_, y90),) = xy([0], [0.9])
     for x in range(box[0], box[2], 8):  # the dashed line of the 0.9 precision the figures use
         pen.line((x, y90, min(x + 4, box[2]), y90), fill=grey)
     pen.rectangle(box, outline="black")
@@ -82,7 +92,9 @@ def _axes(pen: ImageDraw.ImageDraw, box: tuple, xy, title: str) -> None:
     pen._image.paste("black", (box[0] - 62, int((box[1] + box[3]) / 2 - 40)), turned)
 
 
-def _legend(pen: ImageDraw.ImageDraw, box: tuple, curves: list[tuple[str, MatchingMetrics]]) -> None:
+def _legend(
+    pen: ImageDraw.ImageDraw, box: tuple, curves: list[tuple[str, MatchingMetrics]]
+) -> None:
     small = font(11)
     lines = [
         (COLOURS[i % len(COLOURS)], f"{label} (μAP {m.micro_ap:.4f})")

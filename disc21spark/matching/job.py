@@ -62,7 +62,9 @@ class MatchingJob(ScoringJob):
             lines.extend(metrics.groups.lines())
         if self.output:
             extra = ", groups.csv" if metrics.groups is not None else ""
-            lines.append(f"results in {self.output}/ (metrics.json, pr_curve.csv, pr_curve.png{extra})")
+            lines.append(
+                f"results in {self.output}/ (metrics.json, pr_curve.csv, pr_curve.png{extra})"
+            )
         return lines
 
 
@@ -77,7 +79,9 @@ def score_predictions(
         fmt = job.predictions_format
         # a folder of part files is one submission: the distributed plan reads it
         one = len(files) == 1
-        plan = engine.plan_for(job.choice, list(files.items()), fmt, pool=False) if one else "one-sort"
+        plan = (
+            engine.plan_for(job.choice, list(files.items()), fmt, pool=False) if one else "one-sort"
+        )
     if plan == "per-file":
         metrics = _in_process(spark, job, files, gt, phases)
         if metrics is not None:
@@ -98,18 +102,30 @@ def _in_process(
     if local.local_path(job.predictions) is not None:
         try:
             return local.score_file(
-                job.predictions, job.predictions_format, gt, job.max_results, job.curve_points,
-                phases, announce=False, resampling=job.resampling,
-            )  # fmt: skip
+                job.predictions,
+                job.predictions_format,
+                gt,
+                job.max_results,
+                job.curve_points,
+                phases,
+                announce=False,
+                resampling=job.resampling,
+            )
         except local.NotForThisEngine:
             return None
     from disc21spark.matching import per_file
 
     with phases.phase("score") as note:
         (outcome,) = per_file.score_files(
-            spark, list(files), gt, job.predictions_format, job.max_results, job.curve_points,
-            files, job.resampling,
-        )  # fmt: skip
+            spark,
+            list(files),
+            gt,
+            job.predictions_format,
+            job.max_results,
+            job.curve_points,
+            files,
+            job.resampling,
+        )
         if outcome.needs_spark:
             return None
         if outcome.error is not None:

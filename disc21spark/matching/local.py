@@ -174,9 +174,14 @@ def _refuse_bytes_not_utf8(where: str, query: pa.Array, reference: pa.Array) -> 
             bad.append(next(i for i, t in enumerate(texts) if t is not None and not _utf8(t)))
     if bad:
         i = min(bad)
-        q, r = (c.cast(pa.binary())[i].as_py().decode("utf-8", "replace") for c in (query, reference))
-        raise InputError(where, "not UTF-8 text (an id's bytes are not UTF-8)",
-                         f"row query_id={q!r}, reference_id={r!r}")  # fmt: skip
+        q, r = (
+            c.cast(pa.binary())[i].as_py().decode("utf-8", "replace") for c in (query, reference)
+        )
+        raise InputError(
+            where,
+            "not UTF-8 text (an id's bytes are not UTF-8)",
+            f"row query_id={q!r}, reference_id={r!r}",
+        )
 
 
 def _utf8(data: bytes) -> bool:
@@ -231,8 +236,11 @@ def _first_bad_line(
     with source.open_text() as fh:
         for number, line in enumerate(iter(lambda: fh.readline(LONGEST_LINE + 2), ""), start=1):
             if len(line.rstrip("\r\n")) > LONGEST_LINE:
-                return InputError(where, f"longer than {LONGEST_LINE:,} characters (not a "
-                                  "line of predictions)", f"line {number}")  # fmt: skip
+                return InputError(
+                    where,
+                    f"longer than {LONGEST_LINE:,} characters (not a line of predictions)",
+                    f"line {number}",
+                )
             if not line.strip(WHITESPACE + "\n"):
                 continue
             problem = line_problem(parse_csv_line(line.rstrip("\n")), _parse_float)

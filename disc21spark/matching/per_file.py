@@ -91,10 +91,13 @@ def score_files(
     empty = {f for f in files if (sizes or {}).get(f) == 0}
     return [
         by_name.get(display_path(unquote(f)))
-        or (score_source(Source.of_bytes(f, b""), gt, fmt, max_results, curve_points, resampling)
-            if f in empty else Outcome(needs_spark=True))
+        or (
+            score_source(Source.of_bytes(f, b""), gt, fmt, max_results, curve_points, resampling)
+            if f in empty
+            else Outcome(needs_spark=True)
+        )
         for f in files
-    ]  # fmt: skip
+    ]
 
 
 def score_source(

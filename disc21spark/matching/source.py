@@ -139,7 +139,9 @@ def read_small_table(path: str, columns: tuple[str, ...], fmt: str = "auto") -> 
         raise
     except Exception as exc:  # unreadable: the user's file, in one line
         raise InputError(path, f"cannot be read ({first_line(exc)})") from None
-    return [Row(f"line {i}", parse_csv_line(line)) for i, line in enumerate(lines, 1) if line.strip()]
+    return [
+        Row(f"line {i}", parse_csv_line(line)) for i, line in enumerate(lines, 1) if line.strip()
+    ]
 
 
 # the key under which Arrow stores its own schema in a Parquet footer; Spark's reader

@@ -56,7 +56,8 @@ def intervals_figure(rows: list[dict]) -> str:
     svg = (
         f'<svg id="intervals" xmlns="http://www.w3.org/2000/svg" width="{width}" '
         f'height="{height}" viewBox="0 0 {width} {height}" role="img" '
-        f'aria-label="{escape(title)}">' + "".join(parts)
+        f'aria-label="{escape(title)}">'
+        + "".join(parts)
         + f'<text x="{left + inner / 2}" y="{height - 4}" text-anchor="middle">μAP</text></svg>'
-    )  # fmt: skip
+    )
     return f"<h2>{escape(title)}</h2>{svg}"

@@ -205,9 +205,7 @@ def run(spark: SparkSession, job: PoolJob, announce: bool = True) -> PoolResult:
     return result
 
 
-def _list_submissions(
-    spark: SparkSession, job: PoolJob
-) -> tuple[list[Submission], dict[str, int]]:
+def _list_submissions(spark: SparkSession, job: PoolJob) -> tuple[list[Submission], dict[str, int]]:
     """The pool's submissions, and each submission file's size in bytes."""
     if job.submission_column:
         table = _table(spark, job)
@@ -246,9 +244,15 @@ def _score(
     if engine.plan_for(job.choice, files, job.predictions_format) == "per-file":
         with phases.phase("score") as note:
             outcomes = per_file.score_files(
-                spark, [s.source for s in subs], gt, job.predictions_format, job.max_results,
-                job.curve_points, sizes, job.resampling,
-            )  # fmt: skip
+                spark,
+                [s.source for s in subs],
+                gt,
+                job.predictions_format,
+                job.max_results,
+                job.curve_points,
+                sizes,
+                job.resampling,
+            )
             left = []
             for s, outcome in zip(subs, outcomes):
                 if outcome.needs_spark:

@@ -47,8 +47,18 @@ COLUMNS = (
 TOP_CURVES = 10
 # a curve of 5,000 points draws no better than one of 600 at this size
 CURVE_POINTS = 600
-PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
-           "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")  # fmt: skip
+PALETTE = (
+    "#1f77b4",
+    "#ff7f0e",
+    "#2ca02c",
+    "#d62728",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#7f7f7f",
+    "#bcbd22",
+    "#17becf",
+)
 
 STYLE = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:24px;color:#1b1f24}
@@ -150,13 +160,18 @@ def _table(rows: list[dict]) -> str:
     body = []
     for place, row in enumerate(rows):
         cells = "".join(_cell(key, kind, row.get(key)) for key, _, kind in COLUMNS)
-        cls = " ".join(c for c, on in (("reused", row["reused"]), ("ties", row.get("tie_sensitive"))) if on)
+        cls = " ".join(
+            c for c, on in (("reused", row["reused"]), ("ties", row.get("tie_sensitive"))) if on
+        )
         cls = f' class="{cls}"' if cls else ""
         body.append(f'<tr data-place="{place}"{cls}>{cells}</tr>')
     return (
-        '<table id="leaderboard"><thead><tr>' + heads + "</tr></thead><tbody>"
-        + "".join(body) + "</tbody></table>"
-    )  # fmt: skip
+        '<table id="leaderboard"><thead><tr>'
+        + heads
+        + "</tr></thead><tbody>"
+        + "".join(body)
+        + "</tbody></table>"
+    )
 
 
 def _cell(key: str, kind: str, value: object) -> str:
@@ -189,7 +204,9 @@ def _groups(rows: list[dict]) -> str:
     if not scored:
         return ""
     block = scored[0]["groups"]
-    heads = "".join(f'<th class="number" scope="col">{escape(g["group"])}</th>' for g in block["groups"])
+    heads = "".join(
+        f'<th class="number" scope="col">{escape(g["group"])}</th>' for g in block["groups"]
+    )
     body = []
     for r in scored:
         cells = []
@@ -199,9 +216,13 @@ def _groups(rows: list[dict]) -> str:
             if low is not None:
                 text += f" ({low:.4f}–{high:.4f})"
             cells.append(f'<td class="number">{escape(text)}</td>')
-        body.append(f'<tr><td class="text">{escape(str(r["submission"]))}</td>{"".join(cells)}</tr>')
-    note = (f"each group with the {block['ungrouped_queries']:,} queries in no group "
-            f"({escape(str(block['file']))})")  # fmt: skip
+        body.append(
+            f'<tr><td class="text">{escape(str(r["submission"]))}</td>{"".join(cells)}</tr>'
+        )
+    note = (
+        f"each group with the {block['ungrouped_queries']:,} queries in no group "
+        f"({escape(str(block['file']))})"
+    )
     return (
         f'<h2>μAP by query group</h2><p class="summary">{note}</p><table id="groups"><thead><tr>'
         f'<th class="text" scope="col">submission</th>{heads}</tr></thead>'

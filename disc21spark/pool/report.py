@@ -25,8 +25,17 @@ from disc21spark.pool import page
 log = logging.getLogger("disc21spark")
 FIGURES = [key for key, _, _ in ROWS]
 FIGURES.insert(FIGURES.index("threshold_at_p90") + 1, "precision_at_p90")
-COLUMNS = ["rank", "submission", "status", "reason", "reused", "checksum", *FIGURES,
-           *compare.COLUMNS, "warnings"]  # fmt: skip
+COLUMNS = [
+    "rank",
+    "submission",
+    "status",
+    "reason",
+    "reused",
+    "checksum",
+    *FIGURES,
+    *compare.COLUMNS,
+    "warnings",
+]
 TOP_PLOTTED = 10
 # a spreadsheet runs a cell starting with one of these as a formula (OWASP's list)
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
@@ -52,9 +61,10 @@ def records(subs: list) -> list[dict]:
     board = ordered(subs)
     ok = [s for s in board if s.status == "ok"]
     statistics = compare.board_columns(
-        [s.metrics.micro_ap for s in ok], [board_key(s) for s in ok],
+        [s.metrics.micro_ap for s in ok],
+        [board_key(s) for s in ok],
         [s.metrics.uncertainty for s in ok],
-    )  # fmt: skip
+    )
     for rank, s in enumerate(board, start=1):
         figures = s.metrics.to_dict() if s.metrics is not None else {}
         if s.status == "ok":
@@ -122,7 +132,9 @@ def write_replicates(folder: Path, scored: list[Submission]) -> None:
     """resamples/<name>.npy: float64 (statistics, resamples), each scored submission's
     replicates (model.STATISTICS order), so that --previous can compare a reused
     submission with the new ones."""
-    drawn = [s for s in scored if s.metrics.uncertainty is not None and s.metrics.uncertainty.replicates]
+    drawn = [
+        s for s in scored if s.metrics.uncertainty is not None and s.metrics.uncertainty.replicates
+    ]
     if not drawn:
         return
     folder.mkdir()
@@ -180,7 +192,9 @@ def markdown(rows: list[dict]) -> str:
                 f"{r['n_predictions']:,} | {_versus(r)} | ok{notes} |"
             )
         else:
-            lines.append(f"| | | {_md(r['submission'])} | | | | | | | | invalid: {_md(r['reason'])} |")
+            lines.append(
+                f"| | | {_md(r['submission'])} | | | | | | | | invalid: {_md(r['reason'])} |"
+            )
     return "\n".join(lines)
 
 

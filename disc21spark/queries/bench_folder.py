@@ -35,9 +35,19 @@ from disc21spark.queries.transforms import parse_tests
 GROUND_TRUTH = "ground_truth.csv"
 QUERY_GROUPS = "query_groups.csv"
 QUERY_COLUMNS = (
-    "query_id", "file", "test", "reference_id", "source_path", "params", "seed", "stream",
-    "width", "height", "bytes", "sha256",
-)  # fmt: skip
+    "query_id",
+    "file",
+    "test",
+    "reference_id",
+    "source_path",
+    "params",
+    "seed",
+    "stream",
+    "width",
+    "height",
+    "bytes",
+    "sha256",
+)
 
 
 def write(
@@ -57,11 +67,22 @@ def write(
     rows = []
     for q in selection.queries:
         m = by_id[q.query_id]
-        rows.append((
-            q.query_id, f"queries/{q.query_id}.{settings.fmt}", settings.tests[q.test].name,
-            q.reference_id, display_path(q.path), m.params, settings.seed, q.number,
-            m.width, m.height, m.nbytes, m.sha256,
-        ))  # fmt: skip
+        rows.append(
+            (
+                q.query_id,
+                f"queries/{q.query_id}.{settings.fmt}",
+                settings.tests[q.test].name,
+                q.reference_id,
+                display_path(q.path),
+                m.params,
+                settings.seed,
+                q.number,
+                m.width,
+                m.height,
+                m.nbytes,
+                m.sha256,
+            )
+        )
     queries = pd.DataFrame(rows, columns=list(QUERY_COLUMNS))
     for name, table in (("references", refs), ("queries", queries)):
         table.to_csv(folder / f"{name}.csv", index=False)
@@ -126,6 +147,7 @@ def contact_sheet(path: Path, settings: Settings, selection: Selection, made: di
     for _, pairs in rows:
         for q, (a, b) in pairs:
             thumbs[q.query_id] = tuple(Image.open(io.BytesIO(x)).convert("RGB") for x in (a, b))
+
     def row_width(pairs):
         return label_w + sum(
             thumbs[q.query_id][0].width + thumbs[q.query_id][1].width + 3 * gap for q, _ in pairs
@@ -169,10 +191,14 @@ def read(folder: str | Path) -> Bench:
     """Open a folder written by make_queries, or say in one line what is missing."""
     root = Path(folder).absolute()  # query files are named relative to it
     if not root.is_dir():
-        raise InputError(str(root), f"not a folder (give the --output of {command('make-queries')})")
+        raise InputError(
+            str(root), f"not a folder (give the --output of {command('make-queries')})"
+        )
     for name in ("bench.json", "references.parquet", "queries.parquet", GROUND_TRUTH):
         if not (root / name).is_file():
-            raise InputError(str(root), f"{name} is missing: not a folder written by {command('make-queries')}")
+            raise InputError(
+                str(root), f"{name} is missing: not a folder written by {command('make-queries')}"
+            )
     try:
         settings = json.loads((root / "bench.json").read_text())
         parse_tests(",".join(t["name"] for t in settings["tests"]))

@@ -49,7 +49,9 @@ def number(text: str, low: float, high: float, kind: str, integer: bool = False)
     try:
         value = int(text) if integer else float(text)
     except ValueError:
-        raise BadTestSpec(f"'{kind}:{text}': '{text}' is not a{'n integer' if integer else ' number'}") from None
+        raise BadTestSpec(
+            f"'{kind}:{text}': '{text}' is not a{'n integer' if integer else ' number'}"
+        ) from None
     if not (low <= value <= high) or (not integer and not math.isfinite(value)):
         raise BadTestSpec(f"'{kind}:{text}': the parameter must be between {low:g} and {high:g}")
     return value
@@ -213,7 +215,9 @@ def pixel(img: np.ndarray, block: float, _rng: np.random.Generator) -> tuple[np.
 
     h, w = img.shape[:2]
     b = int(block)
-    small = pil(img).resize((max(1, math.ceil(w / b)), max(1, math.ceil(h / b))), Image.Resampling.BOX)
+    small = pil(img).resize(
+        (max(1, math.ceil(w / b)), max(1, math.ceil(h / b))), Image.Resampling.BOX
+    )
     return rgb(small.resize((w, h), Image.Resampling.NEAREST)), {}
 
 
@@ -266,4 +270,3 @@ def none(text: str) -> None:
     if text:
         raise BadTestSpec(f"'identity:{text}': identity takes no parameter")
     return None
-

@@ -93,9 +93,15 @@ class QueryJob(BaseJob):
 
 
 SCAN_ARROW, SCAN_SCHEMA = arrow_output(
-    [("path", pa.string()), ("nbytes", pa.int64()), ("width", pa.int32()),
-     ("height", pa.int32()), ("sha256", pa.string()), ("problem", pa.string())]
-)  # fmt: skip
+    [
+        ("path", pa.string()),
+        ("nbytes", pa.int64()),
+        ("width", pa.int32()),
+        ("height", pa.int32()),
+        ("sha256", pa.string()),
+        ("problem", pa.string()),
+    ]
+)
 
 
 def scan(spark: SparkSession, frame: DataFrame) -> list[Scanned]:
@@ -107,9 +113,7 @@ def scan(spark: SparkSession, frame: DataFrame) -> list[Scanned]:
                     batch.column("path").to_pylist(), batch.column("content").to_pylist()
                 )
             ]
-            yield pa.RecordBatch.from_pylist(
-                [r.__dict__ for r in rows], schema=SCAN_ARROW
-            )
+            yield pa.RecordBatch.from_pylist([r.__dict__ for r in rows], schema=SCAN_ARROW)
 
     listed = listed_files(frame)
     frame = in_tasks(spark, frame, len(listed), SCAN_PER_TASK)
@@ -120,16 +124,22 @@ def scan(spark: SparkSession, frame: DataFrame) -> list[Scanned]:
     seen = {display_path(r.path) for r in rows}  # file:/x and file:///x alike
     # a file of zero bytes or one that cannot be opened gives no row: it must not vanish
     empty = [Scanned(p, 0, problem=unreturned(p)) for p in listed if display_path(p) not in seen]
-    return [
-        Scanned(r.path, r.nbytes, r.width, r.height, r.sha256, r.problem) for r in rows
-    ] + empty
+    return [Scanned(r.path, r.nbytes, r.width, r.height, r.sha256, r.problem) for r in rows] + empty
 
 
 MADE_ARROW, MADE_SCHEMA = arrow_output(
-    [("query_id", pa.string()), ("width", pa.int32()), ("height", pa.int32()),
-     ("nbytes", pa.int64()), ("sha256", pa.string()), ("params", pa.string()),
-     ("original", pa.binary()), ("altered", pa.binary()), ("data", pa.binary())]
-)  # fmt: skip
+    [
+        ("query_id", pa.string()),
+        ("width", pa.int32()),
+        ("height", pa.int32()),
+        ("nbytes", pa.int64()),
+        ("sha256", pa.string()),
+        ("params", pa.string()),
+        ("original", pa.binary()),
+        ("altered", pa.binary()),
+        ("data", pa.binary()),
+    ]
+)
 
 
 def make_queries(
@@ -159,15 +169,23 @@ def make_queries(
         plan_of = shipped.value
         for batch in batches:
             out = []
-            for path, data in zip(batch.column("path").to_pylist(), batch.column("content").to_pylist()):
+            for path, data in zip(
+                batch.column("path").to_pylist(), batch.column("content").to_pylist()
+            ):
                 try:
                     made = make_all(data, plan_of[path], settings)
                 except codec.Unreadable as exc:  # the file changed since the scan
                     raise RuntimeError(f"{display_path(path)}: {exc}") from None
                 for m, encoded in made:
                     a, b = m.thumbs or (None, None)
-                    out.append({**{k: v for k, v in m.__dict__.items() if k != "thumbs"},
-                                "original": a, "altered": b, "data": encoded})  # fmt: skip
+                    out.append(
+                        {
+                            **{k: v for k, v in m.__dict__.items() if k != "thumbs"},
+                            "original": a,
+                            "altered": b,
+                            "data": encoded,
+                        }
+                    )
             yield pa.RecordBatch.from_pylist(out, schema=MADE_ARROW)
 
     made = []
@@ -175,9 +193,14 @@ def make_queries(
         Path(query_file(folder, r.query_id, settings)).write_bytes(r.data)
         made.append(
             Made(
-                r.query_id, r.width, r.height, r.nbytes, r.sha256, r.params,
+                r.query_id,
+                r.width,
+                r.height,
+                r.nbytes,
+                r.sha256,
+                r.params,
                 (bytes(r.original), bytes(r.altered)) if r.original is not None else None,
-            )  # fmt: skip
+            )
         )
     return made
 
@@ -199,11 +222,11 @@ def run(spark: SparkSession, job: QueryJob) -> dict:
             folder = stage / "queries"
             folder.mkdir()
             try:
-                made = make_queries(
-                    spark, selection, job.settings, str(folder), job.partitions
-                )
+                made = make_queries(spark, selection, job.settings, str(folder), job.partitions)
             except Exception as exc:
-                raise InputError("--images", f"making the queries failed: {first_line(exc)}") from None
+                raise InputError(
+                    "--images", f"making the queries failed: {first_line(exc)}"
+                ) from None
             note.update(rows=len(made))
         with phases.phase("write"):
             document = bench_folder.write(stage, job.settings, selection, made, job.images)

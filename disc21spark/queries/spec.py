@@ -114,10 +114,12 @@ def select(scanned: list[Scanned], settings: Settings) -> Selection:
             f"--queries-per-test {n}",
             f"needs {n} distinct source images; the library has "
             f"{len(eligible)} usable ({len(scanned)} files, {len(scanned) - len(readable)} "
-            f"unreadable, {len(readable) - len(eligible)} too small for the tests)"
+            f"unreadable, {len(readable) - len(eligible)} too small for the tests)",
         )
     if len(readable) - n_dis < 1:
-        raise InputError("--distractors", "no reference image would be left after holding out the distractors")
+        raise InputError(
+            "--distractors", "no reference image would be left after holding out the distractors"
+        )
     rng = rng_for(settings.seed, 0)
     chosen = [eligible[i] for i in rng.permutation(len(eligible))[:n]]
     held = {s.path for s in chosen[:n_dis]}
@@ -164,9 +166,7 @@ class Made:
 SHEET_HEIGHT = 128
 
 
-def make_all(
-    content: bytes, plans: list[Planned], settings: Settings
-) -> list[tuple[Made, bytes]]:
+def make_all(content: bytes, plans: list[Planned], settings: Settings) -> list[tuple[Made, bytes]]:
     """Every query of one source image, decoded once (each test alters the same sources),
     with its encoded bytes: whoever owns the output folder writes them."""
     original = codec.decode(content)

@@ -49,13 +49,31 @@ from disc21spark.queries.edits import (
     text,
 )
 
-__all__ = ["KINDS", "BadTestSpec", "Kind", "Size", "Step", "Test", "TooSmall", "expand_sweeps",
-           "parse_step", "parse_tests"]  # fmt: skip
+__all__ = [
+    "KINDS",
+    "BadTestSpec",
+    "Kind",
+    "Size",
+    "Step",
+    "Test",
+    "TooSmall",
+    "expand_sweeps",
+    "parse_step",
+    "parse_tests",
+]
+
 
 def _numeric(
-    name: str, letter: str, low: float, high: float, size, apply, about: str,
-    integer: bool = False, default: str | None = None,
-) -> Kind:  # fmt: skip
+    name: str,
+    letter: str,
+    low: float,
+    high: float,
+    size,
+    apply,
+    about: str,
+    integer: bool = False,
+    default: str | None = None,
+) -> Kind:
     """A kind whose parameter is one number in [low, high], written ``name:LETTER``."""
     parse = partial(number, low=low, high=high, kind=name, integer=integer)
     return Kind(name, f"{name}:{letter}", parse, size, apply, default, about)
@@ -161,7 +179,9 @@ def _expand_step(step: str) -> list[str]:
         for grid in (first, span):
             rows, sep, cols = grid.lower().partition("x")
             if not sep or rows != cols:
-                raise BadTestSpec(f"'{step}': a jumble sweep runs over square grids, such as 2x2..8x8:2")
+                raise BadTestSpec(
+                    f"'{step}': a jumble sweep runs over square grids, such as 2x2..8x8:2"
+                )
             ends.append(rows)
         values = _sweep_values(step, ends[0], ends[1], by or "1")
         if any(float(v) != int(float(v)) for v in values):

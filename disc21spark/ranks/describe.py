@@ -51,9 +51,12 @@ def spark_path(path: str) -> str:
 
 
 def describe_files(
-    spark: SparkSession, files: pd.DataFrame | None, patterns: list[str] | None,
-    methods: list[Method], partitions: int | None = None,
-) -> dict[str, Described]:  # fmt: skip
+    spark: SparkSession,
+    files: pd.DataFrame | None,
+    patterns: list[str] | None,
+    methods: list[Method],
+    partitions: int | None = None,
+) -> dict[str, Described]:
     """Vectors of the images under every method (by name), each image decoded once:
     ``files`` (id, path) from a bench, or every image the ``patterns`` name (id = file
     name without extension). The methods are checked already: the executors get them
@@ -101,9 +104,11 @@ def _id(path: str) -> str:
 
 
 def _images(
-    spark: SparkSession, files: pd.DataFrame | None, patterns: list[str] | None,
+    spark: SparkSession,
+    files: pd.DataFrame | None,
+    patterns: list[str] | None,
     partitions: int | None,
-) -> DataFrame:  # fmt: skip
+) -> DataFrame:
     """path, content and id of every image to describe, in tasks of PER_TASK images."""
     if files is not None:
         table = pd.DataFrame({"path": files.path.map(spark_path), "id": files.id})
@@ -171,7 +176,10 @@ def _check_described(
 
 
 def describe_bench(
-    spark: SparkSession, bench: bench_folder.Bench, methods: list[Method], partitions: int | None = None
+    spark: SparkSession,
+    bench: bench_folder.Bench,
+    methods: list[Method],
+    partitions: int | None = None,
 ) -> dict[str, dict[str, Described]]:
     """method name → side ("references", "queries") → vectors, in one pass over the images."""
     sides = {side: bench_files(bench, side) for side in SIDES}
@@ -187,7 +195,9 @@ def describe_bench(
     return out
 
 
-def write_set(folder: Path, about: dict, bench: bench_folder.Bench, sides: dict[str, Described]) -> None:
+def write_set(
+    folder: Path, about: dict, bench: bench_folder.Bench, sides: dict[str, Described]
+) -> None:
     """A bench's vectors as rank_eval and the descriptor track read them: references.h5,
     queries.h5 and descriptors.json (method, metric, dim, reference, counts, bench)."""
     for side, d in sides.items():

@@ -81,8 +81,9 @@ def block_scores(xq: np.ndarray, xb: np.ndarray, metric: str) -> np.ndarray:
     q = np.asarray(xq, dtype=np.float64)
     b = np.asarray(xb, dtype=np.float64).T.copy()  # a dimension's column is then contiguous
     cols = range(q.shape[1])
-    total = _accumulate((q[:, j, None] for j in cols), (b[j][None, :] for j in cols), metric,
-                        (len(q), b.shape[1]))  # fmt: skip
+    total = _accumulate(
+        (q[:, j, None] for j in cols), (b[j][None, :] for j in cols), metric, (len(q), b.shape[1])
+    )
     return (-total).astype(np.float32)
 
 

@@ -61,18 +61,26 @@ class ExtractJob(BaseJob):
     def summary(self, doc: dict) -> list[str]:
         where = PurePosixPath(self.output)
         if self.bench:
-            return [f"{self.method}: {doc['references']:,} references and {doc['queries']:,} "
-                    f"queries ({doc['dim']} dims, {doc['metric']}) → {where}/"]  # fmt: skip
-        return [f"{self.method}: {doc['images']:,} images ({doc['dim']} dims, {doc['metric']}), "
-                f"{doc['skipped']} skipped → {where}"]  # fmt: skip
+            return [
+                f"{self.method}: {doc['references']:,} references and {doc['queries']:,} "
+                f"queries ({doc['dim']} dims, {doc['metric']}) → {where}/"
+            ]
+        return [
+            f"{self.method}: {doc['images']:,} images ({doc['dim']} dims, {doc['metric']}), "
+            f"{doc['skipped']} skipped → {where}"
+        ]
 
 
 def run(spark: SparkSession, job: ExtractJob) -> dict:
     phases = Phases()
     method = methods.method(job.method)
     out = Path(job.output)
-    document = {"method": method.name, "metric": method.metric, "dim": method.dim,
-                "reference": method.reference}  # fmt: skip
+    document = {
+        "method": method.name,
+        "metric": method.metric,
+        "dim": method.dim,
+        "reference": method.reference,
+    }
     if job.bench:
         bench = bench_folder.read(job.bench)
         with staged_output(out, job.overwrite) as stage:

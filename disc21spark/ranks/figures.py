@@ -22,15 +22,24 @@ def _style(methods: list[str]) -> dict:
 
     colours = colormaps["tab10"].colors
     n = len(methods)
-    return {m: {"color": colours[i % 10], "marker": MARKERS[i % len(MARKERS)],
-                "linestyle": LINES[i % len(LINES)], "markersize": 4 + 2.5 * (n - 1 - i),
-                "markerfacecolor": "none", "linewidth": 1 + 0.7 * (n - 1 - i)}
-            for i, m in enumerate(methods)}  # fmt: skip
+    return {
+        m: {
+            "color": colours[i % 10],
+            "marker": MARKERS[i % len(MARKERS)],
+            "linestyle": LINES[i % len(LINES)],
+            "markersize": 4 + 2.5 * (n - 1 - i),
+            "markerfacecolor": "none",
+            "linewidth": 1 + 0.7 * (n - 1 - i),
+        }
+        for i, m in enumerate(methods)
+    }
 
 
 def _points(style: dict) -> dict:
     """A method's style for markers alone (no line)."""
-    return {k: v for k, v in style.items() if k not in ("linestyle", "linewidth")} | {"linestyle": "none"}
+    return {k: v for k, v in style.items() if k not in ("linestyle", "linewidth")} | {
+        "linestyle": "none"
+    }
 
 
 def _log_x(ax, values) -> None:
@@ -63,8 +72,6 @@ def _legend(fig: Figure, axes, n: int) -> None:
     fig.legend(handles, labels, loc="outside lower center", ncol=ncol, fontsize=8)
 
 
-
-
 def _offsets(n: int, width: float = 0.5) -> np.ndarray:
     """Horizontal offsets that keep n series at one x apart (no point hides another)."""
     return (np.arange(n) - (n - 1) / 2) * (width / max(n, 1))
@@ -85,7 +92,9 @@ def figures(t: dict, n_refs: int) -> dict[str, Figure]:
     if "sizes" in t:
         made.append(_rank_vs_size(t["sizes"], t["slopes"], methods, tests, style))
     if "stability" in t:
-        made.append(_stability_points(t["stability"], t["stability_summary"], methods, tests, style))
+        made.append(
+            _stability_points(t["stability"], t["stability_summary"], methods, tests, style)
+        )
     return dict(made)
 
 
@@ -116,7 +125,7 @@ def _rank_distributions(ranks, methods, tests, style, n_refs) -> str:
         ax.set_title(test, fontsize=9)
         ax.set_xlabel("rank of the original")
         ax.set_ylabel("share of queries ≤ rank")
-    for ax in axes.ravel()[len(tests):]:
+    for ax in axes.ravel()[len(tests) :]:
         ax.axis("off")
     _legend(fig, axes, len(methods))
     return "rank_distributions.png", fig
@@ -156,7 +165,9 @@ def _difficulty(d, methods, style) -> str:
                 mm = part[part.method == m].sort_values("parameter")
                 ax.plot(mm.parameter, mm[col], label=m, **style[m])
             chance = part.groupby("parameter").chance_mean_rank.first()
-            ax.plot(chance.index, chance.to_numpy(), color="grey", linestyle=":", label="chance (N+1)/2")
+            ax.plot(
+                chance.index, chance.to_numpy(), color="grey", linestyle=":", label="chance (N+1)/2"
+            )
             ax.set_yscale("log")
             if kind in ("crop", "lowcon", "resize", "jpeg", "bright"):
                 ax.invert_xaxis()  # a smaller parameter is the harder test
@@ -180,8 +191,14 @@ def _queries_needed(curve, needed, methods, tests, style) -> str:
                 if part.empty:
                     continue
                 final = part.value.iloc[-1]
-                width = np.maximum(part.ci_high / final - 1, 1 - part.ci_low / final) if final else part.ci_high * 0
-                ax.plot(part.queries, 100 * width, label=m, markevery=(methods.index(m), 4), **style[m])
+                width = (
+                    np.maximum(part.ci_high / final - 1, 1 - part.ci_low / final)
+                    if final
+                    else part.ci_high * 0
+                )
+                ax.plot(
+                    part.queries, 100 * width, label=m, markevery=(methods.index(m), 4), **style[m]
+                )
             ax.axhline(100 * rank_spec.TOLERANCE, color="grey", linestyle=":", label="±10 % goal")
             _log_x(ax, curve.queries)
             ax.set_ylim(0, 100)
@@ -206,10 +223,17 @@ def _rank_vs_size(sz, slopes, methods, tests, style) -> str:
                 if per is not None and per == per:
                     xs = part["size"].to_numpy(dtype=float)
                     ys = per / 1000 * xs + fit[f"{stat}_rank_intercept"].iloc[0]
-                    ax.plot(xs, np.where(ys > 0, ys, np.nan), color=style[m]["color"], linewidth=0.8,
-                            linestyle=style[m]["linestyle"])  # fmt: skip
+                    ax.plot(
+                        xs,
+                        np.where(ys > 0, ys, np.nan),
+                        color=style[m]["color"],
+                        linewidth=0.8,
+                        linestyle=style[m]["linestyle"],
+                    )
             chance = sz[sz.test == test].groupby("size").chance_mean_rank.first()
-            ax.plot(chance.index, chance.to_numpy(), color="grey", linestyle=":", label="chance (N+1)/2")
+            ax.plot(
+                chance.index, chance.to_numpy(), color="grey", linestyle=":", label="chance (N+1)/2"
+            )
             ax.set_yscale("log")
             ax.set_title(f"{test}: {stat} rank", fontsize=9)
             ax.set_xlabel("library size (images)")
@@ -231,9 +255,17 @@ def _stability_points(st, across, methods, tests, style) -> str:
                 ax.plot(x[i] + jitter, pts, label=m, **(_points(style[m]) | {"markersize": 5}))
                 a = across[(across.method == m) & (across.test == test)]
                 mean, sd = a[f"{stat}_rank_mean"].iloc[0], a[f"{stat}_rank_std"].iloc[0]
-                ax.errorbar(x[i] + 0.22, mean, yerr=0 if sd != sd or sd is None else sd, color="black",
-                            marker="_", markersize=10, capsize=3, linewidth=1,
-                            label="mean ± s.d. of subsets")  # fmt: skip
+                ax.errorbar(
+                    x[i] + 0.22,
+                    mean,
+                    yerr=0 if sd != sd or sd is None else sd,
+                    color="black",
+                    marker="_",
+                    markersize=10,
+                    capsize=3,
+                    linewidth=1,
+                    label="mean ± s.d. of subsets",
+                )
             ax.set_xticks(x)
             ax.set_xticklabels(methods, rotation=25, fontsize=8, ha="right")
             ax.set_yscale("log")
@@ -242,4 +274,3 @@ def _stability_points(st, across, methods, tests, style) -> str:
             ax.set_ylabel(f"{stat} rank in subset")
     _legend(fig, axes, len(methods))
     return "stability.png", fig
-

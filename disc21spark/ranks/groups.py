@@ -40,12 +40,18 @@ def by_group(
     groups = read_query_groups(str(path), gt)
     method = (F.col("submission") / F.lit(n_tests)).cast("int")
     whole = pairs.withColumn("submission", method)
-    scoring = Scoring(gt, DEFAULT_CURVE_POINTS, read_detail="every method's kNN pairs, by group",
-                      resampling=Resampling(r.resamples, r.confidence, r.seed, groups))  # fmt: skip
+    scoring = Scoring(
+        gt,
+        DEFAULT_CURVE_POINTS,
+        read_detail="every method's kNN pairs, by group",
+        resampling=Resampling(r.resamples, r.confidence, r.seed, groups),
+    )
     with phases.phase("by group") as note:
         metrics = score(spark, whole, range(len(methods)), scoring).metrics
-        note.update(rows=sum(m.n_predictions for m in metrics.values()),
-                    detail=f"{len(groups.names)} groups, {r.resamples:,} resamples")  # fmt: skip
+        note.update(
+            rows=sum(m.n_predictions for m in metrics.values()),
+            detail=f"{len(groups.names)} groups, {r.resamples:,} resamples",
+        )
     frames = [metrics[i].groups.to_pandas().assign(method=name) for i, name in enumerate(methods)]
     table = pd.concat(frames, ignore_index=True)
     return table[["method", *COLUMNS]]
@@ -56,6 +62,10 @@ def lines(table: pd.DataFrame) -> list[str]:
     out = ["μAP by test (query_groups.csv: each test's queries with every distractor):"]
     for row in table.itertuples():
         ap = "–" if pd.isna(row.micro_ap) else f"{row.micro_ap:.4f}"
-        span = "" if pd.isna(row.micro_ap_low) else f" [{row.micro_ap_low:.4f}, {row.micro_ap_high:.4f}]"
+        span = (
+            ""
+            if pd.isna(row.micro_ap_low)
+            else f" [{row.micro_ap_low:.4f}, {row.micro_ap_high:.4f}]"
+        )
         out.append(f"  {row.method:<14} {row.group:<22} {ap}{span}")
     return out

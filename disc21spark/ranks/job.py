@@ -65,7 +65,11 @@ class RankJob(BaseJob):
         if len(set(names)) != len(names):
             raise InputError("--methods", f"a method is named twice ({', '.join(names)})")
         chosen = parse_distances(getattr(args, "distance", None) or "", names)
-        return cls(**fields_from_options(cls, args, methods=methods, sizes=tuple(args.sizes), distances=chosen))
+        return cls(
+            **fields_from_options(
+                cls, args, methods=methods, sizes=tuple(args.sizes), distances=chosen
+            )
+        )
 
     def check(self) -> None:
         """Unknown methods and a bad bench fail before Spark starts."""
@@ -108,11 +112,17 @@ def parse_distances(text: str, names: list[str]) -> dict[str, str]:
         name, sep, metric = item.partition("=")
         name, metric = name.strip(), metric.strip()
         if not sep or not name or not metric:
-            raise InputError("--distance", f"'{item}': expected METHOD=DISTANCE, such as colorhist=l2")
+            raise InputError(
+                "--distance", f"'{item}': expected METHOD=DISTANCE, such as colorhist=l2"
+            )
         if name not in names:
-            raise InputError("--distance", f"'{name}' is not one of the methods ranked ({', '.join(names)})")
+            raise InputError(
+                "--distance", f"'{name}' is not one of the methods ranked ({', '.join(names)})"
+            )
         if metric not in distances.METRICS:
-            raise InputError("--distance", f"'{metric}' is not a distance ({', '.join(distances.METRICS)})")
+            raise InputError(
+                "--distance", f"'{metric}' is not a distance ({', '.join(distances.METRICS)})"
+            )
         out[name] = metric
     return out
 
@@ -129,7 +139,10 @@ def read_vectors(name: str, folder: str, bench: bench_folder.Bench) -> MethodVec
     root = Path(folder)
     meta_path = root / "descriptors.json"
     if not meta_path.is_file():
-        raise InputError(str(root), f"descriptors.json is missing: not a folder written by {command('extract')} --bench")
+        raise InputError(
+            str(root),
+            f"descriptors.json is missing: not a folder written by {command('extract')} --bench",
+        )
     try:
         meta = json.loads(meta_path.read_text())
     except ValueError as exc:
@@ -139,18 +152,29 @@ def read_vectors(name: str, folder: str, bench: bench_folder.Bench) -> MethodVec
         path = root / f"{side}.h5"
         try:
             with h5py.File(path, "r") as f:
-                ids = np.array([x.decode() if isinstance(x, bytes) else str(x) for x in f["image_names"][:]])
+                ids = np.array(
+                    [x.decode() if isinstance(x, bytes) else str(x) for x in f["image_names"][:]]
+                )
                 sides[side] = (ids, np.asarray(f["vectors"][:], dtype=np.float32))
         except (OSError, KeyError) as exc:
             raise InputError(str(path), f"cannot be read as descriptors ({exc})") from None
         if not np.isfinite(sides[side][1]).all():
             raise InputError(str(path), "holds NaN or infinite values")
-    for side, expected in (("references", bench.references.reference_id), ("queries", bench.queries.query_id)):
+    for side, expected in (
+        ("references", bench.references.reference_id),
+        ("queries", bench.queries.query_id),
+    ):
         _same_ids(root / f"{side}.h5", sides[side][0], np.asarray(expected, dtype=str))
     if sides["references"][1].shape[1] != sides["queries"][1].shape[1]:
         raise InputError(str(root), "queries and references have different dimensions")
-    return MethodVectors(name, meta.get("metric", "l2"), meta.get("reference", ""),
-                         *sides["references"], *sides["queries"], origin=str(root))  # fmt: skip
+    return MethodVectors(
+        name,
+        meta.get("metric", "l2"),
+        meta.get("reference", ""),
+        *sides["references"],
+        *sides["queries"],
+        origin=str(root),
+    )
 
 
 def _same_ids(path: Path, found: np.ndarray, expected: np.ndarray) -> None:
@@ -177,17 +201,27 @@ def compute_vectors(
     for method in methods:
         r, q = described[method.name]["references"], described[method.name]["queries"]
         out[method.name] = MethodVectors(
-            method.name, method.metric, method.reference, np.asarray(r.ids), r.vectors,
-            np.asarray(q.ids), q.vectors, origin="computed",
-        )  # fmt: skip
+            method.name,
+            method.metric,
+            method.reference,
+            np.asarray(r.ids),
+            r.vectors,
+            np.asarray(q.ids),
+            q.vectors,
+            origin="computed",
+        )
     return out
 
 
 def test_ground_truth(gt: GroundTruth, query_ids: np.ndarray, test: str) -> GroundTruth:
     """The ground truth restricted to one test's queries (its own positives and distractors)."""
     keep = np.isin(gt.positive_queries, query_ids)
-    return GroundTruth(f"{gt.source} [{test}]", np.asarray(query_ids), gt.positive_queries[keep],
-                       gt.positive_references[keep])  # fmt: skip
+    return GroundTruth(
+        f"{gt.source} [{test}]",
+        np.asarray(query_ids),
+        gt.positive_queries[keep],
+        gt.positive_references[keep],
+    )
 
 
 def score_submissions(
@@ -215,7 +249,9 @@ def run(spark: SparkSession, job: RankJob) -> dict:
     with staged_output(job.output, job.overwrite) as stage:
         with phases.phase("describe") as note:
             to_compute = [parse_method(t)[0] for t in job.methods if not parse_method(t)[1]]
-            computed = compute_vectors(spark, to_compute, bench, job.partitions) if to_compute else {}
+            computed = (
+                compute_vectors(spark, to_compute, bench, job.partitions) if to_compute else {}
+            )
             note.update(rows=len(bench.references) + len(q), detail=", ".join(to_compute) or "none")
         results, rank_tables, gt_of, method_info = [], [], {}, []
         for m_index, text in enumerate(job.methods):
@@ -228,23 +264,42 @@ def run(spark: SparkSession, job: RankJob) -> dict:
                     _keep_vectors(stage / "descriptors" / name.replace(":", "_"), vec, bench)
                 first = m_index * len(tests)  # its tests are the submissions first, first + 1...
                 result = rank_plan.rank_pass(
-                    spark, _rank_table(q, original, tests, first), *_in_bench_order(vec, q, bench),
-                    vec.metric, lay, job.knn, partitions,
-                )  # fmt: skip
-                ranked = _subset_ranks(_apply_ties(rank_plan.ranks_of(result), job.ties), q, original, lay)
-                note.update(rows=len(ranked), detail=f"{vec.metric}, {vec.xb.shape[1]} dims, {vec.origin}")
+                    spark,
+                    _rank_table(q, original, tests, first),
+                    *_in_bench_order(vec, q, bench),
+                    vec.metric,
+                    lay,
+                    job.knn,
+                    partitions,
+                )
+                ranked = _subset_ranks(
+                    _apply_ties(rank_plan.ranks_of(result), job.ties), q, original, lay
+                )
+                note.update(
+                    rows=len(ranked), detail=f"{vec.metric}, {vec.xb.shape[1]} dims, {vec.origin}"
+                )
             rank_tables.append(ranked.assign(method=name))
             results.append(result)
-            method_info.append({"method": name, "metric": vec.metric, "dim": int(vec.xb.shape[1]),
-                                "reference": vec.reference, "vectors": vec.origin})  # fmt: skip
+            method_info.append(
+                {
+                    "method": name,
+                    "metric": vec.metric,
+                    "dim": int(vec.xb.shape[1]),
+                    "reference": vec.reference,
+                    "vectors": vec.origin,
+                }
+            )
             for t, test in enumerate(tests):
-                gt_of[first + t] = test_ground_truth(gt, q.query_id[q.test == test].to_numpy(), test)
+                gt_of[first + t] = test_ground_truth(
+                    gt, q.query_id[q.test == test].to_numpy(), test
+                )
         pairs = union_all([rank_plan.pairs_of(r) for r in results])
         metrics = score_submissions(spark, pairs, gt, gt_of, phases)
         names = [parse_method(t)[0] for t in job.methods]
         resampling = Resampling(job.resamples, seed=job.seed)
-        grouped = rank_groups.by_group(spark, pairs, len(tests), names, gt, bench.folder,
-                                       resampling, phases)  # fmt: skip
+        grouped = rank_groups.by_group(
+            spark, pairs, len(tests), names, gt, bench.folder, resampling, phases
+        )
         for r in results:
             r.unpersist()
         with phases.phase("report"):
@@ -252,9 +307,16 @@ def run(spark: SparkSession, job: RankJob) -> dict:
                 (names[sub // len(tests)], tests[sub % len(tests)]): m for sub, m in metrics.items()
             }
             document = rank_report.write(
-                stage, q, pd.concat(rank_tables, ignore_index=True), micro, method_info, lay, job,
-                bench, grouped,
-            )  # fmt: skip
+                stage,
+                q,
+                pd.concat(rank_tables, ignore_index=True),
+                micro,
+                method_info,
+                lay,
+                job,
+                bench,
+                grouped,
+            )
         # the run record, as metrics.json and leaderboard.json carry it
         document["run"] = record.current().document()
         (stage / "rank_eval.json").write_text(json.dumps(document, indent=2) + "\n")
@@ -269,15 +331,22 @@ def _bench_queries(bench: bench_folder.Bench) -> tuple[pd.DataFrame, np.ndarray]
     q = bench.queries.assign(reference_id=bench.queries.reference_id.fillna("").astype(str))
     original = np.array([ref_index.get(r, -1) if r else -1 for r in q.reference_id], dtype=np.int64)
     if any(r and r not in ref_index for r in q.reference_id):
-        raise InputError(str(bench.folder / "queries.parquet"), "a query names a reference that is not in references.parquet")
+        raise InputError(
+            str(bench.folder / "queries.parquet"),
+            "a query names a reference that is not in references.parquet",
+        )
     return q, original
 
 
 def _keep_vectors(target: Path, vec: MethodVectors, bench: bench_folder.Bench) -> None:
     """Computed vectors saved as extract_descriptors --bench writes them (to reuse them)."""
     target.mkdir(parents=True)
-    about = {"method": vec.name, "metric": vec.metric, "dim": int(vec.xb.shape[1]),
-             "reference": vec.reference}  # fmt: skip
+    about = {
+        "method": vec.name,
+        "metric": vec.metric,
+        "dim": int(vec.xb.shape[1]),
+        "reference": vec.reference,
+    }
     sides = {
         "references": Described(list(vec.ref_ids), vec.xb, []),
         "queries": Described(list(vec.query_ids), vec.xq, []),
@@ -285,13 +354,18 @@ def _keep_vectors(target: Path, vec: MethodVectors, bench: bench_folder.Bench) -
     write_set(target, about, bench, sides)
 
 
-def _rank_table(q: pd.DataFrame, original: np.ndarray, tests: list[str], first: int) -> pd.DataFrame:
+def _rank_table(
+    q: pd.DataFrame, original: np.ndarray, tests: list[str], first: int
+) -> pd.DataFrame:
     """submission (first + the test's index), query_id, original: the rank pass's queries."""
     test_index = {t: i for i, t in enumerate(tests)}
-    return pd.DataFrame({
-        "submission": first + q.test.map(test_index).to_numpy(),
-        "query_id": q.query_id.astype(str), "original": original,
-    })  # fmt: skip
+    return pd.DataFrame(
+        {
+            "submission": first + q.test.map(test_index).to_numpy(),
+            "query_id": q.query_id.astype(str),
+            "original": original,
+        }
+    )
 
 
 def _in_bench_order(
@@ -314,20 +388,27 @@ def _subset_ranks(
 
 def _check_distance(vec: MethodVectors) -> None:
     if vec.metric not in distances.METRICS:
-        raise InputError(vec.origin if vec.origin != "computed" else vec.name,
-                         f"distance {vec.metric!r} is not one of {', '.join(distances.METRICS)}")  # fmt: skip
+        raise InputError(
+            vec.origin if vec.origin != "computed" else vec.name,
+            f"distance {vec.metric!r} is not one of {', '.join(distances.METRICS)}",
+        )
     if vec.metric == "d1" and ((vec.xb < 0).any() or (vec.xq < 0).any()):
         # 1 + q + r may then be 0: d1 is defined for histograms and correlograms
-        raise InputError(vec.name, "d1 needs vectors without negative values (histograms, correlograms)")
+        raise InputError(
+            vec.name, "d1 needs vectors without negative values (histograms, correlograms)"
+        )
 
 
 def _apply_ties(ranked: pd.DataFrame, ties: str) -> pd.DataFrame:
     """The ranks under the ties rule; the pessimistic rank and the strictly better count kept."""
     out = ranked.assign(rank_pessimistic=ranked["rank"])
     out["rank"] = tied_rank(ranked["rank"].to_numpy(), ranked["better"].to_numpy(), ties)
-    out["rank_in_subset"] = tied_rank(ranked.rank_in_subset.to_numpy(), ranked.better_in_subset.to_numpy(), ties)
+    out["rank_in_subset"] = tied_rank(
+        ranked.rank_in_subset.to_numpy(), ranked.better_in_subset.to_numpy(), ties
+    )
     out["rank_by_size"] = [
-        list(tied_rank(np.asarray(a), np.asarray(b), ties)) for a, b in zip(ranked.rank_by_size, ranked.better_by_size)
+        list(tied_rank(np.asarray(a), np.asarray(b), ties))
+        for a, b in zip(ranked.rank_by_size, ranked.better_by_size)
     ]
     return out.drop(columns=["better_in_subset", "better_by_size"])
 

@@ -31,8 +31,10 @@ def library_about(patterns: list[str], paths: list[str] = ()) -> dict:
                 except ValueError:
                     continue
                 return {"source": str(folder), **about, "text": _library_text(str(folder), about)}
-    return {"source": ", ".join(patterns),
-            "text": f"a collection of image files ({', '.join(patterns)}); not written by make_library"}  # fmt: skip
+    return {
+        "source": ", ".join(patterns),
+        "text": f"a collection of image files ({', '.join(patterns)}); not written by make_library",
+    }
 
 
 def _library_text(folder: str, a: dict) -> str:
@@ -42,11 +44,14 @@ def _library_text(folder: str, a: dict) -> str:
     kind = a.get("leaves", "deadleaves")
     count = a.get("deadleaves", 0)
     if kind == "textured":
-        parts.append(f"{count:,} textured dead-leaves images {a.get('width')}×{a.get('height')} (leaves "
-                     f"filled with windows of {len(a.get('patch_sources', []))} shipped photographs; "
-                     f"seed {a.get('seed')})")  # fmt: skip
+        parts.append(
+            f"{count:,} textured dead-leaves images {a.get('width')}×{a.get('height')} (leaves "
+            f"filled with windows of {len(a.get('patch_sources', []))} shipped photographs; "
+            f"seed {a.get('seed')})"
+        )
     else:
-        parts.append(f"{count:,} dead-leaves images with one random palette each "
-                     f"{a.get('width')}×{a.get('height')} (seed {a.get('seed')})")  # fmt: skip
+        parts.append(
+            f"{count:,} dead-leaves images with one random palette each "
+            f"{a.get('width')}×{a.get('height')} (seed {a.get('seed')})"
+        )
     return "; ".join(parts)
-

@@ -27,16 +27,26 @@ from disc21spark.ranks.spec import Layout, Ranks, count_at_least
 
 SCORES_PER_BLOCK = 1 << 22  # approximate scores held at once: 16 MB of float32
 _ARROW, OUTPUT = arrow_output(
-    [("kind", pa.int32()), ("submission", pa.int32()), ("query_id", pa.string()),
-     ("reference_id", pa.string()), ("score", pa.float64()), ("rank", pa.int64()),
-     ("rank_in_subset", pa.int64()), ("rank_by_size", pa.list_(pa.int64())),
-     ("better", pa.int64()), ("better_in_subset", pa.int64()),
-     ("better_by_size", pa.list_(pa.int64()))]
-)  # fmt: skip
+    [
+        ("kind", pa.int32()),
+        ("submission", pa.int32()),
+        ("query_id", pa.string()),
+        ("reference_id", pa.string()),
+        ("score", pa.float64()),
+        ("rank", pa.int64()),
+        ("rank_in_subset", pa.int64()),
+        ("rank_by_size", pa.list_(pa.int64())),
+        ("better", pa.int64()),
+        ("better_in_subset", pa.int64()),
+        ("better_by_size", pa.list_(pa.int64())),
+    ]
+)
 PAIR, RANK = 0, 1
 
 
-def block_ranks(s: descriptor_spec.Searcher, xq: np.ndarray, original: np.ndarray, lay: Layout) -> Ranks:
+def block_ranks(
+    s: descriptor_spec.Searcher, xq: np.ndarray, original: np.ndarray, lay: Layout
+) -> Ranks:
     """Ranks of a block's originals (original < 0: a distractor, rank 0), l2 or ip."""
     out = Ranks.zeros(len(xq), len(lay.sizes))
     matched = np.flatnonzero(original >= 0)
@@ -44,7 +54,9 @@ def block_ranks(s: descriptor_spec.Searcher, xq: np.ndarray, original: np.ndarra
         return out
     xb = s.vectors
     xm = np.ascontiguousarray(xq[matched], dtype=np.float32)
-    target = descriptor_spec.pair_scores(xm, xb, np.arange(len(matched)), original[matched], s.metric)
+    target = descriptor_spec.pair_scores(
+        xm, xb, np.arange(len(matched)), original[matched], s.metric
+    )
     target = target.astype(np.float64)
     products = xm @ xb.T  # float32 BLAS: fast, off by at most the slack below
     if s.metric == "l2":
@@ -68,9 +80,7 @@ def block_ranks(s: descriptor_spec.Searcher, xq: np.ndarray, original: np.ndarra
     return out
 
 
-def exact_block_ranks(
-    scores: np.ndarray, original: np.ndarray, lay: Layout
-) -> Ranks:
+def exact_block_ranks(scores: np.ndarray, original: np.ndarray, lay: Layout) -> Ranks:
     """Ranks from a block's exact score matrix (distances.block_scores), l1 or d1."""
     out = Ranks.zeros(len(scores), len(lay.sizes))
     for q in np.flatnonzero(original >= 0):
@@ -185,7 +195,9 @@ def _block_batch(
 
 
 def pairs_of(result: DataFrame) -> DataFrame:
-    return result.where(F.col("kind") == PAIR).select("submission", "query_id", "reference_id", "score")
+    return result.where(F.col("kind") == PAIR).select(
+        "submission", "query_id", "reference_id", "score"
+    )
 
 
 def ranks_of(result: DataFrame) -> pd.DataFrame:
@@ -193,8 +205,15 @@ def ranks_of(result: DataFrame) -> pd.DataFrame:
     data's, and every table and resample drawn from these rows follows their order."""
     return (
         result.where(F.col("kind") == RANK)
-        .select("query_id", "rank", "rank_in_subset", "rank_by_size", "better", "better_in_subset",
-                "better_by_size")
+        .select(
+            "query_id",
+            "rank",
+            "rank_in_subset",
+            "rank_by_size",
+            "better",
+            "better_in_subset",
+            "better_by_size",
+        )
         .toPandas()
         .sort_values("query_id", kind="stable", ignore_index=True)
     )

@@ -20,8 +20,17 @@ from disc21spark.ranks.markdown import _markdown
 from disc21spark.ranks.tables import difficulty, records, tables, winners
 
 # what callers of this module use by name (the tests among them)
-__all__ = ["_markdown", "difficulty", "figures", "library_about", "records", "stdout_table",
-           "tables", "winners", "write"]  # fmt: skip
+__all__ = [
+    "_markdown",
+    "difficulty",
+    "figures",
+    "library_about",
+    "records",
+    "stdout_table",
+    "tables",
+    "winners",
+    "write",
+]
 
 
 def _save(stage: Path, name: str, table: pd.DataFrame) -> None:
@@ -41,7 +50,9 @@ def write(stage: Path, queries, ranked, micro, method_info, lay, job, bench, gro
     library = library_about(list(bench.settings.get("library", [])), list(bench.references.path))
     s = t["summary"]
     lines = winners(s, t["comparisons"])
-    (stage / "report.md").write_text(_markdown(t, pictures, queries, method_info, lay, job, bench, library, lines))
+    (stage / "report.md").write_text(
+        _markdown(t, pictures, queries, method_info, lay, job, bench, library, lines)
+    )
     document = {
         "bench": str(bench.folder.resolve()),
         "library": library,
@@ -69,19 +80,28 @@ def write(stage: Path, queries, ranked, micro, method_info, lay, job, bench, gro
     return document
 
 
-
 def stdout_table(document: dict) -> str:
     s = pd.DataFrame(document["summary"])
-    lines = [f"{'method':<14} {'test':<22} {'median':>7} {'mean':>8} {'chance':>8} {'mean/N':>7} "
-             f"{'R@1':>6} {'R@10':>6} {'μAP':>7}"]  # fmt: skip
+    lines = [
+        f"{'method':<14} {'test':<22} {'median':>7} {'mean':>8} {'chance':>8} {'mean/N':>7} "
+        f"{'R@1':>6} {'R@10':>6} {'μAP':>7}"
+    ]
     for r in s.itertuples():
+
         def f(v, spec):
             return "–" if v is None or v != v else format(v, spec)
+
         mark = "  at chance" if getattr(r, "at_chance", False) else ""
-        lines.append(f"{r.method:<14} {r.test:<22} {f(r.median_rank, '7g')} {f(r.mean_rank, '8.1f')} "
-                     f"{f(r.chance_mean_rank, '8.1f')} {f(r.mean_rank_share, '7.2%')} "
-                     f"{f(r.recall_at_1, '6.3f')} {f(r.recall_at_10, '6.3f')} {f(r.micro_ap, '7.4f')}{mark}")  # fmt: skip
+        lines.append(
+            f"{r.method:<14} {r.test:<22} {f(r.median_rank, '7g')} {f(r.mean_rank, '8.1f')} "
+            f"{f(r.chance_mean_rank, '8.1f')} {f(r.mean_rank_share, '7.2%')} "
+            f"{f(r.recall_at_1, '6.3f')} {f(r.recall_at_10, '6.3f')} {f(r.micro_ap, '7.4f')}{mark}"
+        )
     if document.get("by_group"):
         lines += [""] + group_lines(pd.DataFrame(document["by_group"]))
-    return "\n".join(lines + [""] + document["winners"] + ["", f"library: {document['library']['text']}",
-                                                            f"ties: {document['ties']}"])
+    return "\n".join(
+        lines
+        + [""]
+        + document["winners"]
+        + ["", f"library: {document['library']['text']}", f"ties: {document['ties']}"]
+    )

@@ -32,7 +32,9 @@ class Layout:
     sizes: tuple[int, ...]  # library sizes to rank at (each ≥ the number of originals)
 
 
-def layout(n_refs: int, originals: np.ndarray, subsets: int, sizes: tuple[int, ...], seed: int) -> Layout:
+def layout(
+    n_refs: int, originals: np.ndarray, subsets: int, sizes: tuple[int, ...], seed: int
+) -> Layout:
     """Seeded subsets (as equal as possible) and growth order for `n_refs` references."""
     rng = np.random.default_rng(np.random.SeedSequence(entropy=seed, spawn_key=(3,)))
     subset = np.empty(n_refs, dtype=np.int64)
@@ -120,11 +122,20 @@ def summary(ranks: np.ndarray, n_refs: int | None = None) -> dict:
     with the library size N, chance (N + 1)/2, the ranks as shares of the library and
     whether the mean is at chance (within CHANCE_Z standard errors of it, or worse)."""
     r = np.asarray(ranks, dtype=np.float64)
-    out: dict = {"queries": int(len(r)), "mean_rank": None, "median_rank": None,
-                 "recall_at_1": None, "recall_at_10": None}  # fmt: skip
+    out: dict = {
+        "queries": int(len(r)),
+        "mean_rank": None,
+        "median_rank": None,
+        "recall_at_1": None,
+        "recall_at_10": None,
+    }
     if len(r):
-        out.update(mean_rank=float(r.mean()), median_rank=float(np.median(r)),
-                   recall_at_1=float(np.mean(r <= 1)), recall_at_10=float(np.mean(r <= 10)))  # fmt: skip
+        out.update(
+            mean_rank=float(r.mean()),
+            median_rank=float(np.median(r)),
+            recall_at_1=float(np.mean(r <= 1)),
+            recall_at_10=float(np.mean(r <= 10)),
+        )
     if n_refs is None:
         return out
     chance = chance_mean_rank(n_refs)
@@ -189,13 +200,21 @@ def queries_needed(
         boot = sample[rng.integers(0, c, size=(resamples, c))]
         for name in STATISTICS:
             low, high = np.percentile(_statistic(name, boot), [2.5, 97.5])
-            rows.append({"statistic": name, "queries": int(c),
-                         "value": float(_statistic(name, sample)),
-                         "ci_low": float(low), "ci_high": float(high)})  # fmt: skip
+            rows.append(
+                {
+                    "statistic": name,
+                    "queries": int(c),
+                    "value": float(_statistic(name, sample)),
+                    "ci_low": float(low),
+                    "ci_high": float(high),
+                }
+            )
     return rows
 
 
-def queries_needed_summary(curve: list[dict], n_refs: int, tolerance: float = TOLERANCE) -> list[dict]:
+def queries_needed_summary(
+    curve: list[dict], n_refs: int, tolerance: float = TOLERANCE
+) -> list[dict]:
     """Per statistic, the fewest queries from which on every 95 % interval of the curve lies
     within ±tolerance of the final value (the estimate on all queries): Howe's "how many
     queries must be run", as a count and a share of the library. None when even the
@@ -206,16 +225,24 @@ def queries_needed_summary(curve: list[dict], n_refs: int, tolerance: float = TO
         if not rows:
             continue
         final = rows[-1]["value"]
-        inside = [final * (1 - tolerance) <= r["ci_low"] and r["ci_high"] <= final * (1 + tolerance)
-                  for r in rows]  # fmt: skip
+        inside = [
+            final * (1 - tolerance) <= r["ci_low"] and r["ci_high"] <= final * (1 + tolerance)
+            for r in rows
+        ]
         needed = None
         for i in range(len(rows) - 1, -1, -1):
             if not inside[i]:
                 break
             needed = rows[i]["queries"]
-        out.append({"statistic": name, "final": final, "queries_run": rows[-1]["queries"],
-                    "queries_needed": needed,
-                    "share_of_library": None if needed is None else needed / n_refs})  # fmt: skip
+        out.append(
+            {
+                "statistic": name,
+                "final": final,
+                "queries_run": rows[-1]["queries"],
+                "queries_needed": needed,
+                "share_of_library": None if needed is None else needed / n_refs,
+            }
+        )
     return out
 
 
@@ -235,5 +262,9 @@ def paired_test(a: np.ndarray, b: np.ndarray) -> dict:
     if differ == 0:
         return {"pairs": int(len(a)), "differ": 0, "statistic": None, "p_value": 1.0}
     result = wilcoxon(a, b, zero_method="wilcox", alternative="two-sided")
-    return {"pairs": int(len(a)), "differ": differ, "statistic": float(result.statistic),
-            "p_value": float(result.pvalue)}  # fmt: skip
+    return {
+        "pairs": int(len(a)),
+        "differ": differ,
+        "statistic": float(result.statistic),
+        "p_value": float(result.pvalue),
+    }

@@ -15,9 +15,14 @@ CHANCE_SLOPE_PER_1000 = 500.0  # (N + 1) / 2 grows by 0.5 per image
 
 
 def tables(
-    queries: pd.DataFrame, ranked: pd.DataFrame, micro: dict, lay: rank_spec.Layout, job,
-    n_refs: int, metrics: dict | None = None,
-) -> dict:  # fmt: skip
+    queries: pd.DataFrame,
+    ranked: pd.DataFrame,
+    micro: dict,
+    lay: rank_spec.Layout,
+    job,
+    n_refs: int,
+    metrics: dict | None = None,
+) -> dict:
     """Every table of the report, from the per-query ranks and the scorer's metrics."""
     q = queries[["query_id", "test", "reference_id"]]
     per_query = ranked.merge(q, on="query_id")
@@ -25,8 +30,19 @@ def tables(
     methods = list(dict.fromkeys(ranked.method))
     tests = list(dict.fromkeys(queries.test))
     matched["tied"] = matched["rank_pessimistic"] - matched["better"]
-    ranks_table = matched[["method", "test", "query_id", "reference_id", "rank", "rank_pessimistic",
-                           "tied", "subset", "rank_in_subset"]]  # fmt: skip
+    ranks_table = matched[
+        [
+            "method",
+            "test",
+            "query_id",
+            "reference_id",
+            "rank",
+            "rank_pessimistic",
+            "tied",
+            "subset",
+            "rank_in_subset",
+        ]
+    ]
     cells = _cells(per_query, matched, methods, tests, micro, lay, job, n_refs, metrics or {})
     summary, stability, stab_summary = cells["summary"], cells["stability"], cells["stab_summary"]
     sizes, slopes, size_rows = cells["sizes"], cells["slopes"], cells["size_rows"]
@@ -40,9 +56,17 @@ def tables(
             needed, columns=["method", "test", "statistic", "queries", "value", "ci_low", "ci_high"]
         ),
         "queries_needed_summary": pd.DataFrame(
-            needed_summary, columns=["method", "test", "statistic", "final", "queries_run",
-                                     "queries_needed", "share_of_library"],
-        ),  # fmt: skip
+            needed_summary,
+            columns=[
+                "method",
+                "test",
+                "statistic",
+                "final",
+                "queries_run",
+                "queries_needed",
+                "share_of_library",
+            ],
+        ),
     }
     families = difficulty(summary_table)
     if not families.empty:
@@ -56,19 +80,39 @@ def tables(
         out["slopes"] = pd.DataFrame(slopes)
     return out
 
+
 def _cells(
-    per_query: pd.DataFrame, matched: pd.DataFrame, methods: list, tests: list, micro: dict,
-    lay: rank_spec.Layout, job, n_refs: int, metrics: dict,
-) -> dict[str, list]:  # fmt: skip
+    per_query: pd.DataFrame,
+    matched: pd.DataFrame,
+    methods: list,
+    tests: list,
+    micro: dict,
+    lay: rank_spec.Layout,
+    job,
+    n_refs: int,
+    metrics: dict,
+) -> dict[str, list]:
     """The rows of every table, one (method, test) at a time."""
     subset_sizes = np.bincount(lay.subset, minlength=job.subsets)
-    summary, stability, stab_summary, sizes, slopes, needed, needed_summary = [], [], [], [], [], [], []
+    summary, stability, stab_summary, sizes, slopes, needed, needed_summary = (
+        [],
+        [],
+        [],
+        [],
+        [],
+        [],
+        [],
+    )
     size_rows = []
     for m in methods:
         for t in tests:
             key = {"method": m, "test": t}
             sel = matched[(matched.method == m) & (matched.test == t)]
-            distractors = int(((per_query.method == m) & (per_query.test == t) & (per_query.reference_id == "")).sum())
+            distractors = int(
+                (
+                    (per_query.method == m) & (per_query.test == t) & (per_query.reference_id == "")
+                ).sum()
+            )
             row = _summary_row(key, sel, distractors, micro.get((m, t)), n_refs)
             row["distance"] = metrics.get(m)
             summary.append(row)
@@ -81,13 +125,23 @@ def _cells(
                 sizes += per_size
                 size_rows += rows
                 slopes.append(slope)
-            curve = rank_spec.queries_needed(sel["rank"].to_numpy(), job.seed, resamples=job.resamples)
+            curve = rank_spec.queries_needed(
+                sel["rank"].to_numpy(), job.seed, resamples=job.resamples
+            )
             needed += [{**key, **n} for n in curve]
-            needed_summary += [{**key, **n} for n in rank_spec.queries_needed_summary(curve, n_refs)]
-    return {"summary": summary, "stability": stability, "stab_summary": stab_summary,
-            "sizes": sizes, "slopes": slopes, "size_rows": size_rows, "needed": needed,
-            "needed_summary": needed_summary}  # fmt: skip
-
+            needed_summary += [
+                {**key, **n} for n in rank_spec.queries_needed_summary(curve, n_refs)
+            ]
+    return {
+        "summary": summary,
+        "stability": stability,
+        "stab_summary": stab_summary,
+        "sizes": sizes,
+        "slopes": slopes,
+        "size_rows": size_rows,
+        "needed": needed,
+        "needed_summary": needed_summary,
+    }
 
 
 def _summary_row(
@@ -106,18 +160,22 @@ def _stability(
     key: dict, sel: pd.DataFrame, subsets: int, subset_sizes: np.ndarray
 ) -> tuple[list[dict], dict]:
     """Figures of each disjoint library subset, and their spread across the subsets."""
-    per = [rank_spec.summary(sel[sel.subset == k].rank_in_subset.to_numpy(), int(subset_sizes[k]))
-           for k in range(subsets)]  # fmt: skip
+    per = [
+        rank_spec.summary(sel[sel.subset == k].rank_in_subset.to_numpy(), int(subset_sizes[k]))
+        for k in range(subsets)
+    ]
     med = [p["median_rank"] for p in per if p["queries"]]
     mean = [p["mean_rank"] for p in per if p["queries"]]
     across = {
-        **key, "subsets": subsets, "subset_size": float(np.mean(subset_sizes)),
+        **key,
+        "subsets": subsets,
+        "subset_size": float(np.mean(subset_sizes)),
         "chance_mean_rank": rank_spec.chance_mean_rank(float(np.mean(subset_sizes))),
         "median_rank_mean": float(np.mean(med)) if med else None,
         "median_rank_std": float(np.std(med, ddof=1)) if len(med) > 1 else None,
         "mean_rank_mean": float(np.mean(mean)) if mean else None,
         "mean_rank_std": float(np.std(mean, ddof=1)) if len(mean) > 1 else None,
-    }  # fmt: skip
+    }
     return [{**key, "subset": k, **s} for k, s in enumerate(per)], across
 
 
@@ -129,19 +187,24 @@ def _growth(
     per_size, rows = [], []
     for j, size in enumerate(sizes):
         per_size.append({**key, "size": size, **rank_spec.summary(by_size[:, j], size)})
-        rows.append(pd.DataFrame({**key, "query_id": sel.query_id.to_numpy(),
-                                  "size": size, "rank": by_size[:, j]}))  # fmt: skip
+        rows.append(
+            pd.DataFrame(
+                {**key, "query_id": sel.query_id.to_numpy(), "size": size, "rank": by_size[:, j]}
+            )
+        )
     x = np.asarray(sizes, dtype=float)
     fm = rank_spec.fit_line(x, [r["mean_rank"] for r in per_size])
     fd = rank_spec.fit_line(x, [r["median_rank"] for r in per_size])
     slope = {
         **key,
         "mean_rank_per_1000": None if fm["slope"] is None else 1000 * fm["slope"],
-        "mean_rank_intercept": fm["intercept"], "mean_rank_r2": fm["r2"],
+        "mean_rank_intercept": fm["intercept"],
+        "mean_rank_r2": fm["r2"],
         "median_rank_per_1000": None if fd["slope"] is None else 1000 * fd["slope"],
-        "median_rank_intercept": fd["intercept"], "median_rank_r2": fd["r2"],
+        "median_rank_intercept": fd["intercept"],
+        "median_rank_r2": fd["r2"],
         "chance_per_1000": CHANCE_SLOPE_PER_1000,
-    }  # fmt: skip
+    }
     return per_size, rows, slope
 
 
@@ -151,7 +214,9 @@ def comparisons(summary: pd.DataFrame, ranks: pd.DataFrame) -> pd.DataFrame:
     Holm-adjusted over the test's comparisons."""
     rows = []
     for test, part in summary.groupby("test", sort=False):
-        part = part.dropna(subset=["median_rank"]).sort_values(["median_rank", "mean_rank", "method"])
+        part = part.dropna(subset=["median_rank"]).sort_values(
+            ["median_rank", "mean_rank", "method"]
+        )
         if len(part) < 2:
             continue
         best = part.iloc[0].method
@@ -159,13 +224,20 @@ def comparisons(summary: pd.DataFrame, ranks: pd.DataFrame) -> pd.DataFrame:
         found = []
         for other in part.method.iloc[1:]:
             both = mine[[best, other]].dropna()
-            found.append({"test": test, "best": best, "other": other,
-                          **rank_spec.paired_test(both[best], both[other])})  # fmt: skip
+            found.append(
+                {
+                    "test": test,
+                    "best": best,
+                    "other": other,
+                    **rank_spec.paired_test(both[best], both[other]),
+                }
+            )
         for row, p in zip(found, holm([r["p_value"] for r in found])):
             row["p_holm"] = p
         rows += found
-    return pd.DataFrame(rows, columns=["test", "best", "other", "pairs", "differ", "statistic",
-                                       "p_value", "p_holm"])  # fmt: skip
+    return pd.DataFrame(
+        rows, columns=["test", "best", "other", "pairs", "differ", "statistic", "p_value", "p_holm"]
+    )
 
 
 def winners(summary: pd.DataFrame, compared: pd.DataFrame) -> list[str]:
@@ -174,7 +246,9 @@ def winners(summary: pd.DataFrame, compared: pd.DataFrame) -> list[str]:
     apart from are named with their p-values. μAP is reported, not tested."""
     lines = []
     for test, part in summary.groupby("test", sort=False):
-        part = part.dropna(subset=["median_rank"]).sort_values(["median_rank", "mean_rank", "method"])
+        part = part.dropna(subset=["median_rank"]).sort_values(
+            ["median_rank", "mean_rank", "method"]
+        )
         if part.empty:
             continue
         best = part.iloc[0]
@@ -185,27 +259,36 @@ def winners(summary: pd.DataFrame, compared: pd.DataFrame) -> list[str]:
             text = f"**{test}**: {best.method} alone ({figures})"
         elif same.empty:
             worst_p = mine.p_holm.max()
-            text = (f"**{test}**: {best.method} wins on rank ({figures}; lower ranks than each "
-                    f"other method, Wilcoxon signed-rank, Holm-adjusted p ≤ {worst_p:.2g})")  # fmt: skip
+            text = (
+                f"**{test}**: {best.method} wins on rank ({figures}; lower ranks than each "
+                f"other method, Wilcoxon signed-rank, Holm-adjusted p ≤ {worst_p:.2g})"
+            )
         else:
             tied = ", ".join(
                 f"{r.other} (p = {r.p_holm:.2g}" + (", identical ranks)" if r.differ == 0 else ")")
                 for r in same.itertuples()
             )
-            text = (f"**{test}**: no winner on rank: {best.method} has the lowest ({figures}) "
-                    f"but is not told apart from {tied} by a Wilcoxon signed-rank test at "
-                    f"{rank_spec.ALPHA:g}")  # fmt: skip
+            text = (
+                f"**{test}**: no winner on rank: {best.method} has the lowest ({figures}) "
+                f"but is not told apart from {tied} by a Wilcoxon signed-rank test at "
+                f"{rank_spec.ALPHA:g}"
+            )
         others = ", ".join(f"{r.method} {r.median_rank:g}" for r in part.iloc[1:].itertuples())
         if others:
             text += f"; others' medians: {others}"
         chance = part[part.at_chance.fillna(False).astype(bool)]
         if len(chance):
             text += f"; at chance: {', '.join(chance.method)}"
-        ap = part.dropna(subset=["micro_ap"]).sort_values(["micro_ap", "method"], ascending=[False, True])
+        ap = part.dropna(subset=["micro_ap"]).sort_values(
+            ["micro_ap", "method"], ascending=[False, True]
+        )
         if not ap.empty:
             top = ap.iloc[0]
-            text += (f"; highest μAP {top.method} ({top.micro_ap:.3f}"
-                     + (f" vs {ap.iloc[1].method} {ap.iloc[1].micro_ap:.3f}" if len(ap) > 1 else "") + ")")  # fmt: skip
+            text += (
+                f"; highest μAP {top.method} ({top.micro_ap:.3f}"
+                + (f" vs {ap.iloc[1].method} {ap.iloc[1].micro_ap:.3f}" if len(ap) > 1 else "")
+                + ")"
+            )
         lines.append(text + ".")
     return lines
 
@@ -238,14 +321,24 @@ def difficulty(summary: pd.DataFrame) -> pd.DataFrame:
     for (rest, _i, kind), members in groups.items():
         if len({v for _, _, v in members}) < 3:
             continue
-        family = ("jumble:RxR" if kind == "jumble" else f"{kind}:K") + "".join(f"+{r}" for r in rest)
+        family = ("jumble:RxR" if kind == "jumble" else f"{kind}:K") + "".join(
+            f"+{r}" for r in rest
+        )
         for t, _, value in members:
             for r in summary[summary.test == t].itertuples():
-                rows.append({"family": family, "kind": kind, "parameter": value, "test": t,
-                             "method": r.method, "median_rank": r.median_rank, "mean_rank": r.mean_rank,
-                             "chance_mean_rank": r.chance_mean_rank})  # fmt: skip
+                rows.append(
+                    {
+                        "family": family,
+                        "kind": kind,
+                        "parameter": value,
+                        "test": t,
+                        "method": r.method,
+                        "median_rank": r.median_rank,
+                        "mean_rank": r.mean_rank,
+                        "chance_mean_rank": r.chance_mean_rank,
+                    }
+                )
     return pd.DataFrame(rows)
-
 
 
 def records(table: pd.DataFrame) -> list[dict]:

@@ -83,7 +83,9 @@ def optimistic_places(keys: list[tuple], optimistic: list[float | None]) -> list
     return places
 
 
-def board_columns(points: list[float], keys: list[tuple], found: list[Uncertainty | None]) -> list[dict]:
+def board_columns(
+    points: list[float], keys: list[tuple], found: list[Uncertainty | None]
+) -> list[dict]:
     """The statistics columns of each scored place, in board order: the intervals, the
     optimistic μAP and its place, the tie flag, the tier, and the comparison with the next place."""
     pairs = neighbours(points, found)
@@ -115,10 +117,16 @@ def board_columns(points: list[float], keys: list[tuple], found: list[Uncertaint
 
 COLUMNS = [
     *(f"{name}_{end}" for name in STATISTICS for end in ("low", "high")),
-    "micro_ap_optimistic", "place_optimistic", "tie_sensitive", "tier",
-    "next_difference", "next_difference_low", "next_difference_high", "next_flip_share",
+    "micro_ap_optimistic",
+    "place_optimistic",
+    "tie_sensitive",
+    "tier",
+    "next_difference",
+    "next_difference_low",
+    "next_difference_high",
+    "next_flip_share",
     "next_p_adjusted",
-]  # fmt: skip
+]
 
 
 def holm(p_values: list[float]) -> list[float]:

@@ -96,8 +96,9 @@ def table(
     float64, ranks int64, codes int; any order) and the positives (keys uint64 (P,),
     codes int (P,))."""
     none = groups.none
-    counts = counts or code_miss_counts(levels, np.zeros(0), np.zeros(0, np.uint64),
-                                        np.zeros(0, bool), np.zeros(0, np.int64), r)  # fmt: skip
+    counts = counts or code_miss_counts(
+        levels, np.zeros(0), np.zeros(0, np.uint64), np.zeros(0, bool), np.zeros(0, np.int64), r
+    )
     rows = counts[0]
     shared_w, shared_p = counts[1 + 2 * none], counts[2 + 2 * none]
     keys, scores, ranks, codes = true_pairs
@@ -109,15 +110,22 @@ def table(
         plain = counts[2 + 2 * g] + fold(shared_p, levels[none], lv)
         owned = (positives[1] == g) | (positives[1] == none)
         pairs = (keys[mine], scores[mine], ranks[mine])
-        figures = point(np.bincount(spec.buckets(lv, pairs[1]), minlength=len(lv)), plain,
-                        pairs[2], int(owned.sum()))  # fmt: skip
+        figures = point(
+            np.bincount(spec.buckets(lv, pairs[1]), minlength=len(lv)),
+            plain,
+            pairs[2],
+            int(owned.sum()),
+        )
         replicates = {}
         if r.resamples and owned.any():
             hits, found, drawn = spec.true_counts(lv, pairs, positives[0][owned], r)
             replicates = spec.replicates(spec.Counts(weighted, hits, found, drawn))
         n_predictions = int(rows[g] + rows[none] + mine.sum())
-        out.append(GroupResult.of(name, int(groups.sizes[g]), int(owned.sum()), n_predictions,
-                                  figures, replicates, r))  # fmt: skip
+        out.append(
+            GroupResult.of(
+                name, int(groups.sizes[g]), int(owned.sum()), n_predictions, figures, replicates, r
+            )
+        )
     return GroupTable(groups.source, int(len(groups.codes) - groups.sizes.sum()), tuple(out), r)
 
 

@@ -67,8 +67,9 @@ def read_query_groups(path: str, gt: GroundTruth, spark: object = None) -> Query
             raise InputError(path, f"query {query!r} is not in the ground truth", f"line {number}")
         if query in named:
             where = f"line {number}"
-            raise InputError(path, f"query {query!r} named twice (first on line "
-                             f"{first_line_of[query]})", where)  # fmt: skip
+            raise InputError(
+                path, f"query {query!r} named twice (first on line {first_line_of[query]})", where
+            )
         named[query], first_line_of[query] = group, number
     names = tuple(sorted(set(named.values())))
     code_of = {name: c for c, name in enumerate(names)}
@@ -89,18 +90,22 @@ def _rows(path: str, text: str) -> list[tuple[int, str, str]]:
     columns = [c.strip() for c in next(csv.reader(io.StringIO(header)))]
     missing = [c for c in COLUMNS if c not in columns]
     if missing:
-        raise InputError(path, f"missing column {missing[0]!r} (has: {', '.join(columns)})",
-                         f"line {number}")  # fmt: skip
+        raise InputError(
+            path, f"missing column {missing[0]!r} (has: {', '.join(columns)})", f"line {number}"
+        )
     at = [columns.index(c) for c in COLUMNS]
     out = []
     for number, line in lines[1:]:
         fields = [f.strip() for f in next(csv.reader(io.StringIO(line)))]
         if len(fields) != len(columns):
-            raise InputError(path, f"{len(fields)} fields, the header has {len(columns)}",
-                             f"line {number}")  # fmt: skip
+            raise InputError(
+                path, f"{len(fields)} fields, the header has {len(columns)}", f"line {number}"
+            )
         query, group = (fields[i] for i in at)
         if not query or not group:
-            raise InputError(path, f"empty {'query_id' if not query else 'group'}", f"line {number}")
+            raise InputError(
+                path, f"empty {'query_id' if not query else 'group'}", f"line {number}"
+            )
         out.append((number, query, group))
     if not out:
         raise InputError(path, "no row after the header (one row per query expected)")

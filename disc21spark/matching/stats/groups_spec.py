@@ -44,8 +44,11 @@ def group_table(
     for g, name in enumerate(groups.names):
         sub = restrict(gt, (groups.codes == g) | (groups.codes == groups.none))
         rows = (code == g) | (code == groups.none)
-        columns = (query_ids[rows], np.asarray(reference_ids, dtype=object)[rows],
-                   np.asarray(scores, dtype=np.float64)[rows])  # fmt: skip
+        columns = (
+            query_ids[rows],
+            np.asarray(reference_ids, dtype=object)[rows],
+            np.asarray(scores, dtype=np.float64)[rows],
+        )
         figures: dict = dict.fromkeys(STATISTICS)
         replicates: dict = {}
         if sub.n_positives:
@@ -53,6 +56,9 @@ def group_table(
             figures = {k: getattr(m, k) for k in STATISTICS}
             replicates = spec.bootstrap(*columns, sub, r).replicates
         n_predictions = int(rows.sum())
-        out.append(GroupResult.of(name, int(groups.sizes[g]), sub.n_positives, n_predictions,
-                                  figures, replicates, r))  # fmt: skip
+        out.append(
+            GroupResult.of(
+                name, int(groups.sizes[g]), sub.n_positives, n_predictions, figures, replicates, r
+            )
+        )
     return GroupTable(groups.source, int(len(groups.codes) - groups.sizes.sum()), tuple(out), r)

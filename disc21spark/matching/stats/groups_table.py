@@ -18,9 +18,13 @@ if TYPE_CHECKING:
 
 RULE = "each group's queries together with every query in no group (distractors included)"
 COLUMNS = [
-    "group", "n_queries", "n_positives", "n_predictions", *STATISTICS,
+    "group",
+    "n_queries",
+    "n_positives",
+    "n_predictions",
+    *STATISTICS,
     *(f"{name}_{end}" for name in STATISTICS for end in ("low", "high")),
-]  # fmt: skip
+]
 
 
 @dataclass(frozen=True)
@@ -36,15 +40,27 @@ class GroupResult:
     intervals: dict[str, tuple[float, float] | None]
 
     @classmethod
-    def of(cls, name: str, n_queries: int, n_positives: int, n_predictions: int,
-           figures: dict, replicates: dict[str, np.ndarray], r: Resampling) -> GroupResult:  # fmt: skip
+    def of(
+        cls,
+        name: str,
+        n_queries: int,
+        n_positives: int,
+        n_predictions: int,
+        figures: dict,
+        replicates: dict[str, np.ndarray],
+        r: Resampling,
+    ) -> GroupResult:
         intervals = {k: percentile_interval(replicates.get(k), r.confidence) for k in STATISTICS}
         return cls(name, n_queries, n_positives, n_predictions, figures, intervals)
 
     def row(self) -> dict:
         """A groups.csv / leaderboard row: COLUMNS, None for no value."""
-        out: dict = {"group": self.group, "n_queries": self.n_queries,
-                     "n_positives": self.n_positives, "n_predictions": self.n_predictions}  # fmt: skip
+        out: dict = {
+            "group": self.group,
+            "n_queries": self.n_queries,
+            "n_positives": self.n_positives,
+            "n_predictions": self.n_predictions,
+        }
         out.update({k: self.figures.get(k) for k in STATISTICS})
         for k in STATISTICS:
             low, high = self.intervals.get(k) or (None, None)
@@ -103,8 +119,10 @@ class GroupTable:
 
     def lines(self) -> list[str]:
         """The terminal table's lines: one per group."""
-        out = [f"by query group ({self.source}; each with the {self.ungrouped_queries:,} "
-               "queries in no group):"]  # fmt: skip
+        out = [
+            f"by query group ({self.source}; each with the {self.ungrouped_queries:,} "
+            "queries in no group):"
+        ]
         width = max(len(g.group) for g in self.groups) if self.groups else 5
         for g in self.groups:
             ap = g.figures.get("micro_ap")

@@ -16,7 +16,9 @@ from disc21spark.matching.stats.model import Resampling, Uncertainty
 from disc21spark.matching.stats.weights import query_keys
 
 
-def measure(query: pa.Array, e: matching_spec.Encoded, gt: GroundTruth, r: Resampling) -> Uncertainty:
+def measure(
+    query: pa.Array, e: matching_spec.Encoded, gt: GroundTruth, r: Resampling
+) -> Uncertainty:
     """One submission's Uncertainty: ``query`` the Arrow query ids (n,), ``e`` the codes
     of the same rows (``matching/local.encode``)."""
     sample, _ = _sample(query, e, gt, r)

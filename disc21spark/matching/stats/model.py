@@ -56,9 +56,7 @@ class Uncertainty:
             doc["bootstrap"] = {
                 **self.resampling.settings(),
                 "method": "percentile, Poisson(1) weights per ground-truth query",
-                "resamples_without_positives": int(
-                    np.isnan(self.replicates["micro_ap"]).sum()
-                ),
+                "resamples_without_positives": int(np.isnan(self.replicates["micro_ap"]).sum()),
                 "intervals": {name: _pair(self.interval(name)) for name in STATISTICS},
                 "standard_errors": {name: self.standard_error(name) for name in STATISTICS},
             }

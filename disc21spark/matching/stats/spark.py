@@ -48,9 +48,7 @@ def attach(
         found = measure(spark, rows, list(metrics), gt, r)
         note["rows"] = sum(m.n_predictions for m in metrics.values())
         note["detail"] = f"{r.resamples:,} resamples, one counting pass"
-    return {
-        s: replace(m, uncertainty=found[s][0], groups=found[s][1]) for s, m in metrics.items()
-    }
+    return {s: replace(m, uncertainty=found[s][0], groups=found[s][1]) for s, m in metrics.items()}
 
 
 def measure(
@@ -62,9 +60,11 @@ def measure(
     true = _true_pairs(rows, subs)
     levels = {s: spec.levels_of(true[s][1]) for s in subs}
     codes = r.groups.codes if r.groups is not None else None
-    by_code = {} if codes is None else {
-        s: groups.code_levels(true[s][1], codes[true[s][0]], r.groups.none) for s in subs
-    }  # fmt: skip
+    by_code = (
+        {}
+        if codes is None
+        else {s: groups.code_levels(true[s][1], codes[true[s][0]], r.groups.none) for s in subs}
+    )
     counts, code_counts = _miss_counts(spark, rows, levels, by_code, keys, r)
     # the ranks only weigh in recall@k of the resamples and of the groups
     unranked = {s: np.zeros(len(true[s][0]), np.int64) for s in subs}
@@ -82,8 +82,9 @@ def measure(
         table = None
         if codes is not None:
             with_codes = (*pairs, codes[query_index])
-            table = groups.table(r.groups, by_code[s], code_counts.get(s), with_codes,
-                                 (positives, owners), r)  # fmt: skip
+            table = groups.table(
+                r.groups, by_code[s], code_counts.get(s), with_codes, (positives, owners), r
+            )
         out[s] = (spec.uncertainty_of(levels[s], misses, optimistic, pairs, positives, r), table)
     return out
 
@@ -128,7 +129,11 @@ def _ranks(spark: SparkSession, rows: DataFrame, true: dict) -> dict[int, np.nda
 
 
 def _miss_counts(
-    spark: SparkSession, rows: DataFrame, levels: dict, by_code: dict, keys: np.ndarray,
+    spark: SparkSession,
+    rows: DataFrame,
+    levels: dict,
+    by_code: dict,
+    keys: np.ndarray,
     r: Resampling,
 ) -> tuple[dict[int, tuple[np.ndarray, np.ndarray]], dict[int, list[np.ndarray]]]:
     """Per submission with true pairs (or with groups): its non-matches' counts
@@ -149,11 +154,21 @@ def _miss_counts(
                 total[s] = groups.add_counts(total.get(s), parts)
         for s, (misses, optimistic, *coded) in total.items():
             yield pa.RecordBatch.from_pydict(
-                {SUBMISSION: [s], "misses": [misses.tobytes()], "optimistic": [optimistic.tobytes()],
-                 "groups": [_pack(coded)]},
-                schema=pa.schema([(SUBMISSION, pa.int32()), ("misses", pa.binary()),
-                                  ("optimistic", pa.binary()), ("groups", pa.binary())]),
-            )  # fmt: skip
+                {
+                    SUBMISSION: [s],
+                    "misses": [misses.tobytes()],
+                    "optimistic": [optimistic.tobytes()],
+                    "groups": [_pack(coded)],
+                },
+                schema=pa.schema(
+                    [
+                        (SUBMISSION, pa.int32()),
+                        ("misses", pa.binary()),
+                        ("optimistic", pa.binary()),
+                        ("groups", pa.binary()),
+                    ]
+                ),
+            )
 
     try:
         return _added(rows, count, wanted, r)
@@ -192,7 +207,9 @@ def _unpack(data: bytes) -> list[np.ndarray]:
         return [stored[f"arr_{i}"] for i in range(len(stored.files))]
 
 
-def _batch_counts(batch, wanted: dict, by_code: dict, keys: np.ndarray, r: Resampling) -> dict[int, list]:
+def _batch_counts(
+    batch, wanted: dict, by_code: dict, keys: np.ndarray, r: Resampling
+) -> dict[int, list]:
     """One Arrow batch of non-matching rows: per submission, [weighted, optimistic], then
     its ``groups.code_miss_counts`` when it has groups."""
     sub = batch.column(0).to_numpy(zero_copy_only=False)
