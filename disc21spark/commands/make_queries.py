@@ -46,6 +46,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--output", required=True, metavar="PATH", help="the bench folder to write")
     p.add_argument("--overwrite", action="store_true", help="replace a non-empty --output folder")
+    _add_test_arguments(p, conf)
+    _add_writing_arguments(p, conf)
+    add_run_arguments(p, NAME)
+
+
+def _add_test_arguments(p: argparse.ArgumentParser, conf: dict[str, Any]) -> None:
+    # what the bench holds: the tests, their queries and distractors, from the seed
     add_option(
         p,
         conf,
@@ -73,6 +80,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_option(
         p, conf, "--seed", type=int, metavar="N", help="the same seed gives byte-identical queries"
     )
+
+
+def _add_writing_arguments(p: argparse.ArgumentParser, conf: dict[str, Any]) -> None:
+    # how the queries are written: their format, the contact sheet, the Spark tasks
     fmt = add_option(
         p,
         conf,
@@ -102,7 +113,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="Spark tasks the images are split into (default: about 48 images a task)",
     )
     add_old_name(p, "--partitions", tasks)
-    add_run_arguments(p, NAME)
 
 
 def check(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
