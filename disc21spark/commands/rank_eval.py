@@ -50,6 +50,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_old_name(p, "--descriptors", methods)
     p.add_argument("--output", required=True, metavar="PATH", help="the report folder to write")
     p.add_argument("--overwrite", action="store_true", help="replace a non-empty --output folder")
+    _add_measure_arguments(p, conf)
+    _add_ranking_arguments(p, conf)
+    add_run_arguments(p, NAME)
+
+
+def _add_measure_arguments(p: argparse.ArgumentParser, conf: dict[str, Any]) -> None:
+    # what the report measures: μAP's pairs, the stability subsets, the growth curve, the
+    # bootstrap
     add_option(
         p,
         conf,
@@ -83,6 +91,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="subsets, size order and bootstrap: the same seed, the same report",
     )
     add_option(p, conf, "--resamples", type=int, metavar="N", help="bootstrap resamples")
+
+
+def _add_ranking_arguments(p: argparse.ArgumentParser, conf: dict[str, Any]) -> None:
+    # how each query's references are ranked: in parallel, ties, each method's distance
     queries = add_option(
         p,
         conf,
@@ -111,7 +123,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "(l2, ip, l1 = histogram intersection's order, d1 = Huang's; default: each "
         "method's own)",
     )
-    add_run_arguments(p, NAME)
 
 
 def check(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
