@@ -18,7 +18,6 @@ from pyspark.sql import SparkSession
 
 from disc21spark.core import config, record
 from disc21spark.core.errors import InputError
-from disc21spark.core.invocation import command
 from disc21spark.core.output import staged_output
 from disc21spark.core.phases import Phases
 from disc21spark.core.runner import BaseJob, fields_from_options
@@ -29,12 +28,12 @@ from disc21spark.matching.score import Scoring, score
 from disc21spark.matching.spec import DEFAULT_CURVE_POINTS
 from disc21spark.matching.stats.model import Resampling
 from disc21spark.queries import bench_folder
-from disc21spark.ranks import distances
+from disc21spark.ranks import distances, vectors
 from disc21spark.ranks import groups as rank_groups
 from disc21spark.ranks import methods as rank_methods
 from disc21spark.ranks import plan as rank_plan
 from disc21spark.ranks import report as rank_report
-from disc21spark.ranks.describe import Described, describe_bench, write_set
+from disc21spark.ranks.describe import describe_bench
 from disc21spark.ranks.spec import TIES, Layout, layout, tied_rank
 
 
@@ -92,19 +91,6 @@ class RankJob(BaseJob):
         ]
 
 
-@dataclass
-class MethodVectors:
-    name: str
-    metric: str
-    reference: str
-    ref_ids: np.ndarray
-    xb: np.ndarray
-    query_ids: np.ndarray
-    xq: np.ndarray
-    origin: str  # "computed" or the folder read
-    extra: dict = field(default_factory=dict)
-
-
 def parse_distances(text: str, names: list[str]) -> dict[str, str]:
     """``colorhist=l2,correlogram=l1`` → {method: distance}; each a method being ranked."""
     out: dict[str, str] = {}
@@ -132,75 +118,16 @@ def parse_method(text: str) -> tuple[str, str | None]:
     return name.strip(), (folder.strip() if sep else None)
 
 
-def read_vectors(name: str, folder: str, bench: bench_folder.Bench) -> MethodVectors:
-    """Vectors written by extract_descriptors --bench, checked against the bench's ids."""
-    import h5py
-
-    root = Path(folder)
-    meta_path = root / "descriptors.json"
-    if not meta_path.is_file():
-        raise InputError(
-            str(root),
-            f"descriptors.json is missing: not a folder written by {command('extract')} --bench",
-        )
-    try:
-        meta = json.loads(meta_path.read_text())
-    except ValueError as exc:
-        raise InputError(str(meta_path), f"is not JSON ({exc})") from None
-    sides = {}
-    for side in ("references", "queries"):
-        path = root / f"{side}.h5"
-        try:
-            with h5py.File(path, "r") as f:
-                ids = np.array(
-                    [x.decode() if isinstance(x, bytes) else str(x) for x in f["image_names"][:]]
-                )
-                sides[side] = (ids, np.asarray(f["vectors"][:], dtype=np.float32))
-        except (OSError, KeyError) as exc:
-            raise InputError(str(path), f"cannot be read as descriptors ({exc})") from None
-        if not np.isfinite(sides[side][1]).all():
-            raise InputError(str(path), "holds NaN or infinite values")
-    for side, expected in (
-        ("references", bench.references.reference_id),
-        ("queries", bench.queries.query_id),
-    ):
-        _same_ids(root / f"{side}.h5", sides[side][0], np.asarray(expected, dtype=str))
-    if sides["references"][1].shape[1] != sides["queries"][1].shape[1]:
-        raise InputError(str(root), "queries and references have different dimensions")
-    return MethodVectors(
-        name,
-        meta.get("metric", "l2"),
-        meta.get("reference", ""),
-        *sides["references"],
-        *sides["queries"],
-        origin=str(root),
-    )
-
-
-def _same_ids(path: Path, found: np.ndarray, expected: np.ndarray) -> None:
-    missing = np.setdiff1d(expected, found)
-    extra = np.setdiff1d(found, expected)
-    if len(missing) or len(extra) or len(found) != len(expected):
-        detail = []
-        if len(missing):
-            detail.append(f"{len(missing)} bench ids have no vector (first {missing[0]})")
-        if len(extra):
-            detail.append(f"{len(extra)} ids are not in the bench (first {extra[0]})")
-        if not detail:
-            detail.append("an id is repeated")
-        raise InputError(str(path), f"ids do not match the bench: {'; '.join(detail)}")
-
-
 def compute_vectors(
     spark: SparkSession, names: list[str], bench: bench_folder.Bench, partitions: int | None
-) -> dict[str, MethodVectors]:
+) -> dict[str, vectors.MethodVectors]:
     """Every method's vectors in one pass over the bench's images (each decoded once)."""
     methods = [rank_methods.method(name) for name in names]
     described = describe_bench(spark, bench, methods, partitions)
     out = {}
     for method in methods:
         r, q = described[method.name]["references"], described[method.name]["queries"]
-        out[method.name] = MethodVectors(
+        out[method.name] = vectors.MethodVectors(
             method.name,
             method.metric,
             method.reference,
@@ -235,84 +162,62 @@ def score_submissions(
     return score(spark, pairs, sorted(gt_of), scoring, phases).metrics
 
 
+@dataclass(frozen=True)
+class _Setup:
+    """The bench as every method's pass uses it: its queries (reference_id "" for a
+    distractor), the row of each one's original (-1 for a distractor), its tests, the
+    library's layout and the query partitions."""
+
+    bench: bench_folder.Bench
+    q: pd.DataFrame
+    original: np.ndarray
+    tests: list[str]
+    lay: Layout
+    partitions: int
+
+
 def run(spark: SparkSession, job: RankJob) -> dict:
     phases = Phases()
     bench = bench_folder.read(job.bench)
     gt = ground_truth_phase(spark, str(bench.ground_truth), "csv", phases)
-    tests = [t["name"] for t in bench.settings["tests"]]
-    q, original = _bench_queries(bench)
-    n_refs = len(bench.references)
-    _check_layout(job, n_refs, original)
-    lay = layout(n_refs, original, job.subsets, tuple(job.sizes), job.seed)
-    partitions = job.partitions or 2 * spark.sparkContext.defaultParallelism
+    setup = _prepare(spark, job, bench)
 
     with staged_output(job.output, job.overwrite) as stage:
-        with phases.phase("describe") as note:
-            to_compute = [parse_method(t)[0] for t in job.methods if not parse_method(t)[1]]
-            computed = (
-                compute_vectors(spark, to_compute, bench, job.partitions) if to_compute else {}
-            )
-            note.update(rows=len(bench.references) + len(q), detail=", ".join(to_compute) or "none")
+        computed = _describe(spark, job, setup, phases)
         results, rank_tables, gt_of, method_info = [], [], {}, []
         for m_index, text in enumerate(job.methods):
-            name, folder = parse_method(text)
-            with phases.phase(f"{name}") as note:
-                vec = read_vectors(name, folder, bench) if folder else computed[name]
-                vec.metric = job.distances.get(name, vec.metric)
-                _check_distance(vec)
-                if job.keep_descriptors and not folder:
-                    _keep_vectors(stage / "descriptors" / name.replace(":", "_"), vec, bench)
-                first = m_index * len(tests)  # its tests are the submissions first, first + 1...
-                result = rank_plan.rank_pass(
-                    spark,
-                    _rank_table(q, original, tests, first),
-                    *_in_bench_order(vec, q, bench),
-                    vec.metric,
-                    lay,
-                    job.knn,
-                    partitions,
-                )
-                ranked = _subset_ranks(
-                    _apply_ties(rank_plan.ranks_of(result), job.ties), q, original, lay
-                )
-                note.update(
-                    rows=len(ranked), detail=f"{vec.metric}, {vec.xb.shape[1]} dims, {vec.origin}"
-                )
-            rank_tables.append(ranked.assign(method=name))
-            results.append(result)
-            method_info.append(
-                {
-                    "method": name,
-                    "metric": vec.metric,
-                    "dim": int(vec.xb.shape[1]),
-                    "reference": vec.reference,
-                    "vectors": vec.origin,
-                }
+            first = m_index * len(setup.tests)  # its tests are the submissions first, first + 1...
+            result, ranked, info = _rank_method(
+                spark, job, setup, text, first, computed, stage, phases
             )
-            for t, test in enumerate(tests):
+            rank_tables.append(ranked.assign(method=info["method"]))
+            results.append(result)
+            method_info.append(info)
+            for t, test in enumerate(setup.tests):
                 gt_of[first + t] = test_ground_truth(
-                    gt, q.query_id[q.test == test].to_numpy(), test
+                    gt, setup.q.query_id[setup.q.test == test].to_numpy(), test
                 )
         pairs = union_all([rank_plan.pairs_of(r) for r in results])
         metrics = score_submissions(spark, pairs, gt, gt_of, phases)
         names = [parse_method(t)[0] for t in job.methods]
         resampling = Resampling(job.resamples, seed=job.seed)
         grouped = rank_groups.by_group(
-            spark, pairs, len(tests), names, gt, bench.folder, resampling, phases
+            spark, pairs, len(setup.tests), names, gt, bench.folder, resampling, phases
         )
         for r in results:
             r.unpersist()
         with phases.phase("report"):
             micro = {
-                (names[sub // len(tests)], tests[sub % len(tests)]): m for sub, m in metrics.items()
+                (names[sub // len(setup.tests)], setup.tests[sub % len(setup.tests)]): m
+                for sub, m in metrics.items()
             }
             document = rank_report.write(
                 stage,
-                q,
+                setup.q,
                 pd.concat(rank_tables, ignore_index=True),
                 micro,
                 method_info,
-                lay,
+                setup.lay,
                 job,
                 bench,
                 grouped,
@@ -322,6 +227,75 @@ def run(spark: SparkSession, job: RankJob) -> dict:
         (stage / "rank_eval.json").write_text(json.dumps(document, indent=2) + "\n")
     document["seconds"] = phases.seconds
     return document
+
+
+def _prepare(spark: SparkSession, job: RankJob, bench: bench_folder.Bench) -> _Setup:
+    """The bench's tests, queries and layout, checked against the job before anything runs."""
+    tests = [t["name"] for t in bench.settings["tests"]]
+    q, original = _bench_queries(bench)
+    n_refs = len(bench.references)
+    _check_layout(job, n_refs, original)
+    lay = layout(n_refs, original, job.subsets, tuple(job.sizes), job.seed)
+    partitions = job.partitions or 2 * spark.sparkContext.defaultParallelism
+    return _Setup(bench, q, original, tests, lay, partitions)
+
+
+def _describe(
+    spark: SparkSession, job: RankJob, setup: _Setup, phases: Phases
+) -> dict[str, vectors.MethodVectors]:
+    """The describe phase: the vectors of every method not read from a folder, in one pass."""
+    with phases.phase("describe") as note:
+        to_compute = [parse_method(t)[0] for t in job.methods if not parse_method(t)[1]]
+        computed = (
+            compute_vectors(spark, to_compute, setup.bench, job.partitions) if to_compute else {}
+        )
+        note.update(
+            rows=len(setup.bench.references) + len(setup.q), detail=", ".join(to_compute) or "none"
+        )
+    return computed
+
+
+def _rank_method(
+    spark: SparkSession,
+    job: RankJob,
+    setup: _Setup,
+    text: str,
+    first: int,
+    computed: dict[str, vectors.MethodVectors],
+    stage: Path,
+    phases: Phases,
+) -> tuple:
+    """One method's phase: its vectors (read from its folder, or computed; kept if asked),
+    then the rank pass of its tests as submissions first, first + 1...; the pass's result,
+    its ranks under the ties rule, and the method's entry of the report."""
+    name, folder = parse_method(text)
+    with phases.phase(f"{name}") as note:
+        vec = vectors.read_vectors(name, folder, setup.bench) if folder else computed[name]
+        vec.metric = job.distances.get(name, vec.metric)
+        vectors.check_distance(vec)
+        if job.keep_descriptors and not folder:
+            vectors.keep_vectors(stage / "descriptors" / name.replace(":", "_"), vec, setup.bench)
+        result = rank_plan.rank_pass(
+            spark,
+            _rank_table(setup.q, setup.original, setup.tests, first),
+            *vectors.in_bench_order(vec, setup.q, setup.bench),
+            vec.metric,
+            setup.lay,
+            job.knn,
+            setup.partitions,
+        )
+        ranked = _subset_ranks(
+            _apply_ties(rank_plan.ranks_of(result), job.ties), setup.q, setup.original, setup.lay
+        )
+        note.update(rows=len(ranked), detail=f"{vec.metric}, {vec.xb.shape[1]} dims, {vec.origin}")
+    info = {
+        "method": name,
+        "metric": vec.metric,
+        "dim": int(vec.xb.shape[1]),
+        "reference": vec.reference,
+        "vectors": vec.origin,
+    }
+    return result, ranked, info
 
 
 def _bench_queries(bench: bench_folder.Bench) -> tuple[pd.DataFrame, np.ndarray]:
@@ -338,22 +312,6 @@ def _bench_queries(bench: bench_folder.Bench) -> tuple[pd.DataFrame, np.ndarray]
     return q, original
 
 
-def _keep_vectors(target: Path, vec: MethodVectors, bench: bench_folder.Bench) -> None:
-    """Computed vectors saved as extract_descriptors --bench writes them (to reuse them)."""
-    target.mkdir(parents=True)
-    about = {
-        "method": vec.name,
-        "metric": vec.metric,
-        "dim": int(vec.xb.shape[1]),
-        "reference": vec.reference,
-    }
-    sides = {
-        "references": Described(list(vec.ref_ids), vec.xb, []),
-        "queries": Described(list(vec.query_ids), vec.xq, []),
-    }
-    write_set(target, about, bench, sides)
-
-
 def _rank_table(
     q: pd.DataFrame, original: np.ndarray, tests: list[str], first: int
 ) -> pd.DataFrame:
@@ -368,15 +326,6 @@ def _rank_table(
     )
 
 
-def _in_bench_order(
-    vec: MethodVectors, q: pd.DataFrame, bench: bench_folder.Bench
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Query vectors, reference ids and reference vectors in the bench's row order."""
-    rpos = pd.Index(vec.ref_ids).get_indexer(bench.references.reference_id.astype(str))
-    qpos = pd.Index(vec.query_ids).get_indexer(q.query_id.astype(str))
-    return vec.xq[qpos], np.asarray(bench.references.reference_id, dtype=str), vec.xb[rpos]
-
-
 def _subset_ranks(
     ranked: pd.DataFrame, q: pd.DataFrame, original: np.ndarray, lay: Layout
 ) -> pd.DataFrame:
@@ -384,19 +333,6 @@ def _subset_ranks(
     orig = ranked.query_id.map(dict(zip(q.query_id, original))).to_numpy()
     ranked["subset"] = np.where(orig >= 0, lay.subset[np.maximum(orig, 0)], -1)
     return ranked
-
-
-def _check_distance(vec: MethodVectors) -> None:
-    if vec.metric not in distances.METRICS:
-        raise InputError(
-            vec.origin if vec.origin != "computed" else vec.name,
-            f"distance {vec.metric!r} is not one of {', '.join(distances.METRICS)}",
-        )
-    if vec.metric == "d1" and ((vec.xb < 0).any() or (vec.xq < 0).any()):
-        # 1 + q + r may then be 0: d1 is defined for histograms and correlograms
-        raise InputError(
-            vec.name, "d1 needs vectors without negative values (histograms, correlograms)"
-        )
 
 
 def _apply_ties(ranked: pd.DataFrame, ties: str) -> pd.DataFrame:
