@@ -28,6 +28,13 @@ def _given(**options: Any) -> dict[str, Any]:
     return {k: v for k, v in options.items() if v is not None}
 
 
+def _listed(value: str | Sequence[str] | None) -> str | None:
+    """A sequence of names as the command line's comma list; a str or None as given."""
+    if value is not None and not isinstance(value, str):
+        return ",".join(value)
+    return value
+
+
 def evaluate_descriptors(
     ground_truth: Any,
     queries: Paths,
@@ -222,8 +229,6 @@ def make_queries(
         A bad test, no image found, an option out of range. OutputError: ``output`` is
         not empty and ``overwrite`` is False.
     """
-    if tests is not None and not isinstance(tests, str):
-        tests = ",".join(tests)
     return _run_command(
         "make-queries",
         engine,
@@ -231,7 +236,7 @@ def make_queries(
         output=os.fspath(output),
         overwrite=overwrite,
         **_given(
-            tests=tests,
+            tests=_listed(tests),
             queries_per_test=queries_per_test,
             distractors=distractors,
             seed=seed,
@@ -282,14 +287,12 @@ def rank_eval(
     InputError
         An unknown method, a bad bench folder, an option out of range.
     """
-    if methods is not None and not isinstance(methods, str):
-        methods = ",".join(methods)
     return _run_command(
         "rank-eval",
         engine,
         bench=os.fspath(bench),
         output=os.fspath(output),
         overwrite=overwrite,
-        **_given(descriptors=methods, knn=knn),
+        **_given(descriptors=_listed(methods), knn=knn),
         **options,
     )
