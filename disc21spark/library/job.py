@@ -99,36 +99,7 @@ def run(spark: SparkSession, job: LibraryJob) -> dict:
     with staged_output(job.output, job.overwrite) as stage:
         for folder in {os.path.dirname(i.name) for i in items}:
             (stage / folder).mkdir(parents=True, exist_ok=True)
-
-        def render(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-            for batch in batches:
-                out = {"name": [], "bytes": [], "sha256": [], "data": []}
-                for row in batch.to_pylist():
-                    item = images.LibraryItem(row["name"], row["kind"], row["index"], row["source"])
-                    data = images.render(item, job.seed, job.width, job.height, job.leaves)
-                    out["name"].append(item.name)
-                    out["bytes"].append(len(data))
-                    out["sha256"].append(codec.sha256(data))
-                    out["data"].append(data)
-                yield pa.RecordBatch.from_pydict(out)
-
-        with phases.phase("render") as note:
-            frame = spark.createDataFrame(
-                [(i.name, i.kind, i.index, i.source) for i in items],
-                "name string, kind string, index long, source string",
-            )
-            parts = max(1, -(-len(items) // ITEMS_PER_TASK))
-            rendered = frame.repartition(parts).mapInArrow(
-                render, "name string, bytes long, sha256 string, data binary"
-            )
-            # the images come back to the driver, which owns the output folder (an
-            # executor's disk is not the driver's), one partition at a time
-            rows = []
-            for r in rendered.toLocalIterator(prefetchPartitions=True):
-                (stage / r.name).write_bytes(r.data)
-                rows.append((r.name, r.bytes, r.sha256))
-            written = pd.DataFrame(rows, columns=["name", "bytes", "sha256"])
-            note.update(rows=len(written))
+        written = _render(spark, job, items, stage, phases)
         manifest = (
             pd.DataFrame(
                 [(i.name, i.kind, i.index, i.source) for i in items],
@@ -155,3 +126,45 @@ def run(spark: SparkSession, job: LibraryJob) -> dict:
         (stage / "library.json").write_text(json.dumps(document, indent=2) + "\n")
     document["seconds"] = phases.seconds
     return document
+
+
+def _render(
+    spark: SparkSession,
+    job: LibraryJob,
+    items: list[images.LibraryItem],
+    stage: Path,
+    phases: Phases,
+) -> pd.DataFrame:
+    """The render phase: every image drawn on the executors and written by the driver into
+    ``stage``; name, bytes and sha256 of each."""
+
+    def render(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            out = {"name": [], "bytes": [], "sha256": [], "data": []}
+            for row in batch.to_pylist():
+                item = images.LibraryItem(row["name"], row["kind"], row["index"], row["source"])
+                data = images.render(item, job.seed, job.width, job.height, job.leaves)
+                out["name"].append(item.name)
+                out["bytes"].append(len(data))
+                out["sha256"].append(codec.sha256(data))
+                out["data"].append(data)
+            yield pa.RecordBatch.from_pydict(out)
+
+    with phases.phase("render") as note:
+        frame = spark.createDataFrame(
+            [(i.name, i.kind, i.index, i.source) for i in items],
+            "name string, kind string, index long, source string",
+        )
+        parts = max(1, -(-len(items) // ITEMS_PER_TASK))
+        rendered = frame.repartition(parts).mapInArrow(
+            render, "name string, bytes long, sha256 string, data binary"
+        )
+        # the images come back to the driver, which owns the output folder (an
+        # executor's disk is not the driver's), one partition at a time
+        rows = []
+        for r in rendered.toLocalIterator(prefetchPartitions=True):
+            (stage / r.name).write_bytes(r.data)
+            rows.append((r.name, r.bytes, r.sha256))
+        written = pd.DataFrame(rows, columns=["name", "bytes", "sha256"])
+        note.update(rows=len(written))
+    return written
