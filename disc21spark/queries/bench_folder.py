@@ -64,26 +64,7 @@ def write(
     by_id = {m.query_id: m for m in made}
     if len(by_id) != len(selection.queries):
         raise RuntimeError(f"{len(by_id)} queries made for {len(selection.queries)} planned")
-    rows = []
-    for q in selection.queries:
-        m = by_id[q.query_id]
-        rows.append(
-            (
-                q.query_id,
-                f"queries/{q.query_id}.{settings.fmt}",
-                settings.tests[q.test].name,
-                q.reference_id,
-                display_path(q.path),
-                m.params,
-                settings.seed,
-                q.number,
-                m.width,
-                m.height,
-                m.nbytes,
-                m.sha256,
-            )
-        )
-    queries = pd.DataFrame(rows, columns=list(QUERY_COLUMNS))
+    queries = _query_table(settings, selection, by_id)
     for name, table in (("references", refs), ("queries", queries)):
         table.to_csv(folder / f"{name}.csv", index=False)
         table.to_parquet(folder / f"{name}.parquet", index=False)
@@ -116,6 +97,30 @@ def write(
     }
     (folder / "bench.json").write_text(json.dumps(document, indent=2) + "\n")
     return document
+
+
+def _query_table(settings: Settings, selection: Selection, by_id: dict[str, Made]) -> pd.DataFrame:
+    """queries.csv/.parquet: each planned query with the image made for it (QUERY_COLUMNS)."""
+    rows = []
+    for q in selection.queries:
+        m = by_id[q.query_id]
+        rows.append(
+            (
+                q.query_id,
+                f"queries/{q.query_id}.{settings.fmt}",
+                settings.tests[q.test].name,
+                q.reference_id,
+                display_path(q.path),
+                m.params,
+                settings.seed,
+                q.number,
+                m.width,
+                m.height,
+                m.nbytes,
+                m.sha256,
+            )
+        )
+    return pd.DataFrame(rows, columns=list(QUERY_COLUMNS))
 
 
 def write_query_groups(path: Path, queries: pd.DataFrame) -> None:
