@@ -188,8 +188,15 @@ def make_queries(
                     )
             yield pa.RecordBatch.from_pylist(out, schema=MADE_ARROW)
 
+    rows = work.mapInArrow(alter, MADE_SCHEMA).toLocalIterator(prefetchPartitions=True)
+    return _write_queries(rows, folder, settings)
+
+
+def _write_queries(rows: Iterator, folder: str, settings: Settings) -> list[Made]:
+    """The driver's side: each query's image written into ``folder`` as its partition
+    streams back; what was made, thumbnails for the contact sheet included."""
     made = []
-    for r in work.mapInArrow(alter, MADE_SCHEMA).toLocalIterator(prefetchPartitions=True):
+    for r in rows:
         Path(query_file(folder, r.query_id, settings)).write_bytes(r.data)
         made.append(
             Made(
