@@ -138,64 +138,77 @@ def _opening(t: dict, queries, method_info, job, bench, library, lines) -> list[
 
 def _sections(t: dict, lay, job, n_refs: int) -> list[tuple]:
     """(heading, introduction, table, columns) of each optional section, in page order."""
-    sections = []
-    if "stability_summary" in t:
-        sections.append(
-            (
-                "Stability across disjoint library subsets",
-                f"{job.subsets} subsets of about {n_refs // job.subsets:,} references; each query is "
-                "ranked within the subset holding its original (Howe: crop-50 on three sets of 6,000, "
-                "median ranks 5, 5, 7, mean 5.7 ± 1.2).",
-                t["stability_summary"],
-                [
-                    "subset_size",
-                    "chance_mean_rank",
-                    "median_rank_mean",
-                    "median_rank_std",
-                    "mean_rank_mean",
-                    "mean_rank_std",
-                ],
-            )
-        )
-    if "slopes" in t:
-        sections.append(
-            (
-                "Growth with library size",
-                f"Sizes {', '.join(f'{x:,}' for x in lay.sizes)}: every size holds all the originals, "
-                "then other references in a seeded order; least-squares lines through the means and "
-                "medians (R² only where the ranks vary). A method at chance grows like chance: "
-                f"{CHANCE_SLOPE_PER_1000:g} per 1,000 images.",
-                t["slopes"],
-                [
-                    "mean_rank_per_1000",
-                    "mean_rank_r2",
-                    "median_rank_per_1000",
-                    "median_rank_r2",
-                    "chance_per_1000",
-                ],
-            )
-        )
+    found = [
+        _stability_section(t, job, n_refs),
+        _growth_section(t, lay),
+        _queries_needed_section(t, job),
+        _difficulty_section(t),
+    ]
+    return [section for section in found if section is not None]
+
+
+def _stability_section(t: dict, job, n_refs: int) -> tuple | None:
+    if "stability_summary" not in t:
+        return None
+    return (
+        "Stability across disjoint library subsets",
+        f"{job.subsets} subsets of about {n_refs // job.subsets:,} references; each query is "
+        "ranked within the subset holding its original (Howe: crop-50 on three sets of 6,000, "
+        "median ranks 5, 5, 7, mean 5.7 ± 1.2).",
+        t["stability_summary"],
+        [
+            "subset_size",
+            "chance_mean_rank",
+            "median_rank_mean",
+            "median_rank_std",
+            "mean_rank_mean",
+            "mean_rank_std",
+        ],
+    )
+
+
+def _growth_section(t: dict, lay) -> tuple | None:
+    if "slopes" not in t:
+        return None
+    return (
+        "Growth with library size",
+        f"Sizes {', '.join(f'{x:,}' for x in lay.sizes)}: every size holds all the originals, "
+        "then other references in a seeded order; least-squares lines through the means and "
+        "medians (R² only where the ranks vary). A method at chance grows like chance: "
+        f"{CHANCE_SLOPE_PER_1000:g} per 1,000 images.",
+        t["slopes"],
+        [
+            "mean_rank_per_1000",
+            "mean_rank_r2",
+            "median_rank_per_1000",
+            "median_rank_r2",
+            "chance_per_1000",
+        ],
+    )
+
+
+def _queries_needed_section(t: dict, job) -> tuple | None:
     qn = t["queries_needed_summary"]
-    if not qn.empty:
-        sections.append(
-            (
-                "Queries needed",
-                "Queries added in a seeded order; the fewest after which the 95 % bootstrap interval "
-                f"({job.resamples} resamples) stays within ±{rank_spec.TOLERANCE:.0%} of the final value, "
-                "as a count and a share of the library (– : not reached with the queries run). The "
-                "curves are in queries_needed.csv.",
-                qn,
-                ["statistic", "final", "queries_run", "queries_needed", "share_of_library"],
-            )
-        )
-    if "difficulty" in t:
-        sections.append(
-            (
-                "Difficulty sweeps",
-                "Tests that differ in one parameter only (Howe's slide 11): median and mean rank as "
-                "the alteration grows; difficulty.png draws them on log axes.",
-                t["difficulty"],
-                ["family", "parameter", "median_rank", "mean_rank", "chance_mean_rank"],
-            )
-        )
-    return sections
+    if qn.empty:
+        return None
+    return (
+        "Queries needed",
+        "Queries added in a seeded order; the fewest after which the 95 % bootstrap interval "
+        f"({job.resamples} resamples) stays within ±{rank_spec.TOLERANCE:.0%} of the final value, "
+        "as a count and a share of the library (– : not reached with the queries run). The "
+        "curves are in queries_needed.csv.",
+        qn,
+        ["statistic", "final", "queries_run", "queries_needed", "share_of_library"],
+    )
+
+
+def _difficulty_section(t: dict) -> tuple | None:
+    if "difficulty" not in t:
+        return None
+    return (
+        "Difficulty sweeps",
+        "Tests that differ in one parameter only (Howe's slide 11): median and mean rank as "
+        "the alteration grows; difficulty.png draws them on log axes.",
+        t["difficulty"],
+        ["family", "parameter", "median_rank", "mean_rank", "chance_mean_rank"],
+    )
