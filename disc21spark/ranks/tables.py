@@ -12,6 +12,28 @@ from disc21spark.queries.transforms import parse_tests
 from disc21spark.ranks import spec as rank_spec
 
 CHANCE_SLOPE_PER_1000 = 500.0  # (N + 1) / 2 grows by 0.5 per image
+# the columns of ranks.parquet, queries_needed.csv and queries_needed_summary.csv
+RANK_COLUMNS = [
+    "method",
+    "test",
+    "query_id",
+    "reference_id",
+    "rank",
+    "rank_pessimistic",
+    "tied",
+    "subset",
+    "rank_in_subset",
+]
+NEEDED_COLUMNS = ["method", "test", "statistic", "queries", "value", "ci_low", "ci_high"]
+NEEDED_SUMMARY_COLUMNS = [
+    "method",
+    "test",
+    "statistic",
+    "final",
+    "queries_run",
+    "queries_needed",
+    "share_of_library",
+]
 
 
 def tables(
@@ -30,54 +52,29 @@ def tables(
     methods = list(dict.fromkeys(ranked.method))
     tests = list(dict.fromkeys(queries.test))
     matched["tied"] = matched["rank_pessimistic"] - matched["better"]
-    ranks_table = matched[
-        [
-            "method",
-            "test",
-            "query_id",
-            "reference_id",
-            "rank",
-            "rank_pessimistic",
-            "tied",
-            "subset",
-            "rank_in_subset",
-        ]
-    ]
+    ranks_table = matched[RANK_COLUMNS]
     cells = _cells(per_query, matched, methods, tests, micro, lay, job, n_refs, metrics or {})
-    summary, stability, stab_summary = cells["summary"], cells["stability"], cells["stab_summary"]
-    sizes, slopes, size_rows = cells["sizes"], cells["slopes"], cells["size_rows"]
-    needed, needed_summary = cells["needed"], cells["needed_summary"]
-    summary_table = pd.DataFrame(summary)
+    summary_table = pd.DataFrame(cells["summary"])
     out = {
         "ranks": ranks_table.reset_index(drop=True),
         "summary": summary_table,
         "comparisons": comparisons(summary_table, ranks_table),
-        "queries_needed": pd.DataFrame(
-            needed, columns=["method", "test", "statistic", "queries", "value", "ci_low", "ci_high"]
-        ),
+        "queries_needed": pd.DataFrame(cells["needed"], columns=NEEDED_COLUMNS),
         "queries_needed_summary": pd.DataFrame(
-            needed_summary,
-            columns=[
-                "method",
-                "test",
-                "statistic",
-                "final",
-                "queries_run",
-                "queries_needed",
-                "share_of_library",
-            ],
+            cells["needed_summary"], columns=NEEDED_SUMMARY_COLUMNS
         ),
     }
     families = difficulty(summary_table)
     if not families.empty:
         out["difficulty"] = families
     if job.subsets > 1:
-        out["stability"] = pd.DataFrame(stability)
-        out["stability_summary"] = pd.DataFrame(stab_summary)
+        out["stability"] = pd.DataFrame(cells["stability"])
+        out["stability_summary"] = pd.DataFrame(cells["stab_summary"])
     if lay.sizes:
-        out["sizes"] = pd.DataFrame(sizes)
+        size_rows = cells["size_rows"]
+        out["sizes"] = pd.DataFrame(cells["sizes"])
         out["size_ranks"] = pd.concat(size_rows, ignore_index=True) if size_rows else pd.DataFrame()
-        out["slopes"] = pd.DataFrame(slopes)
+        out["slopes"] = pd.DataFrame(cells["slopes"])
     return out
 
 
@@ -92,18 +89,10 @@ def _cells(
     n_refs: int,
     metrics: dict,
 ) -> dict[str, list]:
-    """The rows of every table, one (method, test) at a time."""
+    """The rows of every table by its name, one (method, test) at a time."""
     subset_sizes = np.bincount(lay.subset, minlength=job.subsets)
-    summary, stability, stab_summary, sizes, slopes, needed, needed_summary = (
-        [],
-        [],
-        [],
-        [],
-        [],
-        [],
-        [],
-    )
-    size_rows = []
+    names = "summary stability stab_summary sizes slopes size_rows needed needed_summary"
+    cells: dict[str, list] = {name: [] for name in names.split()}
     for m in methods:
         for t in tests:
             key = {"method": m, "test": t}
@@ -115,33 +104,24 @@ def _cells(
             )
             row = _summary_row(key, sel, distractors, micro.get((m, t)), n_refs)
             row["distance"] = metrics.get(m)
-            summary.append(row)
+            cells["summary"].append(row)
             if job.subsets > 1:
                 per_subset, across = _stability(key, sel, job.subsets, subset_sizes)
-                stability += per_subset
-                stab_summary.append(across)
+                cells["stability"] += per_subset
+                cells["stab_summary"].append(across)
             if lay.sizes:
                 per_size, rows, slope = _growth(key, sel, lay.sizes)
-                sizes += per_size
-                size_rows += rows
-                slopes.append(slope)
+                cells["sizes"] += per_size
+                cells["size_rows"] += rows
+                cells["slopes"].append(slope)
             curve = rank_spec.queries_needed(
                 sel["rank"].to_numpy(), job.seed, resamples=job.resamples
             )
-            needed += [{**key, **n} for n in curve]
-            needed_summary += [
+            cells["needed"] += [{**key, **n} for n in curve]
+            cells["needed_summary"] += [
                 {**key, **n} for n in rank_spec.queries_needed_summary(curve, n_refs)
             ]
-    return {
-        "summary": summary,
-        "stability": stability,
-        "stab_summary": stab_summary,
-        "sizes": sizes,
-        "slopes": slopes,
-        "size_rows": size_rows,
-        "needed": needed,
-        "needed_summary": needed_summary,
-    }
+    return cells
 
 
 def _summary_row(
