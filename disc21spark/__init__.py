@@ -12,8 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from disc21spark.core.errors import InputError, OutputError
+from disc21spark.core.version import __version__ as __version__
 
-__version__ = "0.1.0"
 __all__ = [
     "DescriptorResult",
     "InputError",

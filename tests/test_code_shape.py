@@ -1,7 +1,7 @@
 """The house rules a reader can check without running anything: no module of the
-package over 400 lines, no function over 60 (its docstring included), and no test of
+package over 400 lines, no function over 60 (its docstring included), no test of
 ``spark is None`` outside ``disc21spark/engine.py`` (the engine is decided there and
-handed down)."""
+handed down), and no import circle among the package's modules."""
 
 from __future__ import annotations
 
@@ -49,3 +49,42 @@ def test_only_the_engine_module_tells_the_engines_apart_by_a_missing_session():
         if missing_session.search(line)
     ]
     assert not found, f"pass the engine down instead of testing its session: {found}"
+
+
+def module_name(path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imported(path, names: set[str]) -> set[str]:
+    """The package's modules that ``path`` imports, at module level or inside a function
+    (``from disc21spark.x import y`` names the module y when y is one, else x)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            for alias in node.names:
+                submodule = f"{node.module}.{alias.name}"
+                found.add(submodule if submodule in names else node.module)
+    return (found & names) - {module_name(path)}
+
+
+def test_no_import_circle():
+    names = {module_name(p): p for p in modules()}
+    graph = {name: imported(path, set(names)) for name, path in names.items()}
+    circles, done = [], set()
+
+    def visit(name: str, chain: list[str]) -> None:
+        if name in chain:
+            circles.append(" → ".join(chain[chain.index(name) :] + [name]))
+            return
+        if name in done:
+            return
+        for target in sorted(graph[name]):
+            visit(target, [*chain, name])
+        done.add(name)
+
+    for name in sorted(graph):
+        visit(name, [])
+    assert not circles, f"import circles (move the shared piece down): {circles}"

@@ -48,7 +48,7 @@ class Parser(argparse.ArgumentParser):
 
 
 def version_text() -> str:
-    from disc21spark import __version__
+    from disc21spark.core.version import __version__
 
     return f"disc21spark {__version__}"
 

@@ -233,7 +233,7 @@ def json_value(value: Any) -> Any:
 
 
 def versions() -> dict:
-    from disc21spark import __version__
+    from disc21spark.core.version import __version__
 
     found = {"disc21spark": __version__, "python": sys.version.split()[0]}
     for name, dist in PACKAGES.items():
