@@ -43,6 +43,7 @@ demo: venv
 
 lint: venv
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 
 # the documentation site in site/, from docs/ (mkdocs.yml): strict, so a warning, a broken
 # link or a broken reference fails; the CLI and API references are generated as it builds
