@@ -6,8 +6,9 @@
     BENCH_RESAMPLES=N: --resamples of the scaling runs (default: the product's)
     BENCH_SKIP=numpy,disc21spark in process: contenders left out (by how their names begin)
 
-disc21spark runs three times: spark-submit with --engine spark (the distributed plan,
-forced), the same with --resamples 0 (no bootstrap: the official scorer computes no
+disc21spark runs four times: spark-submit with its defaults (one file that fits
+--local-max-bytes takes the per-file plan), spark-submit with --engine spark (the
+distributed plan, forced), the same with --resamples 0 (no bootstrap: the official scorer computes no
 intervals), and python jobs/evaluate.py with --engine local (the in-process engine that --engine auto
 picks for one local file). The last lines print issue 21's goals against the ratios.
 
@@ -88,6 +89,8 @@ def disc21spark_result(name: str) -> dict | None:
     """The metrics.json a disc21spark contender wrote (None: another scorer)."""
     if name.startswith("disc21spark in process"):
         return json.loads((RESULTS / "out_local" / "metrics.json").read_text())
+    if name.startswith("disc21spark defaults"):
+        return json.loads((RESULTS / "out_auto" / "metrics.json").read_text())
     if name.startswith("disc21spark"):
         return json.loads((RESULTS / "out" / "metrics.json").read_text())
     return None
@@ -169,6 +172,9 @@ def contenders(data: Path, rows: int, env: dict) -> dict[str, list[str]]:
             for n in (1, 2)
         }
     found = {
+        # what a user gets: one file that fits --local-max-bytes takes the per-file plan
+        f"disc21spark defaults (--driver-memory {memory})": submit("local[*]", memory)
+        + ours(data, RESULTS / "out_auto"),
         f"disc21spark (--driver-memory {memory})": submit("local[*]", memory)
         + ours(data, RESULTS / "out")
         + ["--engine", "spark"],
