@@ -28,7 +28,7 @@ def _given(**options: Any) -> dict[str, Any]:
     return {k: v for k, v in options.items() if v is not None}
 
 
-def _listed(value: str | Sequence[str] | None) -> str | None:
+def _comma_list(value: str | Sequence[str] | None) -> str | None:
     """A sequence of names as the command line's comma list; a str or None as given."""
     if value is not None and not isinstance(value, str):
         return ",".join(value)
@@ -236,7 +236,7 @@ def make_queries(
         output=os.fspath(output),
         overwrite=overwrite,
         **_given(
-            tests=_listed(tests),
+            tests=_comma_list(tests),
             queries_per_test=queries_per_test,
             distractors=distractors,
             seed=seed,
@@ -293,6 +293,6 @@ def rank_eval(
         bench=os.fspath(bench),
         output=os.fspath(output),
         overwrite=overwrite,
-        **_given(descriptors=_listed(methods), knn=knn),
+        **_given(descriptors=_comma_list(methods), knn=knn),
         **options,
     )

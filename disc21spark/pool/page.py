@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from disc21spark.matching.curve_png import COLOURS as PALETTE  # the PNG's curves' colours
 from disc21spark.matching.model import Submission
 from disc21spark.pool.figures import intervals_figure
 
@@ -47,18 +48,6 @@ COLUMNS = (
 TOP_CURVES = 10
 # a curve of 5,000 points draws no better than one of 600 at this size
 CURVE_POINTS = 600
-PALETTE = (
-    "#1f77b4",
-    "#ff7f0e",
-    "#2ca02c",
-    "#d62728",
-    "#9467bd",
-    "#8c564b",
-    "#e377c2",
-    "#7f7f7f",
-    "#bcbd22",
-    "#17becf",
-)
 
 STYLE = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:24px;color:#1b1f24}
