@@ -155,6 +155,24 @@ def add_old_name(
     )
 
 
+def add_image_partitions(
+    parser: argparse.ArgumentParser, conf: dict[str, Any], images_a_task: int
+) -> None:
+    """``--image-partitions N`` (old name ``--partitions``) of the commands that describe
+    or alter images on Spark; ``images_a_task``: what its default aims at, for --help."""
+    tasks = add_option(
+        parser,
+        conf,
+        "--image-partitions",
+        key="partitions",
+        dest="partitions",
+        type=int,
+        metavar="N",
+        help=f"Spark tasks the images are split into (default: about {images_a_task} images a task)",
+    )
+    add_old_name(parser, "--partitions", tasks)
+
+
 def defaults(command: str) -> dict[str, str | None]:
     """A command's defaults.ini values by key, as argparse defaults: text that argparse
     converts with the option's own type (so the file and the command line read alike),

@@ -5,7 +5,11 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from disc21spark.commands.common import add_old_name, add_option, add_run_arguments, defaults
+from disc21spark.commands.common import (
+    add_image_partitions,
+    add_run_arguments,
+    defaults,
+)
 
 NAME = "extract"
 SUMMARY = "describe images with a baseline descriptor (files the descriptor track reads)"
@@ -49,17 +53,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="a .h5, .parquet or .npy file (--images), or a folder (--bench)",
     )
     p.add_argument("--overwrite", action="store_true", help="replace an existing output")
-    tasks = add_option(
-        p,
-        conf,
-        "--image-partitions",
-        key="partitions",
-        dest="partitions",
-        type=int,
-        metavar="N",
-        help="Spark tasks the images are split into (default: about 128 images a task)",
-    )
-    add_old_name(p, "--partitions", tasks)
+    add_image_partitions(p, conf, 128)
     add_run_arguments(p, NAME)
 
 

@@ -7,6 +7,7 @@ from typing import Any
 
 from disc21spark.commands.common import (
     ValueList,
+    add_image_partitions,
     add_old_name,
     add_option,
     add_run_arguments,
@@ -102,17 +103,7 @@ def _add_writing_arguments(p: argparse.ArgumentParser, conf: dict[str, Any]) -> 
         metavar="N",
         help="queries per test on contact_sheet.png",
     )
-    tasks = add_option(
-        p,
-        conf,
-        "--image-partitions",
-        key="partitions",
-        dest="partitions",
-        type=int,
-        metavar="N",
-        help="Spark tasks the images are split into (default: about 48 images a task)",
-    )
-    add_old_name(p, "--partitions", tasks)
+    add_image_partitions(p, conf, 48)
 
 
 def check(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
