@@ -240,13 +240,31 @@ spark = spark_session("local", master="local[2]")
 out["spark"] = ds.evaluate(gt, spark.createDataFrame(preds)).to_dict()
 board = ds.evaluate_pool(gt, ["preds.csv", "other.csv"]).table
 out["pool"] = board[["submission", "micro_ap"]].values.tolist()
+found = ds.evaluate_descriptors(gt, "q.npy", "r.npy", knn=2, engine=spark)
+out["descriptors"] = found.metrics.to_dict()
 print(json.dumps(out))
 """
 
 
+def descriptor_files(work: Path) -> None:
+    """Query and reference vectors as .npy with their ids: Q1 and Q2 lie next to their
+    originals R1 and R2, Q3 (a distractor) nearer R3 than any other but less close."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    refs = rng.normal(size=(4, 8)).astype(np.float32)
+    noise = np.array([[0.05], [0.05], [0.5]], dtype=np.float32)  # Q3 less close
+    queries = refs[:3] + noise * rng.normal(size=(3, 8)).astype(np.float32)
+    np.save(work / "r.npy", refs)
+    (work / "r_ids.txt").write_text("R1\nR2\nR3\nR4\n")
+    np.save(work / "q.npy", queries)
+    (work / "q_ids.txt").write_text("Q1\nQ2\nQ3\n")
+
+
 def test_the_api_from_the_installed_wheel(fresh, env, work):
-    """disc21spark.evaluate on a path, a pandas DataFrame and a Spark DataFrame, and
-    evaluate_pool, from the wheel with no checkout on sys.path: the command line's figures."""
+    """disc21spark.evaluate on a path, a pandas DataFrame and a Spark DataFrame,
+    evaluate_pool and evaluate_descriptors, from the wheel with no checkout on sys.path:
+    the command line's figures."""
     (work / "gt.csv").write_text("query_id,reference_id\nQ1,R1\nQ2,R2\nQ3,\n")
     (work / "preds.csv").write_text("Q1,R1,0.9\nQ2,R9,0.8\nQ2,R2,0.5\nQ3,R3,0.4\n")
     (work / "other.csv").write_text("Q1,R1,0.3\nQ2,R2,0.8\n")
@@ -268,6 +286,27 @@ def test_the_api_from_the_installed_wheel(fresh, env, work):
     )
     assert done.returncode == 0, done.stderr
     cli = json.loads((work / "out" / "metrics.json").read_text())
+    descriptor_files(work)
+    searched = disc21spark(
+        fresh,
+        env,
+        work,
+        "evaluate",
+        "--ground-truth",
+        "gt.csv",
+        "--query-descriptors",
+        "q.npy",
+        "--reference-descriptors",
+        "r.npy",
+        "--knn",
+        "2",
+        "--output",
+        "out_descriptors",
+        "--quiet",
+        *SPARK,
+    )
+    assert searched.returncode == 0, searched.stderr
+    cli_descriptors = json.loads((work / "out_descriptors" / "metrics.json").read_text())
     code = API_SCRIPT.format(venv=str(fresh))
     ran = call(str(fresh / "bin" / "python"), "-c", code, env=env, cwd=work)
     assert ran.returncode == 0, (ran.stdout + ran.stderr)[-3000:]
@@ -276,3 +315,5 @@ def test_the_api_from_the_installed_wheel(fresh, env, work):
         assert got[engine] == {k: cli[k] for k in got[engine]}, engine
     assert got["error"] == f"{work / 'bad.csv'}: line 2: score 'abc' is not a number"
     assert got["pool"] == [["other", 1.0], ["preds", cli["micro_ap"]]]
+    assert got["descriptors"] == {k: cli_descriptors[k] for k in got["descriptors"]}
+    assert got["descriptors"]["micro_ap"] == 1.0  # Q1 → R1 and Q2 → R2 come first
