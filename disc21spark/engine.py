@@ -13,10 +13,11 @@ Engines: ``local`` (this process: Arrow and the numpy specification, no JVM) and
 
 The rule (``--engine``, ``--pool-plan``, ``--local-max-bytes``; the docs hold it as a table):
 
-1. a Spark DataFrame, spark-submit, ``--engine spark``, ``--master``, a pool, the
-   descriptor track, a path that is no local file (or an output URI), or a file larger
-   than ``local_max_bytes``: Spark; else the local engine (``--engine local`` insists,
-   and says why it cannot);
+1. a Spark DataFrame, ``--engine spark``, ``--master``, a pool, the descriptor track, a
+   path that is no local file (or an output URI), or a file larger than
+   ``local_max_bytes``: Spark; else the local engine (``--engine local`` insists, and
+   says why it cannot). Under spark-submit too: one local file that fits is scored in
+   this process either way, so no SparkSession is started for it;
 2. on Spark, plan ``auto`` is ``per-file`` when every submission file is read alike by
    Arrow (by its name: CSV, .gz, .bz2, Parquet with string ids) and at most
    ``local_max_bytes``, whatever its file system; else ``one-sort``. One submission with
@@ -81,7 +82,6 @@ def choose(
     submission_column: str | None = None,
     predictions_format: str = "auto",
     input_kind: str = "path",
-    spark_submit: bool | None = None,
 ) -> Choice:
     """The engine for these inputs, before anything starts.
 
@@ -89,8 +89,7 @@ def choose(
     ``ground_truth`` its path (None: in memory), ``track`` ``matching`` or
     ``descriptor``, ``engine`` one of ENGINES, ``plan`` one of PLANS, ``master`` the
     Spark master asked for, ``output`` the output folder, ``input_kind`` one of
-    INPUT_KINDS (what ``predictions`` is), ``spark_submit`` whether spark-submit
-    started this process (None: from the environment).
+    INPUT_KINDS (what ``predictions`` is).
 
     Raises InputError when ``engine="local"`` cannot score these inputs (the message
     names the input and says to use the Spark engine).
@@ -102,10 +101,6 @@ def choose(
         if engine == "local":
             raise InputError("--engine local", "a Spark DataFrame is scored on Spark")
         return Choice("spark", "one-sort" if plan == "auto" else plan, engine, local_max_bytes)
-    if spark_submit if spark_submit is not None else "PYSPARK_GATEWAY_PORT" in os.environ:
-        if engine == "local":
-            log.info("spark-submit: the Spark engine scores the input (--engine local ignored)")
-        return spark
     if engine == "spark":
         return spark
     why = _not_local(
@@ -122,6 +117,11 @@ def choose(
         return spark
     if input_kind == "path" and os.path.getsize(_local_path(predictions[0])) > local_max_bytes:
         return spark
+    if "PYSPARK_GATEWAY_PORT" in os.environ:  # started by spark-submit
+        log.info(
+            "spark-submit: one local file within --local-max-bytes is scored in this "
+            "process, with no Spark session (--engine spark: on Spark)"
+        )
     return Choice("local", "per-file", engine, local_max_bytes)
 
 

@@ -149,8 +149,12 @@ def test_auto_engine_choice(tmp_path, monkeypatch):
     write(tmp_path / "pool" / "a.csv", "Q1,R1,0.5\n")
     assert choose(args_for(tmp_path, predictions=[str(tmp_path / "pool")])) == "spark"
     assert choose(args_for(tmp_path, predictions=[str(tmp_path / "pool" / "*.csv")])) == "spark"
-    monkeypatch.setenv("PYSPARK_GATEWAY_PORT", "1")  # started by spark-submit
-    assert choose(args_for(tmp_path, "--engine", "local")) == "spark"
+    # started by spark-submit: one local file that fits is still scored here (the per-file
+    # plan on the driver needs no session), and --engine local is honoured
+    monkeypatch.setenv("PYSPARK_GATEWAY_PORT", "1")
+    assert choose(args_for(tmp_path)) == "local"
+    assert choose(args_for(tmp_path, "--engine", "local")) == "local"
+    assert choose(args_for(tmp_path, "--local-max-bytes", "4")) == "spark"
 
 
 def test_local_engine_refuses_what_it_cannot_read(tmp_path, monkeypatch):
@@ -205,15 +209,14 @@ def test_python_jobs_evaluate_needs_no_java_for_a_local_file(tmp_path):
     assert proc.returncode == 2 and "Java 17" in proc.stderr
 
 
-def test_one_submission_on_spark_takes_the_per_file_plan_when_it_fits(spark, tmp_path, monkeypatch):
-    """Under spark-submit (or with --master) one file within --local-max-bytes is scored
-    in process on the driver: the distributed plan's figures, no sort; a larger one goes
-    through the distributed plan."""
-    monkeypatch.setenv("PYSPARK_GATEWAY_PORT", "1")  # as spark-submit starts us
+def test_one_submission_on_spark_takes_the_per_file_plan_when_it_fits(spark, tmp_path):
+    """With --master one file within --local-max-bytes is scored in process on the
+    driver: the distributed plan's figures, no sort; a larger one goes through the
+    distributed plan."""
     gt = make_gt(40, 25)
     frame = random_submission(np.random.default_rng(5), gt, 200, 7)
     frame.to_csv(tmp_path / "p.csv", index=False)
-    args = args_for(tmp_path, predictions=[str(tmp_path / "p.csv")])
+    args = args_for(tmp_path, "--master", "local[2]", predictions=[str(tmp_path / "p.csv")])
     truth = gt_csv(tmp_path / "truth.csv", gt)
     choice = evaluate_command.choice_of(args)
     assert choice == engine.Choice("spark", "auto", "auto")

@@ -193,14 +193,12 @@ def choose_engine(
     for value, fmt in zip(inputs, formats):
         input_kind = _INPUT_KINDS[kind(value)]
         paths = (os.fspath(value),) if input_kind == "path" else ()
-        # a notebook inside a spark-submit process still scores its tables here
         choice = engines.choose(
             paths,
             engine=engine,
             local_max_bytes=local_max_bytes,
             predictions_format=fmt,
             input_kind=input_kind,
-            spark_submit=False,
         )
         on_spark = on_spark or (choice if choice.needs_spark else None)
     if on_spark is None:

@@ -22,7 +22,7 @@ Score a DISC21 submission on Spark: matching track (pairs) or descriptor track (
 disc21spark evaluate --ground-truth gt.csv --predictions preds.csv --output out/
 disc21spark evaluate --ground-truth gt.csv \\
     --query-descriptors queries.h5 --reference-descriptors 'refs_*.h5' --output out/
-scripts/spark-submit jobs/evaluate.py ...    (the same from a checkout, always on Spark)
+scripts/spark-submit jobs/evaluate.py ...    (the same from a checkout, with a cluster's Spark)
 """
 log = logging.getLogger("disc21spark")
 
