@@ -20,7 +20,7 @@ import json
 import os
 import re
 from collections.abc import Mapping
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -285,7 +285,6 @@ def retry_decision(code: int | None) -> tuple[bool, str]:
 def retry_settings() -> dict[str, Any]:
     """The DAGs' retries: ``DISC21SPARK_RETRIES`` tries more (default 2), each
     ``DISC21SPARK_RETRY_SECONDS`` after the last (default 300)."""
-    from datetime import timedelta
 
     return {
         "retries": int(os.environ.get("DISC21SPARK_RETRIES", 2)),

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from disc21spark.core import config
+from disc21spark.core.version import __version__
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):
@@ -48,7 +49,6 @@ class Parser(argparse.ArgumentParser):
 
 
 def version_text() -> str:
-    from disc21spark.core.version import __version__
 
     return f"disc21spark {__version__}"
 

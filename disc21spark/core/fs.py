@@ -15,6 +15,7 @@ import glob
 import hashlib
 import os
 import shutil
+import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -122,7 +123,6 @@ def serving() -> LocalFiles:
 
 def active_session() -> Any:
     """The running SparkSession, or None (plain paths need none)."""
-    import sys
 
     sql = sys.modules.get("pyspark.sql")
     return sql.SparkSession.getActiveSession() if sql is not None else None

@@ -16,6 +16,7 @@ import atexit
 import os
 import signal
 import subprocess
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -76,7 +77,6 @@ def stop_all(grace: float = GRACE_SECONDS) -> None:
 def _stop_context() -> None:
     """Stop the SparkContext from Python first: stopped by the JVM's shutdown hook instead,
     it would leave PySpark's accumulator server thread printing an EOFError trace."""
-    import sys
 
     pyspark = sys.modules.get("pyspark")
     context = getattr(getattr(pyspark, "SparkContext", None), "_active_spark_context", None)

@@ -30,6 +30,7 @@ from typing import Any
 from disc21spark.core import fs
 from disc21spark.core.errors import InputError
 from disc21spark.core.paths import display_path
+from disc21spark.core.version import __version__
 
 RUN_FILE = "run.json"
 # job fields that name inputs (files, folders, globs); their content is hashed
@@ -233,7 +234,6 @@ def json_value(value: Any) -> Any:
 
 
 def versions() -> dict:
-    from disc21spark.core.version import __version__
 
     found = {"disc21spark": __version__, "python": sys.version.split()[0]}
     for name, dist in PACKAGES.items():

@@ -19,7 +19,11 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import os
+import re
+import shutil
 import signal
+import subprocess
 import sys
 import traceback
 from argparse import Namespace
@@ -225,10 +229,6 @@ def setup_logging(quiet: bool = False) -> None:
 
 def java_is_usable() -> str | None:
     """None when a Java 17+ runtime is found, else a sentence saying what is missing."""
-    import os
-    import re
-    import shutil
-    import subprocess
 
     java = (
         os.path.join(os.environ["JAVA_HOME"], "bin", "java")

@@ -3,8 +3,10 @@ sized for Python work. make_queries and extract_descriptors list images the same
 
 from __future__ import annotations
 
+import glob
 import os
 import re
+from urllib.parse import unquote
 
 from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
@@ -48,7 +50,6 @@ def unreturned(path: str) -> str:
 def listed_files(frame: DataFrame) -> list[str]:
     """The files a binaryFile frame reads, named as its ``path`` column names them:
     ``inputFiles`` gives URIs (a space is %20), the rows decoded paths."""
-    from urllib.parse import unquote
 
     return [unquote(f) for f in frame.inputFiles()]
 
@@ -133,7 +134,6 @@ def source_frame(spark: SparkSession, paths: list[str]) -> DataFrame:
 
 def local_paths(patterns: list[str]) -> list[str]:
     """The same files as image_frame, for the single-process baseline (local files only)."""
-    import glob
 
     found: set[str] = set()
     for pattern in patterns:

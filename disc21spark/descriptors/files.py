@@ -8,10 +8,12 @@ Every check names the file and the row or image id.
 
 from __future__ import annotations
 
+import atexit
 import dataclasses
 import glob
 import os
 import shutil
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -137,8 +139,6 @@ _COPIES: list[str] = []  # folders of remote files copied here, removed at exit
 def _inspect_remote(spark: SparkSession, path: str, fmt: str) -> DescriptorFile:
     """An HDF5/.npy file on another file system: copied to the driver through Hadoop
     (h5py and numpy need random access), shipped to the executors with addFile."""
-    import atexit
-    import tempfile
 
     if not _COPIES:
         _COPIES.append(tempfile.mkdtemp(prefix="disc21spark-descriptors-"))

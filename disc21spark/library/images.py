@@ -22,6 +22,7 @@ are rasterised by ``disks.py``.
 
 from __future__ import annotations
 
+import importlib.util
 import io
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -250,7 +251,6 @@ class Patches:
 
 
 def _package_file(package: str, relative: str) -> Path | None:
-    import importlib.util
 
     found = importlib.util.find_spec(package)
     if found is None or not found.submodule_search_locations:

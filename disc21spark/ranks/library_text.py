@@ -4,6 +4,7 @@ bench's images came from one, else the folders or globs as given."""
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -13,7 +14,6 @@ def library_about(patterns: list[str], paths: list[str] = ()) -> dict:
     from one (generator and settings), else the folders or globs as given. The folder is
     looked for from the globs make_queries was given and from the references' own paths
     (the globs may be relative to another working folder)."""
-    import os
 
     candidates = list(patterns)
     if len(paths):

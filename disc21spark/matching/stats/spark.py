@@ -14,6 +14,7 @@ with their queries' rows.
 from __future__ import annotations
 
 import io
+from dataclasses import replace
 
 import numpy as np
 from pyspark.sql import DataFrame, SparkSession
@@ -42,7 +43,6 @@ def attach(
     ``rows``: the scored submissions' compact labelled rows (``submission int, query_index
     long, label boolean, score double``: ``matching/labels.encoded``), query_index < 0 for
     an unknown query."""
-    from dataclasses import replace
 
     with phases.phase("bootstrap") as note:
         found = measure(spark, rows, list(metrics), gt, r)
@@ -148,10 +148,13 @@ def _miss_counts(
         import pyarrow as pa
 
         wanted, by_code, keys, r = shared.value
-        total: dict[int, list] = {}
-        for batch in batches:
-            for s, parts in _batch_counts(batch, wanted, by_code, keys, r).items():
-                total[s] = groups.add_counts(total.get(s), parts)
+        # the partition's rows counted at once: the weights of each of its queries are
+        # drawn once, not once per Arrow batch that holds one of its rows
+        listed = [batch for batch in batches if batch.num_rows]
+        if not listed:
+            return
+        whole = pa.Table.from_batches(listed).combine_chunks().to_batches()[0]
+        total = _batch_counts(whole, wanted, by_code, keys, r)
         for s, (misses, optimistic, *coded) in total.items():
             yield pa.RecordBatch.from_pydict(
                 {
@@ -210,7 +213,7 @@ def _unpack(data: bytes) -> list[np.ndarray]:
 def _batch_counts(
     batch, wanted: dict, by_code: dict, keys: np.ndarray, r: Resampling
 ) -> dict[int, list]:
-    """One Arrow batch of non-matching rows: per submission, [weighted, optimistic], then
+    """One Arrow batch of non-matching rows (a partition's, in one batch): per submission, [weighted, optimistic], then
     its ``groups.code_miss_counts`` when it has groups."""
     sub = batch.column(0).to_numpy(zero_copy_only=False)
     query_index = batch.column(1).to_numpy(zero_copy_only=False)
