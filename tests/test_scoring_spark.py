@@ -257,31 +257,38 @@ def test_census_of_partitions_adds_up_to_counting_by_hand(seed, n, parts):
         assert min(got["at"], default=None) == (repeating[0] if repeating else None)
 
 
-def test_labels_are_the_ground_truths(spark):
-    """The labelling joins: a query's index, or the unknown key of its hash (as the
-    in-process engine computes it), and a true pair exactly when the ground truth lists
-    it; null ids are unknown, a null score is NaN."""
+def test_labels_of_arrow_batches_are_the_ground_truths(monkeypatch):
+    """The executors' labelling (no Spark): a query's index, or the unknown key of its
+    hash, and a true pair exactly when the ground truth lists it; null ids are unknown."""
+    import pyarrow as pa
+
     gt = make_gt(30, 12)
     rng = np.random.default_rng(4)
     n = 500
     q = [f"Q{i:03d}" for i in rng.integers(0, 35, n)]
     r = [f"R{i:03d}" for i in rng.integers(0, 15, n)]
     q[3], r[4] = None, None
-    score = [float(x) for x in rng.random(n)]
-    score[5] = None
-    frame = spark.createDataFrame(
-        list(zip(range(n), q, r, score)),
-        "i int, query_id string, reference_id string, score double",
+    hashes = rng.integers(-(2**63), 2**63 - 1, n, dtype=np.int64)
+    batch = pa.RecordBatch.from_pydict(
+        {
+            "submission": pa.array(np.zeros(n, np.int32)),
+            "query_id": q,
+            "reference_id": r,
+            "score": rng.random(n),
+            "query_hash": hashes,
+            "pair": np.arange(n),
+        }
     )
-    frame = frame.withColumn(labels.SUBMISSION, F.lit(0))
-    hashes = frame.select("i", F.xxhash64("query_id").alias("h")).collect()
-    unknown = {row["i"]: -1 - (int(row["h"]) % 2**62) for row in hashes}  # Spark's pmod
+    dictionary = labels.Dictionary.of(gt)
+    monkeypatch.setattr(labels, "GROUP_ROWS", 250)  # Spark's batches of 100 joined by 250
+    pieces = [batch.slice(0, 0)] + [batch.slice(i, 100) for i in range(0, n, 100)]
+    outs = list(labels.encode_batches(iter(pieces), dictionary))
+    assert [b.num_rows for b in outs] == [300, 200]
+    out = pa.Table.from_batches(outs)
     index = {x: i for i, x in enumerate(gt.query_ids)}
     true = set(zip(gt.positive_queries, gt.positive_references))
-    got = sorted(labels.encoded(frame, gt, "i").collect(), key=lambda row: row["i"])
-    assert [row["i"] for row in got] == list(range(n))
-    assert [row["query_index"] for row in got] == [
-        index.get(x, unknown[i]) for i, x in enumerate(q)
-    ]
-    assert [row["label"] for row in got] == [(x, y) in true for x, y in zip(q, r)]
-    assert [np.isnan(row["score"]) for row in got] == [s is None for s in score]
+    got = out.to_pydict()
+    unknown = [-1 - (int(h) % 2**62) for h in hashes]  # Spark's pmod
+    assert got["query_index"] == [index.get(x, u) for x, u in zip(q, unknown)]
+    assert got["label"] == [(x, y) in true for x, y in zip(q, r)]
+    assert got["pair"] == list(range(n))

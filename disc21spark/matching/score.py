@@ -56,7 +56,7 @@ class Scoring:
     ground_truths: dict[int, GroundTruth] = field(default_factory=dict)
     # how a submission is named in a --max-results message (its file); default "predictions"
     sources: dict[int, str] = field(default_factory=dict)
-    read_detail: str = "parsed, checked, labelled by broadcast joins, repeats found in one shuffle of keys"
+    read_detail: str = "parsed, checked, labelled in numpy, repeats found in one shuffle of keys"
     # intervals and tie sensitivity (stats/): None, or when each submission has its own
     # ground truth (rank evaluation), none
     resampling: Resampling | None = None
