@@ -111,10 +111,12 @@ def job(args: list[str], **env: str) -> subprocess.Popen:
 # ("publish", the step after the last phase)
 POINTS = {
     "evaluate": ["sort", "report", "publish"],
-    # the other jobs where they differ: their tasks, and their writing
-    "pool": ["score", "publish"],
-    "make_queries": ["alter", "publish"],
-    "rank_eval": ["colorhist", "publish"],
+    # the other jobs where their harm differs from evaluate's: a pool's leaderboard and
+    # a rank report staged whole (their Spark work, like evaluate's, writes nothing), and
+    # the altered images that make-queries' executors write into its staging folder
+    "pool": ["publish"],
+    "make_queries": ["alter"],
+    "rank_eval": ["publish"],
 }
 
 
