@@ -152,6 +152,10 @@ def test_a_missing_archive_is_one_line(cluster, tmp_path, dev_gt_path):
         str(preds),
         "--output",
         str(tmp_path / "out"),
+        # one small local file is scored in process with no session (engine.py): the
+        # archive matters once Spark runs
+        "--engine",
+        "spark",
     )
     assert proc.returncode == 2, (proc.stdout + proc.stderr)[-3000:]
     lines = [x for x in (proc.stdout + proc.stderr).splitlines() if x.startswith("error:")]

@@ -242,6 +242,11 @@ board = ds.evaluate_pool(gt, ["preds.csv", "other.csv"]).table
 out["pool"] = board[["submission", "micro_ap"]].values.tolist()
 found = ds.evaluate_descriptors(gt, "q.npy", "r.npy", knn=2, engine=spark)
 out["descriptors"] = found.metrics.to_dict()
+# the command line's descriptor run, in this process and session (one JVM for both)
+from disc21spark import commands
+argv = ["evaluate", "--ground-truth", gt, "--query-descriptors", "q.npy",
+        "--reference-descriptors", "r.npy", "--knn", "2", "--output", "out_descriptors", "--quiet"]
+out["descriptors_exit"] = commands.main(argv)
 print(json.dumps(out))
 """
 
@@ -287,26 +292,6 @@ def test_the_api_from_the_installed_wheel(fresh, env, work):
     assert done.returncode == 0, done.stderr
     cli = json.loads((work / "out" / "metrics.json").read_text())
     descriptor_files(work)
-    searched = disc21spark(
-        fresh,
-        env,
-        work,
-        "evaluate",
-        "--ground-truth",
-        "gt.csv",
-        "--query-descriptors",
-        "q.npy",
-        "--reference-descriptors",
-        "r.npy",
-        "--knn",
-        "2",
-        "--output",
-        "out_descriptors",
-        "--quiet",
-        *SPARK,
-    )
-    assert searched.returncode == 0, searched.stderr
-    cli_descriptors = json.loads((work / "out_descriptors" / "metrics.json").read_text())
     code = API_SCRIPT.format(venv=str(fresh))
     ran = call(str(fresh / "bin" / "python"), "-c", code, env=env, cwd=work)
     assert ran.returncode == 0, (ran.stdout + ran.stderr)[-3000:]
@@ -315,5 +300,7 @@ def test_the_api_from_the_installed_wheel(fresh, env, work):
         assert got[engine] == {k: cli[k] for k in got[engine]}, engine
     assert got["error"] == f"{work / 'bad.csv'}: line 2: score 'abc' is not a number"
     assert got["pool"] == [["other", 1.0], ["preds", cli["micro_ap"]]]
+    assert got["descriptors_exit"] == 0
+    cli_descriptors = json.loads((work / "out_descriptors" / "metrics.json").read_text())
     assert got["descriptors"] == {k: cli_descriptors[k] for k in got["descriptors"]}
     assert got["descriptors"]["micro_ap"] == 1.0  # Q1 → R1 and Q2 → R2 come first

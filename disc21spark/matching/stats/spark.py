@@ -149,7 +149,8 @@ def _miss_counts(
 
         wanted, by_code, keys, r = shared.value
         # the partition's rows counted at once: the weights of each of its queries are
-        # drawn once, not once per Arrow batch that holds one of its rows
+        # drawn once, not once per Arrow batch that holds one of its rows (a partition
+        # of 5M rows holds 100 MB here: 20 bytes a row)
         listed = [batch for batch in batches if batch.num_rows]
         if not listed:
             return
@@ -213,8 +214,8 @@ def _unpack(data: bytes) -> list[np.ndarray]:
 def _batch_counts(
     batch, wanted: dict, by_code: dict, keys: np.ndarray, r: Resampling
 ) -> dict[int, list]:
-    """One Arrow batch of non-matching rows (a partition's, in one batch): per submission, [weighted, optimistic], then
-    its ``groups.code_miss_counts`` when it has groups."""
+    """One Arrow batch of non-matching rows (all of a partition's): per submission,
+    [weighted, optimistic], then its ``groups.code_miss_counts`` when it has groups."""
     sub = batch.column(0).to_numpy(zero_copy_only=False)
     query_index = batch.column(1).to_numpy(zero_copy_only=False)
     score = batch.column(2).to_numpy(zero_copy_only=False)
