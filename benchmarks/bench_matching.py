@@ -119,21 +119,17 @@ def bench_data(rows: int, env: dict) -> Path:
     data = RESULTS / "data" / f"predictions_{rows}.csv"
     if not data.exists():
         print(f"bench: writing {rows:,} DISC21-shaped predictions to {data}", flush=True)
-        cmd = [
-            sys.executable,
-            "-m",
-            "disc21spark.testing.synth",
-            "--ground-truth",
-            str(GT),
-            "--output",
-            str(data),
-            "--predictions",
-            str(rows),
-            "--seed",
-            "2021",
-        ]
-        subprocess.run(cmd, check=True, env=env)
+        write_predictions(data, rows, 2021, env)
     return data
+
+
+def write_predictions(path: Path, rows: int, seed: int, env: dict, quiet: bool = False) -> None:
+    """``rows`` DISC21-shaped predictions of the dev ground truth into ``path`` (the
+    synthesiser of ``disc21spark.testing.synth``); ``quiet``: its output captured."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    cmd = [sys.executable, "-m", "disc21spark.testing.synth", "--ground-truth", str(GT)]
+    cmd += ["--output", str(path), "--predictions", str(rows), "--seed", str(seed)]
+    subprocess.run(cmd, check=True, env=env, capture_output=quiet)
 
 
 def ours(data: Path, output: Path) -> list[str]:

@@ -15,11 +15,10 @@ from __future__ import annotations
 import json
 import os
 import statistics
-import subprocess
 import sys
 from pathlib import Path
 
-from bench_matching import BIN, GT, RESULTS, ROOT, measure, report, spark_env
+from bench_matching import BIN, GT, RESULTS, ROOT, measure, report, spark_env, write_predictions
 
 
 def write_pool(n_subs: int, rows: int) -> Path:
@@ -32,24 +31,7 @@ def write_pool(n_subs: int, rows: int) -> Path:
     for i in range(n_subs):
         path = folder / f"team{i:04d}.csv"
         if not path.exists():
-            subprocess.run(
-                [
-                    sys.executable,
-                    "-m",
-                    "disc21spark.testing.synth",
-                    "--ground-truth",
-                    str(GT),
-                    "--output",
-                    str(partial / path.name),
-                    "--predictions",
-                    str(rows),
-                    "--seed",
-                    str(1000 + i),
-                ],
-                check=True,
-                env=env,
-                capture_output=True,
-            )
+            write_predictions(partial / path.name, rows, 1000 + i, env, quiet=True)
             (partial / path.name).rename(path)  # an interrupted write is redone, not read
     return folder
 

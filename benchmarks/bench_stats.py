@@ -13,10 +13,9 @@ from __future__ import annotations
 
 import os
 import statistics
-import subprocess
 import sys
 
-from bench_matching import GT, RESULTS, measure, report, spark_env
+from bench_matching import GT, RESULTS, measure, report, spark_env, write_predictions
 
 
 def main() -> None:
@@ -27,25 +26,7 @@ def main() -> None:
     env = spark_env()
     data = RESULTS / "data" / f"stats_{rows}.csv"
     if not data.exists():
-        data.parent.mkdir(parents=True, exist_ok=True)
-        subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "disc21spark.testing.synth",
-                "--ground-truth",
-                str(GT),
-                "--output",
-                str(data),
-                "--predictions",
-                str(rows),
-                "--seed",
-                "1",
-            ],
-            check=True,
-            env=env,
-            capture_output=True,
-        )
+        write_predictions(data, rows, 1, env, quiet=True)
     runs = {
         (engine, n): [
             sys.executable,
