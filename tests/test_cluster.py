@@ -10,11 +10,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from disc21spark.core import faults
 from disc21spark.testing.synth import read_ground_truth_csv
-from tests.conftest import cli_env, error_lines, held_pid, run_evaluate, spark_submit
+from tests.conftest import JVM_OPTIONS, cli_env, held_pid, spark_submit
 from tests.test_determinism import baseline, comparable, same, scene  # noqa: F401
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -36,7 +37,73 @@ def on_cluster(master: str) -> list[str]:
         "1g",
         "--conf",
         f"spark.pyspark.python={sys.executable}",
+        # the executors' JVMs as the suite's drivers (conftest.JVM_OPTIONS): jobs of seconds
+        "--conf",
+        f"spark.executor.extraJavaOptions={JVM_OPTIONS}",
     )
+
+
+QUERY_TESTS = "crop:50,jumble:4x4,lowcon:70+text:10"
+
+
+class Application:
+    """What one application of the cluster ran (tests/cluster_commands.py): its master,
+    its folder and, per command, the exit code and what the command printed."""
+
+    def __init__(self, master: str, folder: Path, done: dict[str, dict]):
+        self.master, self.folder, self.done = master, folder, done
+
+    def errors(self, name: str) -> list[str]:
+        text = self.done[name]["stdout"] + self.done[name]["stderr"]
+        return [line for line in text.splitlines() if line.startswith("error:")]
+
+
+def image_library(folder: Path) -> Path:
+    from PIL import Image
+
+    from disc21spark.library import images as library
+
+    folder.mkdir()
+    for i in range(24):
+        Image.fromarray(library.dead_leaves(9, i, 80, 60)).save(folder / f"img_{i:02d}.png")
+    (folder / "broken.png").write_bytes(b"\x89PNG broken")
+    return folder
+
+
+@pytest.fixture(scope="module")
+def one_application(standalone, scene, tmp_path_factory, dev_gt_path) -> Application:  # noqa: F811
+    """A bad submission, one submission, a pool (one-sort plan) and make-queries into a
+    ``file:`` URI: four commands in one spark-submit (tests/cluster_commands.py), so the
+    cluster starts its executors once, not four times."""
+    master = standalone[0]
+    root, subs = scene
+    work = tmp_path_factory.mktemp("one_application")
+    (work / "preds.csv").write_text("Q00003,R326040,0.9\nQ00001,R1,0.5\nQ00001,R1,0.7\n")
+    evaluate = ["evaluate", "--quiet", "--ground-truth"]
+    commands = {
+        "bad": [*evaluate, str(dev_gt_path), "--predictions", str(work / "preds.csv")]
+        + ["--engine", "spark", "--output", str(work / "bad")],
+        "single": [*evaluate, str(root / "gt.csv"), "--predictions", str(root / "team0.csv")]
+        + ["--engine", "spark", "--pool-plan", "auto", "--output", str(work / "single")],
+        "pool": [*evaluate, str(root / "gt.csv"), "--predictions"]
+        + sorted(str(root / f"{n}.csv") for n in subs)
+        + ["--pool-plan", "one-sort", "--output", str(work / "pool")],
+        "queries": ["make-queries", "--images", str(image_library(work / "library"))]
+        + ["--output", (work / "queries").as_uri(), "--tests", QUERY_TESTS]
+        + ["--queries-per-test", "10", "--distractors", "0.3", "--seed", "11"]
+        + ["--partitions", "3"],
+    }
+    results = work / "results.json"
+    proc = subprocess.run(
+        [*on_cluster(master), str(ROOT / "tests" / "cluster_commands.py"), str(results)]
+        + [arg for argv in commands.values() for arg in ("--", *argv)],
+        capture_output=True,
+        text=True,
+        env=cli_env(),
+        timeout=900,
+    )
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    return Application(master, work, dict(zip(commands, json.loads(results.read_text()))))
 
 
 def killing_a_worker(cmd: list[str], marker: Path, partition: int) -> subprocess.CompletedProcess:
@@ -59,26 +126,15 @@ def killing_a_worker(cmd: list[str], marker: Path, partition: int) -> subprocess
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
-def test_cluster_bad_input_names_the_line(cluster, tmp_path, dev_gt_path):
+def test_cluster_bad_input_names_the_line(one_application):
     """Finding the line runs Python on the executors: the job ships its package there."""
-    preds = tmp_path / "preds.csv"
-    preds.write_text("Q00003,R326040,0.9\nQ00001,R1,0.5\nQ00001,R1,0.7\n")
-    proc = run_evaluate(
-        on_cluster(cluster),
-        "--quiet",
-        "--ground-truth",
-        str(dev_gt_path),
-        "--predictions",
-        str(preds),
-        "--output",
-        str(tmp_path / "out"),
-    )
-    assert proc.returncode == 2, (proc.stdout + proc.stderr)[-3000:]
-    assert error_lines(proc) == [
-        f"error: {preds}: lines 2 and 3: duplicate pair (Q00001, R1) appears 2 times; "
+    app = one_application
+    assert app.done["bad"]["code"] == 2, app.done["bad"]
+    assert app.errors("bad") == [
+        f"error: {app.folder / 'preds.csv'}: lines 2 and 3: duplicate pair (Q00001, R1) appears 2 times; "
         "the official scorer rejects duplicate predictions"
     ]
-    assert not (tmp_path / "out").exists()
+    assert not (app.folder / "bad").exists()
 
 
 def test_cluster_descriptor_track_gives_the_local_result(cluster, tmp_path, dev_gt_path, spark):
@@ -126,31 +182,16 @@ def test_cluster_descriptor_track_gives_the_local_result(cluster, tmp_path, dev_
 
 
 # the pool's per-file plan is the next test's run: a killed worker, the calm bytes
-@pytest.mark.parametrize("kind,plan", [("single", "auto"), ("pool", "one-sort")])
-def test_cluster_writes_the_bytes_of_local_mode(cluster, scene, baseline, tmp_path, kind, plan):  # noqa: F811
-    """One submission and a pool (both plans, the per-file one in the next test) on the
-    cluster, executors of their own: the same bytes as the suite's local[2] session and
-    test_determinism's local[1] job, less the run record."""
-    root, subs = scene
-    inputs = {
-        "single": ["--predictions", str(root / "team0.csv"), "--engine", "spark"],
-        "pool": ["--predictions", *sorted(str(root / f"{n}.csv") for n in subs)],
-    }[kind]
-    proc = run_evaluate(
-        on_cluster(cluster),
-        "--ground-truth",
-        str(root / "gt.csv"),
-        *inputs,
-        "--pool-plan",
-        plan,
-        "--quiet",
-        "--output",
-        str(tmp_path / kind),
-    )
-    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
-    record = json.loads((tmp_path / kind / "run.json").read_text())
-    assert record["spark_master"] == cluster
-    same(comparable(tmp_path / kind), baseline[kind])
+@pytest.mark.parametrize("kind", ["single", "pool"])
+def test_cluster_writes_the_bytes_of_local_mode(one_application, baseline, kind):  # noqa: F811
+    """One submission (the distributed plan) and a pool (the one-sort plan; the per-file
+    one in the next test) on the cluster, executors of their own: the same bytes as the
+    suite's local[2] session and test_determinism's local[1] job, less the run record."""
+    app = one_application
+    assert app.done[kind]["code"] == 0, app.done[kind]["stderr"][-3000:]
+    record = json.loads((app.folder / kind / "run.json").read_text())
+    assert record["spark_master"] == app.master
+    same(comparable(app.folder / kind), baseline[kind])
 
 
 def test_cluster_pool_survives_a_killed_python_worker(cluster, scene, baseline, tmp_path):  # noqa: F811
@@ -178,52 +219,19 @@ def test_cluster_pool_survives_a_killed_python_worker(cluster, scene, baseline, 
     same(comparable(tmp_path / "pool"), baseline["pool"])
 
 
-def test_cluster_make_queries_writes_the_local_bytes(cluster, tmp_path, spark):
+def test_cluster_make_queries_writes_the_local_bytes(one_application, tmp_path, spark):
     """The executors of a real cluster alter and write the queries (an output named by a
     ``file:`` URI, written through Hadoop's file systems): the same files, byte for byte,
     as a local run (same seed)."""
-    import numpy as np
-    from PIL import Image
-
-    from disc21spark.library import images as library
     from disc21spark.queries.job import QueryJob
     from disc21spark.queries.job import run as make_bench
     from disc21spark.queries.spec import Settings
     from disc21spark.queries.transforms import parse_tests
 
-    lib = tmp_path / "library"
-    lib.mkdir()
-    for i in range(24):
-        Image.fromarray(library.dead_leaves(9, i, 80, 60)).save(lib / f"img_{i:02d}.png")
-    (lib / "broken.png").write_bytes(b"\x89PNG broken")
-    tests = "crop:50,jumble:4x4,lowcon:70+text:10"
-    settings = Settings(tuple(parse_tests(tests)), per_test=10, distractors=0.3, seed=11)
-    make_bench(spark, QueryJob([str(lib)], str(tmp_path / "local"), settings))
-    proc = subprocess.run(
-        [
-            *on_cluster(cluster),
-            str(ROOT / "jobs" / "make_queries.py"),
-            "--images",
-            str(lib),
-            "--output",
-            (tmp_path / "cluster").as_uri(),
-            "--tests",
-            tests,
-            "--queries-per-test",
-            "10",
-            "--distractors",
-            "0.3",
-            "--seed",
-            "11",
-            "--partitions",
-            "3",
-        ],
-        capture_output=True,
-        text=True,
-        env=cli_env(),
-        timeout=600,
-    )
-    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    app = one_application
+    assert app.done["queries"]["code"] == 0, app.done["queries"]["stderr"][-3000:]
+    settings = Settings(tuple(parse_tests(QUERY_TESTS)), per_test=10, distractors=0.3, seed=11)
+    make_bench(spark, QueryJob([str(app.folder / "library")], str(tmp_path / "local"), settings))
 
     def files(folder):
         return {
@@ -232,7 +240,7 @@ def test_cluster_make_queries_writes_the_local_bytes(cluster, tmp_path, spark):
             if p.is_file() and p.name != "run.json"
         }
 
-    local, remote = files(tmp_path / "local"), files(tmp_path / "cluster")
+    local, remote = files(tmp_path / "local"), files(app.folder / "queries")
     assert local.keys() == remote.keys() and len(local) > 30
     assert [k for k in local if local[k] != remote[k]] == []
     assert np.any([b"broken.png" in v for v in local.values()])

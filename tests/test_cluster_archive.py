@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 from disc21spark.testing.synth import read_ground_truth_csv, simulate_submission
-from tests.conftest import clean_env
+from tests.conftest import JVM_OPTIONS, clean_env
 
 ROOT = Path(__file__).resolve().parents[1]
 CACHE = ROOT / "build" / "dist-cache"
@@ -76,6 +76,8 @@ def submit(cluster, archive: Path, cwd: Path, job: str, *args: str) -> subproces
             f"{archive}#env",
             "--conf",
             "spark.pyspark.python=./env/bin/python",
+            "--conf",  # the suite's JVM settings (conftest.JVM_OPTIONS): jobs of seconds
+            f"spark.executor.extraJavaOptions={JVM_OPTIONS}",
             str(ROOT / "jobs" / f"{job}.py"),
             *args,
         ],

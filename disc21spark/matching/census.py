@@ -61,8 +61,9 @@ def census(
         # rows, say, would schedule that many empty ones)
         most = 64 * rows.sparkSession.sparkContext.defaultParallelism
         keys = keys.repartition(min(partitions, most), SUBMISSION, "query_index")
-    else:
+    elif rows.rdd.getNumPartitions() > 1:
         keys = keys.repartition(SUBMISSION, "query_index")
+    # else one partition holds every row already: a shuffle would cost two Spark jobs
     totals: dict[int, dict] = {}
     for r in keys.mapInArrow(_census_batches, CENSUS_SCHEMA).collect():
         mine = totals.setdefault(r[SUBMISSION], {f: 0 for f in FIGURES} | {"repeating": None})

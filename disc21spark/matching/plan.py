@@ -75,6 +75,17 @@ def true_scores(rows: DataFrame) -> dict[int, TrueScores]:
     return {int(sub[a]): TrueScores.of(query[a:b], score[a:b]) for a, b in zip(heads, ends)}
 
 
+@dataclass(frozen=True)
+class TruePairs:
+    """One submission's predicted true pairs, sorted by (query, score): int64 query
+    indices, float64 scores and int64 ranks (how many of the query's predictions score at
+    least as high, the pair itself excluded: 0 = first)."""
+
+    query: np.ndarray
+    score: np.ndarray
+    rank: np.ndarray
+
+
 COUNT_SCHEMA = "submission int, n long, bottom double, misses_ge array<long>, ranks_ge array<long>"
 
 
@@ -242,11 +253,12 @@ def score_rows(
     truths: dict[int, TrueScores],
     phases: Phases | None = None,
     gt_of: dict[int, GroundTruth] | None = None,
-) -> dict[int, MatchingMetrics]:
+) -> tuple[dict[int, MatchingMetrics], dict[int, TruePairs]]:
     """Metrics of every submission of compact rows (labels.encoded) by counting positions
     against ``truths`` (from ``true_scores``); ``stats`` from the census. ``gt_of``: a
     submission's own ground truth when it answers only part of ``gt`` (rank evaluation
-    scores each test alone; the labels, from ``gt``, are the same)."""
+    scores each test alone; the labels, from ``gt``, are the same). Also each
+    submission's true pairs with their ranks, which the bootstrap needs again."""
     gt_of = gt_of or {}
     phases = phases or Phases()
     with phases.phase("sort") as note:
@@ -262,13 +274,14 @@ def score_rows(
             f"{sum(len(t) for t in truths.values()):,} true scores, no shuffle"
         )
     with phases.phase("aggregate") as note:
-        results = {}
+        results, ranked = {}, {}
         for sub, sub_stats in stats.items():
             truth = truths.get(sub, positions.EMPTY)
             counts = totals.get(sub) or Counts.zero(truth)
             results[sub] = metrics_from_parts(
                 gt_of.get(sub, gt), truth, counts, sub_stats, max_curve_points
             )
+            ranked[sub] = TruePairs(truth.query, truth.score, positions.ranks(counts))
         note["rows"] = sum(m.n_true_positives for m in results.values())
         note["detail"] = "true positives"
-    return results
+    return results, ranked

@@ -101,10 +101,16 @@ def score(
             if len(valid) < len(censuses):
                 sorted_rows = sorted_rows.where(F.col(labels.SUBMISSION).isin(list(valid)))
                 pairs = pairs.where(F.col(labels.SUBMISSION).isin(list(valid)))
-            result.metrics = _metrics(spark, sorted_rows, pairs, valid, scoring, phases)
+            result.metrics, true_pairs = _metrics(spark, sorted_rows, pairs, valid, scoring, phases)
             if scoring.resampling is not None and not scoring.ground_truths:
                 result.metrics = stats_spark.attach(
-                    spark, sorted_rows, result.metrics, scoring.gt, scoring.resampling, phases
+                    spark,
+                    sorted_rows,
+                    result.metrics,
+                    true_pairs,
+                    scoring.gt,
+                    scoring.resampling,
+                    phases,
                 )
         return result
     finally:
@@ -167,7 +173,7 @@ def _metrics(
     censuses: dict[int, census.Census],
     scoring: Scoring,
     phases: Phases,
-) -> dict[int, MatchingMetrics]:
+) -> tuple[dict[int, MatchingMetrics], dict[int, plan.TruePairs]]:
     with phases.phase("label") as note:
         stats = plan.query_stats(censuses, pairs, scoring.gt)
         truths = plan.true_scores(rows)

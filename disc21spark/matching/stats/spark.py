@@ -7,8 +7,8 @@ query's resample weights, which it computes itself from the seed and the query i
 (``weights.py``), and sends back per (submission, bucket, resample) integer counts; the
 driver adds them up. Integer counts add up alike in any order, so the counts, and the
 figures the specification computes from them, are the same bits whatever the
-partitioning. The true pairs' ranks come from one broadcast join of the true pairs
-with their queries' rows.
+partitioning. The true pairs and their ranks in their queries are the metrics' own
+(``plan.TruePairs``, from its counting pass): no Spark job of their own.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from pyspark.sql import functions as F
 from disc21spark.core.phases import Phases
 from disc21spark.matching.labels import SUBMISSION
 from disc21spark.matching.model import GroundTruth, MatchingMetrics
+from disc21spark.matching.plan import TruePairs
 from disc21spark.matching.stats import groups, spec
 from disc21spark.matching.stats.groups_table import GroupTable
 from disc21spark.matching.stats.model import Resampling, Uncertainty
@@ -35,6 +36,7 @@ def attach(
     spark: SparkSession,
     rows: DataFrame,
     metrics: dict[int, MatchingMetrics],
+    true_pairs: dict[int, TruePairs],
     gt: GroundTruth,
     r: Resampling,
     phases: Phases,
@@ -42,89 +44,53 @@ def attach(
     """``metrics`` with each submission's Uncertainty (and group table, with ``r.groups``).
     ``rows``: the scored submissions' compact labelled rows (``submission int, query_index
     long, label boolean, score double``: ``matching/labels.encoded``), query_index < 0 for
-    an unknown query."""
+    an unknown query; ``true_pairs``: each one's, from the metrics (``plan.score_rows``)."""
 
     with phases.phase("bootstrap") as note:
-        found = measure(spark, rows, list(metrics), gt, r)
+        found = measure(spark, rows, {s: true_pairs[s] for s in metrics}, gt, r)
         note["rows"] = sum(m.n_predictions for m in metrics.values())
         note["detail"] = f"{r.resamples:,} resamples, one counting pass"
     return {s: replace(m, uncertainty=found[s][0], groups=found[s][1]) for s, m in metrics.items()}
 
 
 def measure(
-    spark: SparkSession, rows: DataFrame, subs: list[int], gt: GroundTruth, r: Resampling
+    spark: SparkSession,
+    rows: DataFrame,
+    true: dict[int, TruePairs],
+    gt: GroundTruth,
+    r: Resampling,
 ) -> dict[int, tuple[Uncertainty, GroupTable | None]]:
-    """Each listed submission's Uncertainty, equal to ``spec.uncertainty`` bit for bit, and
-    its group table (None without ``r.groups``), equal to ``groups_spec.group_table``."""
+    """The Uncertainty of each submission of ``true`` (its true pairs and their ranks),
+    equal to ``spec.uncertainty`` bit for bit, and its group table (None without
+    ``r.groups``), equal to ``groups_spec.group_table``."""
     keys = query_keys(gt.query_ids, r.seed)
-    true = _true_pairs(rows, subs)
-    levels = {s: spec.levels_of(true[s][1]) for s in subs}
+    subs = list(true)
+    levels = {s: spec.levels_of(true[s].score) for s in subs}
     codes = r.groups.codes if r.groups is not None else None
     by_code = (
         {}
         if codes is None
-        else {s: groups.code_levels(true[s][1], codes[true[s][0]], r.groups.none) for s in subs}
+        else {
+            s: groups.code_levels(true[s].score, codes[true[s].query], r.groups.none) for s in subs
+        }
     )
     counts, code_counts = _miss_counts(spark, rows, levels, by_code, keys, r)
-    # the ranks only weigh in recall@k of the resamples and of the groups
-    unranked = {s: np.zeros(len(true[s][0]), np.int64) for s in subs}
-    ranks = _ranks(spark, rows, true) if r.resamples or by_code else unranked
     positives = spec.positive_keys(gt, r.seed)
     owners = None if codes is None else groups.positive_codes(gt, codes)
     out = {}
     for s in subs:
-        query_index, scores = true[s]
         t = len(levels[s])
         misses, optimistic = counts.get(
             s, (np.zeros((t, r.resamples), np.int64), np.zeros(t, np.int64))
         )
-        pairs = (keys[query_index], scores, ranks[s])
+        pairs = (keys[true[s].query], true[s].score, true[s].rank)
         table = None
         if codes is not None:
-            with_codes = (*pairs, codes[query_index])
+            with_codes = (*pairs, codes[true[s].query])
             table = groups.table(
                 r.groups, by_code[s], code_counts.get(s), with_codes, (positives, owners), r
             )
         out[s] = (spec.uncertainty_of(levels[s], misses, optimistic, pairs, positives, r), table)
-    return out
-
-
-def _true_pairs(rows: DataFrame, subs: list[int]) -> dict[int, tuple[np.ndarray, np.ndarray]]:
-    """Per submission: (query_index int64, score float64) of its true pairs (in no
-    particular order: no figure depends on it)."""
-    lists: dict[int, tuple[list, list]] = {s: ([], []) for s in subs}
-    for row in rows.where(F.col("label")).select(SUBMISSION, "query_index", "score").collect():
-        qi, sc = lists[row[0]]
-        qi.append(row[1])
-        sc.append(row[2])
-    return {
-        s: (np.array(qi, dtype=np.int64), np.array(sc, dtype=np.float64))
-        for s, (qi, sc) in lists.items()
-    }
-
-
-def _ranks(spark: SparkSession, rows: DataFrame, true: dict) -> dict[int, np.ndarray]:
-    """Per submission: the rank of each true pair (``_true_pairs``' order): how many of
-    its query's predictions score at least as high, itself excluded."""
-    listed = [
-        (int(s), i, int(q), float(sc))
-        for s, (qi, scores) in true.items()
-        for i, (q, sc) in enumerate(zip(qi, scores))
-    ]
-    out = {s: np.zeros(len(qi), np.int64) for s, (qi, _) in true.items()}
-    if not listed:
-        return out
-    pairs = spark.createDataFrame(listed, f"{SUBMISSION} int, pair int, query_index long, t double")
-    ahead = (
-        rows.select(SUBMISSION, "query_index", "score")
-        .join(F.broadcast(pairs), [SUBMISSION, "query_index"])
-        .where(F.col("score") >= F.col("t"))
-        .groupBy(SUBMISSION, "pair")
-        .count()
-        .collect()
-    )
-    for row in ahead:
-        out[row[0]][row[1]] = row[2] - 1
     return out
 
 
