@@ -125,6 +125,10 @@ def test_a_second_writer_stops_at_once_and_a_dead_ones_lock_is_cleared(
         first.kill()
     assert (tmp_path / ".out.lock").exists()
     assert snapshot(out) == before
+    if kind == "viewfs":
+        # a dead writer's lock on a Hadoop file system is taken over as a job's is: in
+        # process by test_a_lock_on_a_hadoop_file_system_says_who_holds_it_and_is_taken_over_when_dead
+        return
     third = evaluate(inputs, "first", output, engine, **env)
     stdout, stderr = third.communicate(timeout=300)
     assert third.returncode == 0, stderr
