@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -37,28 +38,41 @@ pytestmark = pytest.mark.cluster
 
 def archive_key() -> str:
     """What decides the archive's contents: the script and the dependencies' declarations,
-    the interpreter, and the versions the package index gives today (the virtualenv's,
-    installed from the same index by make venv). The package's own code is not in it: it
-    reaches the executors from the job itself."""
+    the interpreter, and the versions of the package's runtime dependencies as the
+    package index gives them today (the virtualenv's, installed from the same index by
+    make venv; its tools for tests and docs do not count). The package's own code does not
+    matter: the job ships it to the executors itself."""
     digest = hashlib.sha256(sys.version.encode())
     for name in ("setup.cfg", "pyproject.toml", "scripts/make_dist.sh"):
         digest.update((ROOT / name).read_bytes())
-    # a set: the checkout's own egg-info (make dist leaves one) may list a package twice
-    versions = sorted(
-        {
-            f"{d.metadata['Name']}=={d.version}"
-            for d in metadata.distributions()
-            if d.metadata["Name"] != "disc21spark"
-        }
-    )
-    digest.update("\n".join(versions).encode())
+    digest.update("\n".join(runtime_versions("disc21spark")).encode())
     return digest.hexdigest()[:16]
+
+
+def runtime_versions(package: str) -> list[str]:
+    """``name==version`` of every installed distribution ``package`` needs to run (its
+    requirements and theirs, extras left out), sorted."""
+    seen: dict[str, str] = {}
+    todo = [package]
+    while todo:
+        try:
+            dist = metadata.distribution(todo.pop())
+        except metadata.PackageNotFoundError:  # a marker's other platform
+            continue
+        name = re.sub(r"[-_.]+", "-", dist.metadata["Name"]).lower()
+        if name in seen:
+            continue
+        seen[name] = dist.version
+        for requirement in dist.requires or []:
+            if "extra ==" not in requirement:
+                todo.append(re.match(r"[A-Za-z0-9._-]+", requirement).group())
+    return sorted(f"{n}=={v}" for n, v in seen.items() if n != package)
 
 
 @pytest.fixture(scope="module")
 def archive() -> Path:
     """make dist's environment archive, built by scripts/make_dist.sh unless the cache
-    holds one of the same key (``archive_key``); the cache keeps the latest key only."""
+    holds one of the same key (``archive_key``); the cache keeps the two latest keys."""
     key = archive_key()
     cached = CACHE / key / "disc21spark-env.tar.gz"
     if not cached.exists():
@@ -71,8 +85,10 @@ def archive() -> Path:
         )
         assert built.returncode == 0, (built.stdout + built.stderr)[-3000:]
         assert list((ROOT / "dist").glob("disc21spark-*-py3-none-any.whl"))
-        shutil.rmtree(CACHE, ignore_errors=True)
-        cached.parent.mkdir(parents=True)
+        # keep the two latest keys (another clone's virtualenv may differ in a version)
+        for old in sorted(CACHE.glob("*/"), key=lambda p: p.stat().st_mtime)[:-1]:
+            shutil.rmtree(old, ignore_errors=True)
+        cached.parent.mkdir(parents=True, exist_ok=True)
         partial = cached.with_suffix(".partial")
         shutil.copy(ROOT / "dist" / "disc21spark-env.tar.gz", partial)
         partial.rename(cached)  # a run killed while copying leaves no archive behind
