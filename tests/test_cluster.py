@@ -15,7 +15,7 @@ import pytest
 
 from disc21spark.core import faults
 from disc21spark.testing.synth import read_ground_truth_csv
-from tests.conftest import JVM_OPTIONS, cli_env, held_pid, spark_submit
+from tests.conftest import JVM_OPTIONS, cli_env, error_lines, held_pid, spark_submit
 from tests.test_determinism import baseline, comparable, same, scene  # noqa: F401
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -48,14 +48,10 @@ QUERY_TESTS = "crop:50,jumble:4x4,lowcon:70+text:10"
 
 class Application:
     """What one application of the cluster ran (tests/cluster_commands.py): its master,
-    its folder and, per command, the exit code and what the command printed."""
+    its folder and, per command, its exit code and what it printed (as a process's)."""
 
-    def __init__(self, master: str, folder: Path, done: dict[str, dict]):
+    def __init__(self, master: str, folder: Path, done: dict[str, subprocess.CompletedProcess]):
         self.master, self.folder, self.done = master, folder, done
-
-    def errors(self, name: str) -> list[str]:
-        text = self.done[name]["stdout"] + self.done[name]["stderr"]
-        return [line for line in text.splitlines() if line.startswith("error:")]
 
 
 def image_library(folder: Path) -> Path:
@@ -103,7 +99,11 @@ def one_application(standalone, scene, tmp_path_factory, dev_gt_path) -> Applica
         timeout=900,
     )
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
-    return Application(master, work, dict(zip(commands, json.loads(results.read_text()))))
+    done = {
+        name: subprocess.CompletedProcess(r["argv"], r["code"], r["stdout"], r["stderr"])
+        for name, r in zip(commands, json.loads(results.read_text()))
+    }
+    return Application(master, work, done)
 
 
 def killing_a_worker(cmd: list[str], marker: Path, partition: int) -> subprocess.CompletedProcess:
@@ -129,8 +129,8 @@ def killing_a_worker(cmd: list[str], marker: Path, partition: int) -> subprocess
 def test_cluster_bad_input_names_the_line(one_application):
     """Finding the line runs Python on the executors: the job ships its package there."""
     app = one_application
-    assert app.done["bad"]["code"] == 2, app.done["bad"]
-    assert app.errors("bad") == [
+    assert app.done["bad"].returncode == 2, app.done["bad"]
+    assert error_lines(app.done["bad"]) == [
         f"error: {app.folder / 'preds.csv'}: lines 2 and 3: duplicate pair (Q00001, R1) appears 2 times; "
         "the official scorer rejects duplicate predictions"
     ]
@@ -188,7 +188,7 @@ def test_cluster_writes_the_bytes_of_local_mode(one_application, baseline, kind)
     one in the next test) on the cluster, executors of their own: the same bytes as the
     suite's local[2] session and test_determinism's local[1] job, less the run record."""
     app = one_application
-    assert app.done[kind]["code"] == 0, app.done[kind]["stderr"][-3000:]
+    assert app.done[kind].returncode == 0, app.done[kind].stderr[-3000:]
     record = json.loads((app.folder / kind / "run.json").read_text())
     assert record["spark_master"] == app.master
     same(comparable(app.folder / kind), baseline[kind])
@@ -229,7 +229,7 @@ def test_cluster_make_queries_writes_the_local_bytes(one_application, tmp_path, 
     from disc21spark.queries.transforms import parse_tests
 
     app = one_application
-    assert app.done["queries"]["code"] == 0, app.done["queries"]["stderr"][-3000:]
+    assert app.done["queries"].returncode == 0, app.done["queries"].stderr[-3000:]
     settings = Settings(tuple(parse_tests(QUERY_TESTS)), per_test=10, distractors=0.3, seed=11)
     make_bench(spark, QueryJob([str(app.folder / "library")], str(tmp_path / "local"), settings))
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -22,6 +21,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 from disc21spark.testing.synth import read_ground_truth_csv, simulate_submission
 from tests.conftest import JVM_OPTIONS, clean_env
@@ -55,17 +56,15 @@ def runtime_versions(package: str) -> list[str]:
     seen: dict[str, str] = {}
     todo = [package]
     while todo:
-        try:
-            dist = metadata.distribution(todo.pop())
-        except metadata.PackageNotFoundError:  # a marker's other platform
-            continue
-        name = re.sub(r"[-_.]+", "-", dist.metadata["Name"]).lower()
+        dist = metadata.distribution(todo.pop())
+        name = canonicalize_name(dist.metadata["Name"])
         if name in seen:
             continue
         seen[name] = dist.version
-        for requirement in dist.requires or []:
-            if "extra ==" not in requirement:
-                todo.append(re.match(r"[A-Za-z0-9._-]+", requirement).group())
+        for line in dist.requires or []:
+            requirement = Requirement(line)
+            if requirement.marker is None or requirement.marker.evaluate({"extra": ""}):
+                todo.append(requirement.name)
     return sorted(f"{n}=={v}" for n, v in seen.items() if n != package)
 
 
