@@ -15,13 +15,15 @@ The rule (``--engine``, ``--pool-plan``, ``--local-max-bytes``; the docs hold it
 
 1. a Spark DataFrame, ``--engine spark``, ``--master``, a pool, the descriptor track, a
    path that is no local file (or an output URI), or a file larger than
-   ``local_max_bytes``: Spark; else the local engine (``--engine local`` insists, and
-   says why it cannot). Under spark-submit too: one local file that fits is scored in
-   this process either way, so no SparkSession is started for it;
+   ``local_max_bytes`` (auto: sized from the memory available, ``in_process_limit``):
+   Spark; else the local engine (``--engine local`` insists, and says why it cannot).
+   Under spark-submit too: one local file that fits is scored in this process either
+   way, so no SparkSession is started for it;
 2. on Spark, plan ``auto`` is ``per-file`` when every submission file is read alike by
    Arrow (by its name: CSV, .gz, .bz2, Parquet with string ids) and at most
-   ``local_max_bytes``, whatever its file system; else ``one-sort``. One submission with
-   ``--engine spark`` asked for keeps the distributed plan unless per-file is asked.
+   ``local_max_bytes`` (auto: ``TASK_MAX_BYTES``, a task's share), whatever its file
+   system; else ``one-sort``. One submission with ``--engine spark`` asked for keeps
+   the distributed plan unless per-file is asked.
 
 ``choose`` takes plain values (for ``disc21spark.evaluate`` as for the command line);
 ``plan_for`` finishes the choice once the files and their sizes are listed on Spark.
@@ -36,7 +38,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from disc21spark.core import fs
-from disc21spark.core.config import parse_size, value
+from disc21spark.core.config import parse_limit, value
 from disc21spark.core.errors import InputError
 from disc21spark.core.paths import display_path, is_plain, is_uri
 
@@ -46,7 +48,14 @@ if TYPE_CHECKING:
 ENGINES = ("auto", "spark", "local")
 PLANS = ("auto", "per-file", "one-sort")
 INPUT_KINDS = ("path", "pandas", "arrow", "spark-dataframe")
-LOCAL_MAX_BYTES: int = value("evaluate", "local_max_bytes", parse_size)
+# None: auto (in_process_limit, task_limit)
+LOCAL_MAX_BYTES: int | None = value("evaluate", "local_max_bytes", parse_limit)
+# the in-process engine's peak memory per byte of CSV it scores, rounded up from what
+# /usr/bin/time -v measured (7.7 at 5M pairs, 6.5 at 20M; docs/benchmarks.md)
+PEAK_PER_BYTE = 8
+# auto's limit for a file scored in a Spark task (--pool-plan per-file): the driver cannot
+# see an executor's memory, so a size whose peak (about 2 GB) executors commonly allow
+TASK_MAX_BYTES = 256 << 20
 log = logging.getLogger("disc21spark")
 
 
@@ -58,7 +67,7 @@ class Choice:
     engine: str
     plan: str = "auto"
     asked: str = "auto"  # the engine the user asked for
-    local_max_bytes: int = LOCAL_MAX_BYTES
+    local_max_bytes: int | None = LOCAL_MAX_BYTES
 
     @property
     def needs_spark(self) -> bool:
@@ -76,7 +85,7 @@ def choose(
     track: str = "matching",
     engine: str = "auto",
     plan: str = "auto",
-    local_max_bytes: int = LOCAL_MAX_BYTES,
+    local_max_bytes: int | None = LOCAL_MAX_BYTES,
     master: str | None = None,
     output: str | None = None,
     submission_column: str | None = None,
@@ -87,7 +96,8 @@ def choose(
 
     Parameters: ``predictions`` the paths as given (empty for an in-memory input),
     ``ground_truth`` its path (None: in memory), ``track`` ``matching`` or
-    ``descriptor``, ``engine`` one of ENGINES, ``plan`` one of PLANS, ``master`` the
+    ``descriptor``, ``engine`` one of ENGINES, ``plan`` one of PLANS,
+    ``local_max_bytes`` bytes or None (auto: ``in_process_limit``), ``master`` the
     Spark master asked for, ``output`` the output folder, ``input_kind`` one of
     INPUT_KINDS (what ``predictions`` is).
 
@@ -115,7 +125,9 @@ def choose(
         return Choice("local", "per-file", engine, local_max_bytes)
     if why or master:
         return spark
-    if input_kind == "path" and os.path.getsize(_local_path(predictions[0])) > local_max_bytes:
+    if input_kind == "path" and (
+        os.path.getsize(_local_path(predictions[0])) > in_process_limit(local_max_bytes)
+    ):
         return spark
     if "PYSPARK_GATEWAY_PORT" in os.environ:  # started by spark-submit
         log.info(
@@ -123,6 +135,18 @@ def choose(
             "process, with no Spark session (--engine spark: on Spark)"
         )
     return Choice("local", "per-file", engine, local_max_bytes)
+
+
+def in_process_limit(asked: int | None) -> int:
+    """The largest file (bytes) this process scores whole: ``asked``, or for None (auto)
+    the size whose peak (``PEAK_PER_BYTE`` per byte) takes half the memory available
+    now (``core.memory``: a container's limit included), and at least
+    ``TASK_MAX_BYTES``: for less, Spark's JVM and workers would take as much memory."""
+    if asked is not None:
+        return asked
+    from disc21spark.core.memory import available_bytes
+
+    return max(TASK_MAX_BYTES, available_bytes() // (2 * PEAK_PER_BYTE))
 
 
 def _not_local(
@@ -177,7 +201,7 @@ def plan_for(
     plan = choice.plan
     if plan == "one-sort" or not files or (plan == "auto" and not pool and choice.asked == "spark"):
         return "one-sort"
-    limit = choice.local_max_bytes if plan == "auto" else None
+    limit = (choice.local_max_bytes or TASK_MAX_BYTES) if plan == "auto" else None
     why = next(filter(None, (_not_per_file(path, size, fmt, limit) for path, size in files)), None)
     if why is None:
         return "per-file"

@@ -37,7 +37,7 @@ TYPES = {
     "subsets": int,
     "resamples": int,
     "sizes": config.parse_sizes,
-    "local_max_bytes": config.parse_size,
+    "local_max_bytes": config.parse_limit,
     "confidence": float,
 }
 

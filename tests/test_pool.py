@@ -249,7 +249,9 @@ def test_plan_auto_goes_by_name_and_size_on_any_file_system(tmp_path):
     write_pool(folder, 3, 3)
     files = [(str(p), p.stat().st_size) for p in sorted(folder.iterdir())]
 
-    def plan(asked: str, limit: int, items=files, pool: bool = True, engine_asked="auto") -> str:
+    def plan(
+        asked: str, limit: int | None, items=files, pool: bool = True, engine_asked="auto"
+    ) -> str:
         choice = engine.Choice("spark", asked, engine_asked, local_max_bytes=limit)
         return engine.plan_for(choice, items, "auto", pool)
 
@@ -272,6 +274,10 @@ def test_plan_auto_goes_by_name_and_size_on_any_file_system(tmp_path):
     assert plan("auto", 1 << 20, files[:1], pool=False, engine_asked="spark") == "one-sort"
     assert plan("per-file", 1 << 20, files[:1], pool=False, engine_asked="spark") == "per-file"
     assert engine.plan_for(engine.LOCAL, odd) == "per-file"
+    # auto (None): a task's fixed share, whatever the driver's memory
+    big = [(files[0][0], engine.TASK_MAX_BYTES + 1)]
+    assert plan("auto", None, [(files[0][0], engine.TASK_MAX_BYTES)]) == "per-file"
+    assert plan("auto", None, big) == "one-sort"
 
 
 def test_odd_parquet_types_send_the_pool_to_the_one_sort_plan(spark, tmp_path, gt_file):

@@ -173,7 +173,7 @@ def choose_engine(
     engine: Any,
     inputs: list[Any],
     formats: list[str],
-    local_max_bytes: int,
+    local_max_bytes: int | None,
 ) -> Engine:
     """The engine that scores ``inputs`` (with their ``formats``), by the command line's
     rule (``disc21spark.engine.choose``, asked once per input): a Spark DataFrame, a

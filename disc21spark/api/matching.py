@@ -21,13 +21,13 @@ from disc21spark.api.tables import score_table
 from disc21spark.core import config
 from disc21spark.core.errors import InputError
 from disc21spark.core.phases import Phases
+from disc21spark.engine import LOCAL_MAX_BYTES
 from disc21spark.matching.ground_truth import groups_phase
 from disc21spark.matching.job import MatchingJob, score_frame, score_predictions
 from disc21spark.matching.model import GroundTruth, MatchingMetrics, Submission
 
 _MAX_RESULTS = config.value("evaluate", "max_results", int)
 _CURVE_POINTS = config.value("evaluate", "curve_points", int)
-_LOCAL_MAX_BYTES = config.value("evaluate", "local_max_bytes", config.parse_size)
 
 
 def evaluate(
@@ -40,7 +40,7 @@ def evaluate(
     partitions: int | None = None,
     predictions_format: str = "auto",
     ground_truth_format: str = "auto",
-    local_max_bytes: int = _LOCAL_MAX_BYTES,
+    local_max_bytes: int | None = LOCAL_MAX_BYTES,
     query_groups: str | os.PathLike | None = None,
 ) -> MatchingMetrics:
     """Score one matching-track submission: μAP, recall at precision 0.9, recall at rank
@@ -62,9 +62,10 @@ def evaluate(
         "auto": a Spark DataFrame, a remote path, a glob, a folder or a file larger than
         ``local_max_bytes`` → Spark; a table in memory or a local file → this process (no
         JVM). A SparkSession: Spark, in that session.
-    curve_points, partitions, local_max_bytes : int, int or None, int
+    curve_points, partitions, local_max_bytes : int, int or None, int or None
         Points kept in ``pr_curve`` (figures are exact); partitions of the repeat check's
-        shuffle on Spark (None: adaptive); the largest file the local engine scores.
+        shuffle on Spark (None: adaptive); the largest file in bytes the local engine
+        scores (None: sized from the memory available, ``engine.in_process_limit``).
     predictions_format, ground_truth_format : {"auto", "csv", "parquet"}
         The format of a path (auto: from its name). Defaults: conf/defaults.ini.
     query_groups : path or None
@@ -115,7 +116,7 @@ def _prepared(
     ground_truth: Any,
     submissions: Mapping[str, Any],
     engine: Any,
-    local_max_bytes: int,
+    local_max_bytes: int | None,
     options: dict[str, Any],
     pool: bool = False,
 ) -> tuple[Any, Engine, GroundTruth]:
@@ -191,7 +192,7 @@ def evaluate_pool(
     predictions_format: str = "auto",
     ground_truth_format: str = "auto",
     pool_plan: str | None = None,
-    local_max_bytes: int = _LOCAL_MAX_BYTES,
+    local_max_bytes: int | None = LOCAL_MAX_BYTES,
     query_groups: str | os.PathLike | None = None,
 ) -> Leaderboard:
     """Score many submissions at once; a bad one is marked invalid with its one-line

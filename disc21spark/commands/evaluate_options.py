@@ -14,7 +14,7 @@ from disc21spark.commands.common import (
     add_run_arguments,
     defaults,
 )
-from disc21spark.core.config import parse_counts, parse_size, parse_span
+from disc21spark.core.config import parse_counts, parse_limit, parse_size, parse_span
 
 NAME = "evaluate"
 
@@ -122,10 +122,11 @@ def _add_engine_arguments(p: argparse.ArgumentParser, conf: dict[str, Any]) -> N
         p,
         conf,
         "--local-max-bytes",
-        type=parse_size,
+        type=parse_limit,
         metavar="SIZE",
         help="the largest file --engine auto scores in process, and --pool-plan auto "
-        "in one task (such as 256M or 1G)",
+        "in one task (such as 256M or 1G; auto: in process, sized from the memory "
+        "available; in a task, 256M)",
     )
 
 

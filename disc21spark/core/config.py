@@ -124,6 +124,11 @@ def parse_size(text: str) -> int:
     return int(number)
 
 
+def parse_limit(text: str) -> int | None:
+    """'auto' -> None (sized when it is used, from the memory there is); else parse_size."""
+    return None if text.strip().lower() == "auto" else parse_size(text)
+
+
 def parse_span(text: str) -> tuple[int, int]:
     """'10..20' -> (10, 20); '3' -> (3, 3)."""
     a, sep, b = text.partition("..")

@@ -56,7 +56,7 @@ class PoolJob(ScoringJob):
     fail_on_invalid: bool = False
     previous: str | None = None
     pool_plan: str = config.from_defaults()
-    local_max_bytes: int = config.from_defaults(config.parse_size)
+    local_max_bytes: int | None = config.from_defaults(config.parse_limit)
 
     @property
     def choice(self) -> engine.Choice:

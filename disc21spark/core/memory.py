@@ -1,0 +1,40 @@
+"""The memory this process may still take: the machine's available memory, or less when a
+container's cgroup limit is lower (psutil reports the host's memory inside a container,
+and a container that passes its limit is killed, not slowed)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+CGROUP = Path("/sys/fs/cgroup")
+# (limit, usage) files: cgroup v2 first, then v1
+_CGROUP_FILES = (
+    ("memory.max", "memory.current"),
+    ("memory/memory.limit_in_bytes", "memory/memory.usage_in_bytes"),
+)
+
+
+def available_bytes(root: Path = CGROUP) -> int:
+    """Bytes this process can allocate without swapping or being killed: psutil's
+    ``available``, capped by the cgroup's limit minus its usage when there is one
+    (``root``: where the cgroup file system is mounted)."""
+    import psutil
+
+    free = int(psutil.virtual_memory().available)
+    room = cgroup_room(root)
+    return free if room is None else min(free, room)
+
+
+def cgroup_room(root: Path = CGROUP) -> int | None:
+    """The cgroup's limit minus its usage in bytes, or None with no limit (no cgroup
+    files, ``max``, or v1's "unlimited", a number near 2**63)."""
+    for limit_name, usage_name in _CGROUP_FILES:
+        try:
+            limit = (root / limit_name).read_text().strip()
+            usage = int((root / usage_name).read_text().strip())
+        except (OSError, ValueError):
+            continue
+        if limit == "max" or not limit.isdigit() or int(limit) >= 1 << 60:
+            return None
+        return max(0, int(limit) - usage)
+    return None
