@@ -214,3 +214,37 @@ def test_counted_positions_equal_the_sorted_order(seed, n, n_scores, parts):
     expected = np.sort(true_pair_ranks(query, score + 0.0, label))
     np.testing.assert_array_equal(np.sort(positions.ranks(total)), expected)
     assert total.n == n
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n=st.integers(0, 300),
+    n_scores=st.sampled_from([1, 3, 50, 10**6]),
+    curve_points=st.sampled_from([2, 5, 1000]),
+)
+def test_the_in_process_count_gives_the_specifications_figures(seed, n, n_scores, curve_points):
+    """``positions.score_encoded`` (the in-process engine: counts, no sort of the pairs)
+    equals ``spec.evaluate_encoded`` bit for bit: every figure, the curve and its
+    thinning, unknown queries, ties, -0.0 and no true pair at all."""
+    from disc21spark.matching import positions
+    from disc21spark.matching.spec import encode, evaluate_encoded
+
+    rng = np.random.default_rng(seed)
+    gt = gt_of([(f"q{i}", f"r{i}") for i in range(12)], [f"q{i}" for i in range(12, 16)])
+    q = rng.integers(0, 18, 4 * n)  # q16, q17: unknown queries
+    r = np.where(rng.random(4 * n) < 0.4, q, rng.integers(0, 30, 4 * n))
+    keys = rng.permutation(np.unique(q * 100 + r))[:n]  # distinct pairs, in random order
+    score = rng.integers(0, n_scores, len(keys)) / n_scores - 0.3
+    score[rng.random(len(keys)) < 0.1] *= -0.0
+    e = encode(
+        np.array([f"q{k // 100}" for k in keys], dtype=object),
+        np.array([f"r{k % 100}" for k in keys], dtype=object),
+        score,
+        gt,
+    )
+    expected = evaluate_encoded(e, gt, curve_points)
+    got = positions.score_encoded(e, gt, curve_points)
+    assert got.to_dict() == expected.to_dict()
+    for field in ("precision", "recall", "threshold"):
+        np.testing.assert_array_equal(getattr(got.curve, field), getattr(expected.curve, field))

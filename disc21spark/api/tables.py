@@ -16,7 +16,7 @@ import pyarrow as pa
 
 from disc21spark.api.inputs import arrow_table
 from disc21spark.core.errors import InputError
-from disc21spark.matching import coverage, local, spec
+from disc21spark.matching import coverage, local, positions, spec
 from disc21spark.matching.model import GroundTruth, MatchingMetrics
 from disc21spark.matching.rows import (
     PREDICTION_COLUMNS,
@@ -63,7 +63,7 @@ def score_table(
         raise error
     encoded = local.encode(pairs, gt)
     _check_repeats(source, pairs, encoded, index)
-    metrics = spec.evaluate_encoded(encoded, gt, curve_points)
+    metrics = positions.score_encoded(encoded, gt, curve_points)
     metrics = coverage.check_local(pairs.query, pairs.reference, gt, metrics, None)
     if resampling is None:
         return metrics
@@ -73,11 +73,9 @@ def score_table(
 def _check_repeats(source: str, pairs: local.Pairs, encoded: spec.Encoded, index: list) -> None:
     """A repeated pair, named by its first two rows."""
     codes = encoded.pair
-    order = np.argsort(codes, kind="stable")
-    same = codes[order][1:] == codes[order][:-1]
-    if not same.any():
+    row = local.first_repeat(codes)
+    if row is None:
         return
-    row = int(order[1:][same].min())  # the earliest row that repeats an earlier one
     rows = np.flatnonzero(codes == codes[row])
     q, r = pairs.query[row].as_py(), pairs.reference[row].as_py()
     where = f"rows {index[rows[0]]} and {index[rows[1]]}"

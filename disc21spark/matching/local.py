@@ -4,8 +4,9 @@ Most runs score one file of at most 500,000 pairs on a laptop, where starting a 
 more than the work. This engine reads the file with Arrow under the Spark job's rules
 (``matching/local_read.py``, which names a bad file's first bad line in the Spark job's
 words), turns the ids into integer codes (dictionary encoding, then a join on integers
-with the ground truth) and calls ``spec.evaluate_encoded``: the figures are the
-specification's, bit for bit, and the Spark plan is held equal to the same function.
+with the ground truth) and counts the true pairs' positions as the Spark plan's
+partitions do (``positions.score_encoded``): the figures are the specification's
+(``spec.evaluate_encoded``), bit for bit, as tests hold both engines.
 Nothing here imports PySpark.
 """
 
@@ -20,7 +21,7 @@ import pyarrow.compute as pc
 
 from disc21spark.core.errors import InputError
 from disc21spark.core.phases import Phases
-from disc21spark.matching import coverage, spec
+from disc21spark.matching import coverage, positions, spec
 from disc21spark.matching.arrays import numbers, strings
 from disc21spark.matching.local_read import Pairs, format_problem, read_pairs, unsupported
 from disc21spark.matching.model import GroundTruth, MatchingMetrics
@@ -58,9 +59,11 @@ def encode(pairs: Pairs, gt: GroundTruth) -> spec.Encoded:
     positive_query = _index_in(strings(gt.positive_queries), known)
     positive_reference = np.searchsorted(positive_refs, gt.positive_references.astype(str))
     positive_keys = positive_query * len(positive_refs) + positive_reference
-    matched = (index_of_query >= 0) & (index_of_reference >= 0)
-    keys = index_of_query * len(positive_refs) + index_of_reference
-    label = matched & np.isin(keys, positive_keys)
+    # only pairs of a known query and a positive reference can be true: look those few up
+    matched = np.flatnonzero((index_of_query >= 0) & (index_of_reference >= 0))
+    keys = index_of_query[matched] * len(positive_refs) + index_of_reference[matched]
+    label = np.zeros(len(query), dtype=bool)
+    label[matched] = np.isin(keys, positive_keys)
     return spec.Encoded(
         query=query,
         pair=query * max(len(references.dictionary), 1) + reference,
@@ -114,7 +117,7 @@ def score_source(
         _check_repeats(source, pairs, encoded)
         note["rows"] = len(pairs.score)
     with phases.phase("score") as note:
-        metrics = spec.evaluate_encoded(encoded, gt, curve_points)
+        metrics = positions.score_encoded(encoded, gt, curve_points)
         where = given if announce else None
         metrics = coverage.check_local(pairs.query, pairs.reference, gt, metrics, where)
         note["rows"] = metrics.n_predictions
@@ -140,11 +143,9 @@ def with_statistics(
 
 def _check_repeats(source: Source, pairs: Pairs, encoded: spec.Encoded) -> None:
     """A repeated pair, named as the Spark job names it (the first repeat in the file)."""
-    order = np.argsort(encoded.pair, kind="stable")
-    same = encoded.pair[order][1:] == encoded.pair[order][:-1]
-    if not same.any():
+    row = first_repeat(encoded.pair)
+    if row is None:
         return
-    row = int(order[1:][same].min())  # the earliest row that repeats an earlier one
     copies = int(np.count_nonzero(encoded.pair == encoded.pair[row]))
     q, r = pairs.query[row].as_py(), pairs.reference[row].as_py()
     lines = _lines_of(source, (q, r)) if source.fmt("auto") == "csv" else []
@@ -153,6 +154,16 @@ def _check_repeats(source: Source, pairs: Pairs, encoded: spec.Encoded) -> None:
         duplicate_reason(q, r, copies),
         f"lines {lines[0]} and {lines[1]}" if len(lines) == 2 else None,
     )
+
+
+def first_repeat(codes: np.ndarray) -> int | None:
+    """The earliest row whose code an earlier row holds, or None (every code distinct)."""
+    ordered = np.sort(codes)  # the common case: an unstable sort tells there is none
+    if not (ordered[1:] == ordered[:-1]).any():
+        return None
+    order = np.argsort(codes, kind="stable")
+    same = codes[order][1:] == codes[order][:-1]
+    return int(order[1:][same].min())
 
 
 def _lines_of(source: Source, wanted: tuple[str, str], limit: int = 2) -> list[int]:

@@ -16,7 +16,7 @@ pair by decreasing score sits at k + the non-matching pairs scoring at least as 
    (``mapInArrow``): per submission its rows, lowest score, non-matching rows scoring ≥
    each true score, and per true pair its query's rows scoring ≥ it (recall@1/@10);
 4. the driver adds the partitions' integer counts (one row per partition and submission)
-   and ``finish`` turns positions into figures, term by term as ``spec.py`` does.
+   and ``positions.finish`` turns positions into figures, term by term as ``spec.py`` does.
 
 The driver holds O(partitions + true pairs) values, never O(predictions); no row is
 shuffled but the pair hashes of the repeat check. The figures of ``metrics.py`` follow:
@@ -33,7 +33,6 @@ number of partitions; tests hold them equal to the specification.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -45,20 +44,7 @@ from disc21spark.matching import positions
 from disc21spark.matching.census import Census
 from disc21spark.matching.labels import SUBMISSION
 from disc21spark.matching.model import GroundTruth, MatchingMetrics
-from disc21spark.matching.positions import Counts, TrueScores
-from disc21spark.matching.spec import (
-    REQUIRED_PRECISION,
-    assemble,
-    peak_points,
-    thin_curve,
-)
-
-
-@dataclass(frozen=True)
-class QueryStats:
-    n_predictions: int
-    n_unknown_query_predictions: int
-    n_queries_with_predictions: int
+from disc21spark.matching.positions import Counts, QueryStats, TrueScores, metrics_from_parts
 
 
 def true_scores(rows: DataFrame) -> dict[int, TrueScores]:
@@ -153,40 +139,6 @@ def added_counts(rows: DataFrame, truth, truths: dict[int, TrueScores]) -> dict[
     return totals
 
 
-def finish(
-    pos: np.ndarray,
-    thr: np.ndarray,
-    n_pairs: int,
-    bottom: float,
-    n_positives: int,
-    max_curve_points: int,
-) -> tuple[float, tuple, object]:
-    """μAP, P90 operating point and PR curve from the true pairs' global positions
-    (1-based, ascending) and scores, the submission's pairs and its lowest score."""
-    ntp = np.arange(1, len(pos) + 1)
-    precision = ntp / pos
-    # the same float operations as the specification, term by term
-    terms = (ntp / n_positives - (ntp - 1) / n_positives) * precision
-    micro_ap = math.fsum(terms)
-
-    valid = np.flatnonzero(precision >= REQUIRED_PRECISION)
-    keep = None
-    if valid.size:
-        best = valid[-1]  # recall grows with k: the last valid peak has the highest
-        point = (float(precision[best]), float(ntp[best] / n_positives), float(thr[best]))
-        keep = int(best)
-    else:
-        point = (None, None, None)
-
-    n_tp = len(pos)
-    if n_pairs and (n_tp == 0 or pos[-1] != n_pairs):
-        ntp = np.append(ntp, n_tp)
-        pos = np.append(pos, n_pairs)
-        thr = np.append(thr, bottom)
-    curve = thin_curve(peak_points(ntp, pos, thr, n_positives), max_curve_points, keep)
-    return micro_ap, point, curve
-
-
 def unknown_query_counts(pairs: DataFrame, gt: GroundTruth) -> dict[int, int]:
     """Distinct unknown query ids per submission of string ``pairs``, on the strings (a
     hash could merge two ids; run only when there are some)."""
@@ -216,33 +168,6 @@ def query_stats(
         )
         for sub, c in censuses.items()
     }
-
-
-def metrics_from_parts(
-    gt: GroundTruth,
-    truth: TrueScores,
-    counts: Counts,
-    stats: QueryStats,
-    max_curve_points: int,
-) -> MatchingMetrics:
-    """Assemble one submission's metrics from the plan's small outputs."""
-    if counts.n != stats.n_predictions:
-        raise RuntimeError(f"internal error: counted {counts.n} pairs of {stats.n_predictions}")
-    pos, thr = positions.positions(truth, counts)
-    micro_ap, point, curve = finish(
-        pos, thr, counts.n, counts.bottom, gt.n_positives, max_curve_points
-    )
-    return assemble(
-        gt,
-        micro_ap,
-        point,
-        positions.ranks(counts),
-        curve,
-        n_predictions=counts.n,
-        n_true_positives=len(pos),
-        n_queries_with_predictions=stats.n_queries_with_predictions,
-        n_unknown_query_predictions=stats.n_unknown_query_predictions,
-    )
 
 
 def score_rows(

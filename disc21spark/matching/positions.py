@@ -22,9 +22,20 @@ on Arrow batches), ``TrueScores`` is what the driver broadcasts.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
+
+from disc21spark.matching.model import GroundTruth, MatchingMetrics
+from disc21spark.matching.spec import (
+    REQUIRED_PRECISION,
+    Encoded,
+    assemble,
+    distinct,
+    peak_points,
+    thin_curve,
+)
 
 
 @dataclass(frozen=True)
@@ -59,6 +70,16 @@ class TrueScores:
 
     def __len__(self) -> int:
         return len(self.query)
+
+
+@dataclass(frozen=True)
+class QueryStats:
+    """One submission's pairs, its pairs of queries not in the ground truth, and its
+    distinct queries."""
+
+    n_predictions: int
+    n_unknown_query_predictions: int
+    n_queries_with_predictions: int
 
 
 EMPTY = TrueScores.of(np.zeros(0, dtype=np.int64), np.zeros(0))
@@ -137,3 +158,76 @@ def positions(truth: TrueScores, counts: Counts) -> tuple[np.ndarray, np.ndarray
 def ranks(counts: Counts) -> np.ndarray:
     """Rank (0 = first) of every predicted true pair among its query's predictions."""
     return counts.ranks_ge - 1
+
+
+def finish(
+    pos: np.ndarray,
+    thr: np.ndarray,
+    n_pairs: int,
+    bottom: float,
+    n_positives: int,
+    max_curve_points: int,
+) -> tuple[float, tuple, object]:
+    """μAP, P90 operating point and PR curve from the true pairs' global positions
+    (1-based, ascending) and scores, the submission's pairs and its lowest score."""
+    ntp = np.arange(1, len(pos) + 1)
+    precision = ntp / pos
+    # the same float operations as the specification, term by term
+    terms = (ntp / n_positives - (ntp - 1) / n_positives) * precision
+    micro_ap = math.fsum(terms)
+
+    valid = np.flatnonzero(precision >= REQUIRED_PRECISION)
+    keep = None
+    if valid.size:
+        best = valid[-1]  # recall grows with k: the last valid peak has the highest
+        point = (float(precision[best]), float(ntp[best] / n_positives), float(thr[best]))
+        keep = int(best)
+    else:
+        point = (None, None, None)
+
+    n_tp = len(pos)
+    if n_pairs and (n_tp == 0 or pos[-1] != n_pairs):
+        ntp = np.append(ntp, n_tp)
+        pos = np.append(pos, n_pairs)
+        thr = np.append(thr, bottom)
+    curve = thin_curve(peak_points(ntp, pos, thr, n_positives), max_curve_points, keep)
+    return micro_ap, point, curve
+
+
+def metrics_from_parts(
+    gt: GroundTruth,
+    truth: TrueScores,
+    counts: Counts,
+    stats: QueryStats,
+    max_curve_points: int,
+) -> MatchingMetrics:
+    """Assemble one submission's metrics from the plan's small outputs."""
+    if counts.n != stats.n_predictions:
+        raise RuntimeError(f"internal error: counted {counts.n} pairs of {stats.n_predictions}")
+    pos, thr = positions(truth, counts)
+    micro_ap, point, curve = finish(
+        pos, thr, counts.n, counts.bottom, gt.n_positives, max_curve_points
+    )
+    return assemble(
+        gt,
+        micro_ap,
+        point,
+        ranks(counts),
+        curve,
+        n_predictions=counts.n,
+        n_true_positives=len(pos),
+        n_queries_with_predictions=stats.n_queries_with_predictions,
+        n_unknown_query_predictions=stats.n_unknown_query_predictions,
+    )
+
+
+def score_encoded(e: Encoded, gt: GroundTruth, max_curve_points: int) -> MatchingMetrics:
+    """Every figure of one submission from its codes (``spec.Encoded``, already checked:
+    finite scores, no repeated pair), by counting positions in one pass, as every
+    partition of the Spark plan does: ``spec.evaluate_encoded``'s figures, bit for bit,
+    with no sort of the pairs (the in-process engine and the API's tables call it)."""
+    score = e.score + 0.0  # -0.0 and 0.0 tie, as in the official sort
+    truth = TrueScores.of(e.query[e.label], score[e.label])
+    counts = count_rows(truth, e.query, e.label, score)
+    stats = QueryStats(len(score), int(e.unknown.sum()), distinct(e.query))
+    return metrics_from_parts(gt, truth, counts, stats, max_curve_points)
