@@ -62,10 +62,9 @@ def evaluate(
         "auto": a Spark DataFrame, a remote path, a glob, a folder or a file larger than
         ``local_max_bytes`` → Spark; a table in memory or a local file → this process (no
         JVM). A SparkSession: Spark, in that session.
-    curve_points, partitions, local_max_bytes : int, int or None, int or None
+    curve_points, partitions, local_max_bytes : int, int or None, int or None (auto)
         Points kept in ``pr_curve`` (figures are exact); partitions of the repeat check's
-        shuffle on Spark (None: adaptive); the largest file in bytes the local engine
-        scores (None: sized from the memory available, ``engine.in_process_limit``).
+        shuffle on Spark (None: adaptive); the largest file the local engine scores.
     predictions_format, ground_truth_format : {"auto", "csv", "parquet"}
         The format of a path (auto: from its name). Defaults: conf/defaults.ini.
     query_groups : path or None
