@@ -67,7 +67,7 @@ def score_table(
     metrics = coverage.check_local(pairs.query, pairs.reference, gt, metrics, None)
     if resampling is None:
         return metrics
-    return local.with_statistics(metrics, pairs, encoded, gt, resampling)
+    return local.with_statistics(metrics, encoded, gt, resampling)
 
 
 def _check_repeats(source: str, pairs: local.Pairs, encoded: spec.Encoded, index: list) -> None:

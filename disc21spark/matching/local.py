@@ -70,6 +70,7 @@ def encode(pairs: Pairs, gt: GroundTruth) -> spec.Encoded:
         label=label,
         score=pairs.score,
         unknown=index_of_query < 0,
+        query_ids=queries.dictionary,
     )
 
 
@@ -124,20 +125,20 @@ def score_source(
         note["detail"] = f"{metrics.n_true_positives:,} true positives"
     if resampling is not None:
         with phases.phase("bootstrap") as note:
-            metrics = with_statistics(metrics, pairs, encoded, gt, resampling)
+            metrics = with_statistics(metrics, encoded, gt, resampling)
             note["rows"] = metrics.n_predictions
             note["detail"] = f"{resampling.resamples:,} resamples"
     return metrics
 
 
 def with_statistics(
-    metrics: MatchingMetrics, pairs: Pairs, encoded: spec.Encoded, gt: GroundTruth, r: Resampling
+    metrics: MatchingMetrics, encoded: spec.Encoded, gt: GroundTruth, r: Resampling
 ) -> MatchingMetrics:
     """``metrics`` with the intervals and tie sensitivity, and the group table when
     ``r.groups`` is given (stats/local.py)."""
-    metrics = replace(metrics, uncertainty=stats_local.measure(pairs.query, encoded, gt, r))
+    metrics = replace(metrics, uncertainty=stats_local.measure(encoded, gt, r))
     if r.groups is not None:
-        metrics = replace(metrics, groups=stats_local.measure_groups(pairs.query, encoded, gt, r))
+        metrics = replace(metrics, groups=stats_local.measure_groups(encoded, gt, r))
     return metrics
 
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -126,6 +127,9 @@ class Encoded:
     label: np.ndarray  # bool: a ground-truth pair
     score: np.ndarray  # float64
     unknown: np.ndarray  # bool: the query is not in the ground truth
+    # the distinct query ids by code (query_ids[query[i]] is row i's), when the encoder
+    # keeps them: the bootstrap hashes each once
+    query_ids: Any = None
 
 
 def has_repeats(codes: np.ndarray) -> bool:

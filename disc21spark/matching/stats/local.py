@@ -16,40 +16,32 @@ from disc21spark.matching.stats.model import Resampling, Uncertainty
 from disc21spark.matching.stats.weights import query_keys
 
 
-def measure(
-    query: pa.Array, e: matching_spec.Encoded, gt: GroundTruth, r: Resampling
-) -> Uncertainty:
-    """One submission's Uncertainty: ``query`` the Arrow query ids (n,), ``e`` the codes
-    of the same rows (``matching/local.encode``)."""
-    sample, _ = _sample(query, e, gt, r)
+def measure(e: matching_spec.Encoded, gt: GroundTruth, r: Resampling) -> Uncertainty:
+    """One submission's Uncertainty: ``e`` its rows' codes, with the distinct query ids
+    (``matching/local.encode`` keeps them)."""
+    sample, _, _ = _sample(e, gt, r)
     return spec.uncertainty(sample, r)
 
 
-def measure_groups(
-    query: pa.Array, e: matching_spec.Encoded, gt: GroundTruth, r: Resampling
-) -> GroupTable:
+def measure_groups(e: matching_spec.Encoded, gt: GroundTruth, r: Resampling) -> GroupTable:
     """One submission's group table (``r.groups`` given), arguments as ``measure``'s."""
-    sample, encoded = _sample(query, e, gt, r)
-    found = pc.index_in(encoded.dictionary, value_set=strings(gt.query_ids))
+    sample, distinct, codes = _sample(e, gt, r)
+    found = pc.index_in(distinct, value_set=strings(gt.query_ids))
     index = numbers(pc.fill_null(found, -1)).astype(np.int64)
     # each distinct query's code, then each row's: in no group when unknown
     code_of = np.where(index < 0, r.groups.none, r.groups.codes[np.maximum(index, 0)])
-    code = code_of[_codes(encoded)] if len(encoded.indices) else np.zeros(0, np.int64)
+    code = code_of[codes] if len(codes) else np.zeros(0, np.int64)
     return groups.measure(sample, code, gt, r.groups, r)
 
 
-def _codes(encoded: pa.DictionaryArray) -> np.ndarray:
-    indices = encoded.indices  # int32, no nulls; read from its buffer (to_numpy probes pandas)
-    return np.frombuffer(indices.buffers()[1], np.int32, len(indices), indices.offset * 4)
-
-
 def _sample(
-    query: pa.Array, e: matching_spec.Encoded, gt: GroundTruth, r: Resampling
-) -> tuple[spec.Sample, pa.DictionaryArray]:
-    encoded = pc.dictionary_encode(query)
+    e: matching_spec.Encoded, gt: GroundTruth, r: Resampling
+) -> tuple[spec.Sample, pa.Array, np.ndarray]:
+    """The bootstrap's sample, the distinct query ids (Arrow strings) and each row's
+    index among them (int64 (n,): the codes)."""
+    distinct, codes = e.query_ids, e.query
     # each distinct id hashed once: a query has many predictions
-    keys_of = query_keys(encoded.dictionary.to_pylist(), r.seed)
-    codes = _codes(encoded)
+    keys_of = query_keys(distinct.to_pylist(), r.seed)
     score = e.score + 0.0
     sample = spec.Sample(
         keys=keys_of[codes] if len(codes) else np.zeros(0, dtype=np.uint64),
@@ -59,4 +51,4 @@ def _sample(
         ranks=matching_spec.true_pair_ranks(e.query, score, e.label),
         positive_keys=spec.positive_keys(gt, r.seed),
     )
-    return sample, encoded
+    return sample, distinct, codes

@@ -40,6 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from disc21spark.matching import spec as matching_spec
+from disc21spark.matching.arrays import factorize
 from disc21spark.matching.model import GroundTruth
 from disc21spark.matching.spec import REQUIRED_PRECISION
 from disc21spark.matching.stats.model import Resampling, Uncertainty
@@ -83,9 +84,10 @@ def weighted_counts(
     drawn = keep & ~fixed
     if not drawn.any():
         return out
-    unique, column = np.unique(keys[drawn], return_inverse=True)
+    # integer sums: the order of the columns changes no count
+    unique, column = factorize(keys[drawn])
     counts = sparse.csr_matrix(
-        (np.ones(int(drawn.sum())), (bucket[drawn], column.reshape(-1))),
+        (np.ones(int(drawn.sum())), (bucket[drawn], column)),
         shape=(n_buckets, len(unique)),
     )
     counts.sum_duplicates()
