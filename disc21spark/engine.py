@@ -51,7 +51,7 @@ INPUT_KINDS = ("path", "pandas", "arrow", "spark-dataframe")
 # None: auto (in_process_limit, task_limit)
 LOCAL_MAX_BYTES: int | None = value("evaluate", "local_max_bytes", parse_limit)
 # the in-process engine's peak memory per byte of CSV it scores, rounded up from what
-# /usr/bin/time -v measured (7.7 at 5M pairs, 6.5 at 20M; docs/benchmarks.md)
+# /usr/bin/time -v measured (7.3 at 5M pairs, 5.5 at 20M; docs/benchmarks.md)
 PEAK_PER_BYTE = 8
 # auto's limit for a file scored in a Spark task (--pool-plan per-file): the driver cannot
 # see an executor's memory, so a size whose peak (about 2 GB) executors commonly allow
