@@ -288,6 +288,15 @@ def test_sizes_with_units(n, unit):
     assert config.parse_size(f"{n}{unit}") == n * scale
 
 
+def test_local_max_bytes_takes_a_size_or_auto(capsys):
+    one = ["--ground-truth", "gt.csv", "--output", "o", "--predictions", "p.csv"]
+    assert parse("evaluate", *one, "--local-max-bytes", "AUTO").local_max_bytes is None
+    assert parse("evaluate", *one, "--local-max-bytes", "1g").local_max_bytes == 1 << 30
+    assert usage_error(capsys, "evaluate", *one, "--local-max-bytes", "lots") == (
+        "argument --local-max-bytes: 'lots' is not a size such as 2G or 512M or auto"
+    )
+
+
 @given(st.integers(-5, 50), st.integers(-5, 50))
 def test_spans(a, b):
     if 1 <= a <= b:

@@ -110,14 +110,17 @@ def fill_defaults(job: Any, command: str) -> None:
 # is reported as "argument --x: <message>")
 
 
-def parse_size(text: str) -> int:
-    """'2G', '512M', '1.5g', '4096' -> bytes."""
+def parse_size(text: str, alternative: str = "") -> int:
+    """'2G', '512M', '1.5g', '4096' -> bytes; ``alternative``: what else the option takes,
+    for the message."""
     units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
     t = text.strip().lower().removesuffix("b")
     try:
         number = float(t[:-1]) * units[t[-1]] if t and t[-1] in units else float(t)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a size such as 2G or 512M") from None
+        raise argparse.ArgumentTypeError(
+            f"'{text}' is not a size such as 2G or 512M{alternative}"
+        ) from None
     if number < 1:
         # shared by --broadcast-limit and --local-max-bytes: argparse names the option
         raise argparse.ArgumentTypeError(f"'{text}': a size must be positive")
@@ -126,7 +129,7 @@ def parse_size(text: str) -> int:
 
 def parse_limit(text: str) -> int | None:
     """'auto' -> None (sized when it is used, from the memory there is); else parse_size."""
-    return None if text.strip().lower() == "auto" else parse_size(text)
+    return None if text.strip().lower() == "auto" else parse_size(text, " or auto")
 
 
 def parse_span(text: str) -> tuple[int, int]:
