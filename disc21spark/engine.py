@@ -48,7 +48,7 @@ if TYPE_CHECKING:
 ENGINES = ("auto", "spark", "local")
 PLANS = ("auto", "per-file", "one-sort")
 INPUT_KINDS = ("path", "pandas", "arrow", "spark-dataframe")
-# None: auto (in_process_limit, task_limit)
+# None: auto (in_process_limit in this process, TASK_MAX_BYTES in a Spark task)
 LOCAL_MAX_BYTES: int | None = value("evaluate", "local_max_bytes", parse_limit)
 # the in-process engine's peak memory per byte of CSV it scores, rounded up from what
 # /usr/bin/time -v measured (7.3 at 5M pairs, 5.5 at 20M; docs/benchmarks.md)
