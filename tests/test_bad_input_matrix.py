@@ -1584,6 +1584,12 @@ CASES += [
         [*EVAL, "--local-max-bytes", "-1"],
         "error: argument --local-max-bytes: '-1': a size must be positive",
     ),
+    usage(
+        "opt-local-max-bytes-word",
+        "--local-max-bytes lots",
+        [*EVAL, "--local-max-bytes", "lots"],
+        "error: argument --local-max-bytes: 'lots' is not a size such as 2G or 512M or auto",
+    ),
     matching(
         "opt-max-results-absurd",
         OPT,
