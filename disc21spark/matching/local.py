@@ -159,8 +159,7 @@ def _check_repeats(source: Source, pairs: Pairs, encoded: spec.Encoded) -> None:
 
 def first_repeat(codes: np.ndarray) -> int | None:
     """The earliest row whose code an earlier row holds, or None (every code distinct)."""
-    ordered = np.sort(codes)  # the common case: an unstable sort tells there is none
-    if not (ordered[1:] == ordered[:-1]).any():
+    if not spec.has_repeats(codes):  # the common case: an unstable sort tells there is none
         return None
     order = np.argsort(codes, kind="stable")
     same = codes[order][1:] == codes[order][:-1]

@@ -159,7 +159,8 @@ def _added(rows: DataFrame, count, wanted: dict, r: Resampling) -> tuple[dict, d
         m = unpack_counts(row[1], t, r.resamples)
         o = np.frombuffer(row[2], np.int64)
         old = out.get(s)
-        out[s] = (m.copy(), o.copy()) if old is None else (old[0] + m, old[1] + o)
+        # unpack_counts made m anew; o is a view of the row's bytes
+        out[s] = (m, o.copy()) if old is None else (old[0] + m, old[1] + o)
         parts = _unpack(row[3])
         if parts:
             coded[s] = groups.add_counts(coded.get(s), parts)
@@ -174,8 +175,10 @@ def pack_counts(counts: np.ndarray) -> bytes:
     count's difference from it in the narrowest integer type that holds them all (one
     byte gives its width). A level's resamples differ by hundreds, so this is about a
     quarter of the int64 matrix: the JVM copies each partition's payload several times
-    (Arrow, rows, pickling), and 30 MB payloads (3,765 levels × 1,000 resamples, two
-    partitions at once with the prefetch) ran a 1 GB driver out of heap at 50M pairs."""
+    (Arrow, rows, pickling). 30 MB payloads (3,765 levels × 1,000 resamples, two
+    partitions at once with the prefetch) ran a 1 GB driver out of heap at 50M pairs,
+    and still do at a quarter of the size (docs/benchmarks.md): adding them on the
+    executors is what remains."""
     t, b = counts.shape
     base = counts[:, :1] if b else np.zeros((t, 1), np.int64)
     diff = counts - base
