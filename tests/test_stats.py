@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from disc21spark.matching import spec as matching_spec
-from disc21spark.matching.stats import compare, spec
+from disc21spark.matching.stats import compare, spec, weights
 from disc21spark.matching.stats.compare import holm
 from disc21spark.matching.stats.model import Resampling, Uncertainty
 from disc21spark.matching.stats.weights import THRESHOLDS, poisson_weights, query_keys
@@ -80,6 +80,26 @@ def test_weights_are_poisson_and_seeded():
     assert (other != w).mean() > 0.5
     # the distribution function, exactly: F(0) = e^-1
     assert abs(int(THRESHOLDS[0]) - np.exp(-1) * 2**53) < 2
+
+
+def test_weights_do_not_depend_on_the_block_they_are_drawn_in(monkeypatch):
+    keys = query_keys([f"Q{i}" for i in range(300)], seed=5)
+    whole = poisson_weights(keys, 3, 70)
+    # a block smaller than one key's resamples: one key at a time
+    monkeypatch.setattr(weights, "BLOCK", 7)
+    np.testing.assert_array_equal(poisson_weights(keys, 3, 70), whole)
+    monkeypatch.setattr(weights, "BLOCK", 130)
+    np.testing.assert_array_equal(poisson_weights(keys, 3, 70), whole)
+    assert poisson_weights(keys[:0], 0, 5).shape == (0, 5)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 6), st.integers(0, 5), st.integers(0, 2**20))
+def test_running_sums_are_numpys_cumulative_sums(levels, resamples, seed):
+    counts = np.random.default_rng(seed).integers(0, 1000, (levels, resamples))
+    got = spec.running_sums(counts)
+    np.testing.assert_array_equal(got, np.cumsum(counts, axis=0))
+    assert got.dtype == np.int64 and got is not counts
 
 
 def identity(sample: spec.Sample) -> spec.Counts:

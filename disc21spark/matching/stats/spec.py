@@ -115,24 +115,35 @@ RANKS = {"recall_at_rank1": 1, "recall_at_rank10": 10}
 def replicates(c: Counts) -> dict[str, np.ndarray]:
     """float64 (B,) per statistic (model.STATISTICS): the figure in each resample."""
     total = c.positives.astype(np.float64)
-    k_end = np.cumsum(c.hits, axis=0)
-    n_end = np.cumsum(c.misses, axis=0) + k_end
+    k_end = running_sums(c.hits)
+    n_end = running_sums(c.misses)
+    n_end += k_end
     # only (level, resample) entries holding true positives add terms: visited sparsely,
-    # and each resample's terms added by bincount, in one fixed order
-    level, column = np.nonzero(c.hits)
-    k = k_end[level, column].astype(np.float64)
-    n = n_end[level, column].astype(np.float64)
+    # in row-major order, and each resample's terms added by bincount in that order
+    entry = np.flatnonzero(c.hits)
+    column = entry % c.hits.shape[1]
+    k = k_end.reshape(-1)[entry].astype(np.float64)
+    n = n_end.reshape(-1)[entry].astype(np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
         reached = k / n >= REQUIRED_PRECISION
-        best = np.zeros(c.hits.shape, dtype=np.int64)
-        best[level[reached], column[reached]] = k_end[level[reached], column[reached]]
+        best = np.zeros(len(total))
+        np.maximum.at(best, column[reached], k[reached])
         out = {
-            "micro_ap": _micro_ap(c.hits[level, column], k, n, column, total),
-            "recall_at_p90": best.max(axis=0, initial=0) / total,
+            "micro_ap": _micro_ap(c.hits.reshape(-1)[entry], k, n, column, total),
+            "recall_at_p90": best / total,
         }
         out.update({name: c.found[k] / total for name, k in RANKS.items()})
     none = c.positives == 0
     return {name: np.where(none, np.nan, v) for name, v in out.items()}
+
+
+def running_sums(counts: np.ndarray) -> np.ndarray:
+    """int64 (T, B): the sums of ``counts`` (int (T, B)) down to each level, a new array.
+    Row by row: numpy's cumsum along the first axis runs five times slower here."""
+    out = np.array(counts, dtype=np.int64)
+    for level in range(1, len(out)):
+        np.add(out[level], out[level - 1], out=out[level])
+    return out
 
 
 def _micro_ap(

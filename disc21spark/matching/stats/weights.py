@@ -54,11 +54,27 @@ def query_keys(query_ids: Iterable[object], seed: int) -> np.ndarray:
     return np.fromiter(digests, dtype=np.uint64)
 
 
+# entries drawn at once: the generator's passes stay in the processor's cache (1 MB of
+# uint64), which draws the same weights twice as fast as one pass over every key
+BLOCK = 1 << 17
+
+
 def poisson_weights(keys: np.ndarray, start: int, stop: int) -> np.ndarray:
     """uint8 (len(keys), stop - start): the weight of each key in resamples start..stop-1."""
-    index = np.arange(start + 1, stop + 1, dtype=np.uint64)
+    index = np.arange(start + 1, stop + 1, dtype=np.uint64) * GOLDEN
+    keys = keys.astype(np.uint64)
+    out = np.empty((len(keys), stop - start), dtype=np.uint8)
+    step = max(1, BLOCK // max(1, stop - start))
+    for first in range(0, len(keys), step):
+        out[first : first + step] = _draw(keys[first : first + step], index)
+    return out
+
+
+def _draw(keys: np.ndarray, index: np.ndarray) -> np.ndarray:
+    """uint8 (len(keys), len(index)): the weights of uint64 ``keys`` in the resamples whose
+    (index + 1) · GOLDEN is ``index``."""
     with np.errstate(over="ignore"):  # arithmetic modulo 2^64 is the generator's
-        z = keys.astype(np.uint64)[:, None] + index[None, :] * GOLDEN
+        z = keys[:, None] + index[None, :]
         shifted = np.empty_like(z)
         for shift, factor in ((30, MIX1), (27, MIX2)):
             np.right_shift(z, np.uint64(shift), out=shifted)
