@@ -227,24 +227,3 @@ def test_tie_flags_by_hand():
     columns = compare.board_columns([0.6, 0.5, 0.4], keys, [*found[:2], None])
     assert [c["tie_sensitive"] for c in columns] == [None, None, None]
     assert columns[1]["next_p_adjusted"] is None and columns[1]["tier"] == columns[2]["tier"]
-
-
-@settings(max_examples=60, deadline=None)
-@given(
-    levels=st.integers(0, 30),
-    resamples=st.integers(0, 40),
-    spread=st.sampled_from([0, 100, 30_000, 2**40]),
-    seed=st.integers(0, 2**32 - 1),
-)
-def test_a_partitions_counts_travel_narrow_and_come_back_exact(levels, resamples, spread, seed):
-    """The Spark bootstrap's per-partition payload (stats/spark.pack_counts): the int64
-    counts back bit for bit, in a quarter of the bytes when resamples differ by hundreds."""
-    from disc21spark.matching.stats.spark import pack_counts, unpack_counts
-
-    rng = np.random.default_rng(seed)
-    base = rng.integers(0, 2**50, (levels, 1))
-    counts = base + rng.integers(-spread, spread + 1, (levels, resamples))
-    packed = pack_counts(counts)
-    np.testing.assert_array_equal(unpack_counts(packed, levels, resamples), counts)
-    if spread == 100:
-        assert len(packed) <= 1 + 8 * levels + 2 * levels * resamples

@@ -4,8 +4,9 @@ The true pairs are few (at most the ground truth's positives per submission): th
 collected, and their levels (distinct scores) broadcast. Each partition then puts its
 non-matching rows into the levels' buckets (``searchsorted``), weighs them by their
 query's resample weights, which it computes itself from the seed and the query id
-(``weights.py``), and sends back per (submission, bucket, resample) integer counts; the
-driver adds them up. Integer counts add up alike in any order, so the counts, and the
+(``weights.py``), and counts per (submission, bucket, resample); those integer counts
+travel as small blocks that the executors add up (``payload.py``), and the driver receives
+each block once. Integer counts add up alike in any order, so the counts, and the
 figures the specification computes from them, are the same bits whatever the
 partitioning. The true pairs and their ranks in their queries are the metrics' own
 (``plan.TruePairs``, from its counting pass): no Spark job of their own.
@@ -13,7 +14,6 @@ partitioning. The true pairs and their ranks in their queries are the metrics' o
 
 from __future__ import annotations
 
-import io
 from dataclasses import replace
 
 import numpy as np
@@ -24,12 +24,12 @@ from disc21spark.core.phases import Phases
 from disc21spark.matching.labels import SUBMISSION
 from disc21spark.matching.model import GroundTruth, MatchingMetrics
 from disc21spark.matching.plan import TruePairs
-from disc21spark.matching.stats import groups, spec
+from disc21spark.matching.stats import groups, payload, spec
 from disc21spark.matching.stats.groups_table import GroupTable
 from disc21spark.matching.stats.model import Resampling, Uncertainty
 from disc21spark.matching.stats.weights import query_keys
 
-COUNTS_SCHEMA = "submission int, misses binary, optimistic binary, groups binary"
+BLOCKS_SCHEMA = "submission int, block int, counts binary"
 
 
 def attach(
@@ -104,7 +104,8 @@ def _miss_counts(
 ) -> tuple[dict[int, tuple[np.ndarray, np.ndarray]], dict[int, list[np.ndarray]]]:
     """Per submission with true pairs (or with groups): its non-matches' counts
     (``spec.miss_counts``) and per group code (``groups.code_miss_counts``, when
-    ``by_code`` holds its levels), counted in each partition and added up here."""
+    ``by_code`` holds its levels), counted in each partition, added up per block on the
+    executors (``payload.py``), and put together here."""
     wanted = {s: lv for s, lv in levels.items() if len(lv) or s in by_code}
     if not wanted:
         return {}, {}
@@ -121,91 +122,60 @@ def _miss_counts(
         if not listed:
             return
         whole = pa.Table.from_batches(listed).combine_chunks().to_batches()[0]
-        total = _batch_counts(whole, wanted, by_code, keys, r)
-        for s, (misses, optimistic, *coded) in total.items():
-            yield pa.RecordBatch.from_pydict(
-                {
-                    SUBMISSION: [s],
-                    "misses": [pack_counts(misses)],
-                    "optimistic": [optimistic.tobytes()],
-                    "groups": [_pack(coded)],
-                },
-                schema=pa.schema(
-                    [
-                        (SUBMISSION, pa.int32()),
-                        ("misses", pa.binary()),
-                        ("optimistic", pa.binary()),
-                        ("groups", pa.binary()),
-                    ]
-                ),
-            )
+        found = [
+            (s, number, data)
+            for s, parts in _batch_counts(whole, wanted, by_code, keys, r).items()
+            for number, data in payload.blocks(parts)
+        ]
+        if found:
+            yield _blocks_batch(found)
 
+    misses = rows.where(~F.col("label")).select(SUBMISSION, "query_index", "score")
     try:
-        return _added(rows, count, wanted, r)
+        counted = misses.mapInArrow(count, BLOCKS_SCHEMA)
+        if rows.rdd.getNumPartitions() > 1:
+            # each block added up on the executors: the driver receives it once
+            counted = counted.groupBy(SUBMISSION, "block").applyInArrow(_add_blocks, BLOCKS_SCHEMA)
+        # else one partition's blocks are the sums already: a shuffle would cost a stage
+        sent: dict[tuple[int, int], list[bytes]] = {}
+        for s, number, data in counted.collect():
+            sent.setdefault((s, number), []).append(data)
     finally:
         shared.unpersist()
-
-
-def _added(rows: DataFrame, count, wanted: dict, r: Resampling) -> tuple[dict, dict]:
-    """The partitions' counts added up per submission, in the order they arrive (integer
-    sums: any order gives the same). One partition's counts at a time reach the driver
-    (each holds levels × resamples integers), the next computed meanwhile: without the
-    prefetch, each partition's job waited for the one before and the pass used one core."""
-    misses = rows.where(~F.col("label")).select(SUBMISSION, "query_index", "score")
-    out: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-    coded: dict[int, list[np.ndarray]] = {}
-    for row in misses.mapInArrow(count, COUNTS_SCHEMA).toLocalIterator(prefetchPartitions=True):
-        s, t = row[0], len(wanted[row[0]])
-        m = unpack_counts(row[1], t, r.resamples)
-        o = np.frombuffer(row[2], np.int64)
-        old = out.get(s)
-        # unpack_counts made m anew; o is a view of the row's bytes
-        out[s] = (m, o.copy()) if old is None else (old[0] + m, old[1] + o)
-        parts = _unpack(row[3])
-        if parts:
-            coded[s] = groups.add_counts(coded.get(s), parts)
+    found: dict[int, dict[int, np.ndarray]] = {}
+    for (s, number), data in sent.items():
+        found.setdefault(s, {})[number] = payload.unpack(payload.add(data))
+    out, coded = {}, {}
+    for s, got in found.items():
+        code_levels = [len(lv) for lv in by_code[s]] if s in by_code else None
+        shapes = payload.count_shapes(len(wanted[s]), code_levels, r.resamples)
+        misses_of, optimistic, *rest = payload.assemble(got, shapes)
+        out[s] = (misses_of, optimistic)
+        if rest:
+            coded[s] = rest
     return out, coded
 
 
-_NARROW = (np.int8, np.int16, np.int32, np.int64)
+def _blocks_batch(found: list[tuple[int, int, bytes]]):
+    """An Arrow batch of BLOCKS_SCHEMA from (submission, block, counts) triples."""
+    import pyarrow as pa
+
+    subs, numbers, data = zip(*found)
+    return pa.RecordBatch.from_arrays(
+        [pa.array(subs, pa.int32()), pa.array(numbers, pa.int32()), pa.array(data, pa.binary())],
+        names=[SUBMISSION, "block", "counts"],
+    )
 
 
-def pack_counts(counts: np.ndarray) -> bytes:
-    """int64 (T, B) counts as bytes: each level's first count (int64 (T,)), then every
-    count's difference from it in the narrowest integer type that holds them all (one
-    byte gives its width). A level's resamples differ by hundreds, so this is about a
-    quarter of the int64 matrix: the JVM copies each partition's payload several times
-    (Arrow, rows, pickling). 30 MB payloads (3,765 levels × 1,000 resamples, two
-    partitions at once with the prefetch) ran a 1 GB driver out of heap at 50M pairs,
-    and still do at a quarter of the size (docs/benchmarks.md): adding them on the
-    executors is what remains."""
-    t, b = counts.shape
-    base = counts[:, :1] if b else np.zeros((t, 1), np.int64)
-    diff = counts - base
-    lo, hi = (int(diff.min()), int(diff.max())) if diff.size else (0, 0)
-    narrow = next(n for n in _NARROW if np.iinfo(n).min <= lo and hi <= np.iinfo(n).max)
-    width = np.dtype(narrow).itemsize
-    return bytes([width]) + base.astype(np.int64).tobytes() + diff.astype(narrow).tobytes()
+def _add_blocks(table):
+    """One (submission, block)'s packed counts from every partition (an Arrow table of
+    BLOCKS_SCHEMA), added up: one row."""
+    import pyarrow as pa
 
-
-def unpack_counts(data: bytes, levels: int, resamples: int) -> np.ndarray:
-    """``pack_counts``'s bytes back as int64 (levels, resamples)."""
-    base = np.frombuffer(data, np.int64, levels, offset=1)
-    diff = np.frombuffer(data, np.dtype(f"i{data[0]}"), levels * resamples, 1 + 8 * levels)
-    return diff.reshape(levels, resamples).astype(np.int64) + base[:, None]
-
-
-def _pack(arrays: list[np.ndarray]) -> bytes:
-    """A list of int64 arrays as bytes (numpy's .npz: no pickled objects, so nothing read
-    back can run code)."""
-    buffer = io.BytesIO()
-    np.savez(buffer, *arrays)
-    return buffer.getvalue()
-
-
-def _unpack(data: bytes) -> list[np.ndarray]:
-    with np.load(io.BytesIO(data), allow_pickle=False) as stored:
-        return [stored[f"arr_{i}"] for i in range(len(stored.files))]
+    s, number = table.column(0)[0].as_py(), table.column(1)[0].as_py()
+    return pa.Table.from_batches(
+        [_blocks_batch([(s, number, payload.add(table.column(2).to_pylist()))])]
+    )
 
 
 def _batch_counts(
