@@ -84,6 +84,13 @@ ERRORS = [
     (ValueError("a bug of ours"), 1,
      "internal error: ValueError: a bug of ours (rerun with --debug for the trace)"),
     (KeyError("k"), 1, "internal error: KeyError: 'k' (rerun with --debug for the trace)"),
+    # a Py4JJavaError's text: the JVM's trace under "An error occurred while calling"
+    (RuntimeError("An error occurred while calling o81.collectToPython.\n: org.apache.spark."
+                  "SparkException: Job aborted due to stage failure: Lost task 0.0 (TID 149): "
+                  "java.lang.OutOfMemoryError: Java heap space\n\tat org.apache.spark.sql"), 2,
+     "error: Spark ran out of memory (Java heap space); raise spark.driver.memory (spark-submit "
+     "--driver-memory; on local[*] every task runs in the driver's heap) or, on a cluster, "
+     "spark.executor.memory (--executor-memory)"),
     (KeyboardInterrupt(), 130,
      "error: interrupted; nothing was written, any previous output is untouched"),
     (Terminated(), 143,

@@ -135,6 +135,10 @@ def run(
             return _signalled(files)
         if debug:
             traceback.print_exc()
+        memory = out_of_memory_line(exc)
+        if memory is not None:  # a setting to raise: the same run again cannot help
+            print(f"error: {memory}", file=sys.stderr)
+            return EXIT_INPUT
         print(internal_error_line(exc), file=sys.stderr)
         return EXIT_INTERNAL
     finally:
@@ -195,6 +199,22 @@ def _spark_session(profile: str, master: str | None, debug: bool = False) -> Any
     from disc21spark.core.session import spark_session
 
     return spark_session(profile, master, debug=debug)
+
+
+def out_of_memory_line(exc: BaseException) -> str | None:
+    """The sentence for a Spark job that failed because a JVM ran out of heap (its
+    Py4JJavaError's text names java.lang.OutOfMemoryError), else None. Under
+    spark-submit a task's out-of-memory in the driver's JVM ends the JVM itself (exit
+    status 52, the error in Spark's log) before this process can say anything."""
+    found = re.search(r"java\.lang\.OutOfMemoryError: ?([^\n]*)", str(exc))
+    if found is None:
+        return None
+    what = found.group(1).strip() or "out of memory"
+    return (
+        f"Spark ran out of memory ({what}); raise spark.driver.memory (spark-submit "
+        "--driver-memory; on local[*] every task runs in the driver's heap) or, on a "
+        "cluster, spark.executor.memory (--executor-memory)"
+    )
 
 
 def internal_error_line(exc: BaseException) -> str:
