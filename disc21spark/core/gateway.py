@@ -74,6 +74,18 @@ def stop_all(grace: float = GRACE_SECONDS) -> None:
                 continue
 
 
+def exit_status(wait: float = 0.0) -> int | None:
+    """The exit status of the gateway JVM this driver launched, once it has ended (waiting
+    up to ``wait`` seconds for it); None while it runs or when none was launched here
+    (under spark-submit the JVM is the parent)."""
+    if not _LAUNCHED:
+        return None
+    try:
+        return _LAUNCHED[-1].wait(timeout=wait) if wait > 0 else _LAUNCHED[-1].poll()
+    except subprocess.TimeoutExpired:
+        return None
+
+
 def _stop_context() -> None:
     """Stop the SparkContext from Python first: stopped by the JVM's shutdown hook instead,
     it would leave PySpark's accumulator server thread printing an EOFError trace."""

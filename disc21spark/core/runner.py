@@ -30,7 +30,7 @@ from argparse import Namespace
 from collections.abc import Callable
 from typing import Any, ClassVar, Protocol
 
-from disc21spark.core import config, fs, lock, paths, record, signals
+from disc21spark.core import config, fs, gateway, lock, paths, record, signals
 from disc21spark.core.errors import InputError, OutputError
 from disc21spark.core.output import check_writable
 from disc21spark.core.signals import Terminated
@@ -207,13 +207,30 @@ def out_of_memory_line(exc: BaseException) -> str | None:
     spark-submit a task's out-of-memory in the driver's JVM ends the JVM itself (exit
     status 52, the error in Spark's log) before this process can say anything."""
     found = re.search(r"java\.lang\.OutOfMemoryError: ?([^\n]*)", str(exc))
-    if found is None:
+    if found is not None:
+        what = found.group(1).strip() or "out of memory"
+    elif _jvm_gone(exc) and gateway.exit_status(wait=JVM_EXIT_WAIT) == SPARK_EXIT_OOM:
+        what = "the JVM ended with Spark's out-of-memory status 52"
+    else:
         return None
-    what = found.group(1).strip() or "out of memory"
     return (
         f"Spark ran out of memory ({what}); raise spark.driver.memory (spark-submit "
         "--driver-memory; on local[*] every task runs in the driver's heap) or, on a "
         "cluster, spark.executor.memory (--executor-memory)"
+    )
+
+
+# Spark's SparkExitCode.OOM: a task's OutOfMemoryError ends the JVM with it
+SPARK_EXIT_OOM = 52
+# seconds for a JVM that broke its connection to finish exiting, so its status is known
+JVM_EXIT_WAIT = 5.0
+
+
+def _jvm_gone(exc: BaseException) -> bool:
+    """Whether ``exc`` is py4j's word that the JVM is gone (its connection broken)."""
+    names = {type(e).__name__ for e in (exc, exc.__cause__, exc.__context__) if e is not None}
+    return bool(names & {"Py4JNetworkError", "ConnectionRefusedError", "ConnectionResetError"}) or (
+        "Answer from Java side is empty" in str(exc)
     )
 
 
