@@ -93,6 +93,36 @@ def test_weights_do_not_depend_on_the_block_they_are_drawn_in(monkeypatch):
     assert poisson_weights(keys[:0], 0, 5).shape == (0, 5)
 
 
+def test_remembered_weights_are_the_drawn_ones(monkeypatch):
+    universe = query_keys([f"Q{i}" for i in range(500)], seed=9)
+    drawn = poisson_weights(universe, 0, 120)
+    try:
+        weights.remember(universe, 100)
+        some = universe[[7, 3, 3, 499]]
+        # rows of the table, for any keys it holds and resamples below its 100
+        np.testing.assert_array_equal(poisson_weights(some, 10, 90), drawn[[7, 3, 3, 499], 10:90])
+        np.testing.assert_array_equal(poisson_weights(universe, 0, 100), drawn[:, :100])
+        # a key it does not hold, or resamples beyond it: drawn as before
+        other = np.concatenate([some, query_keys(["elsewhere"], seed=9)])
+        np.testing.assert_array_equal(poisson_weights(other, 0, 5)[:4], drawn[[7, 3, 3, 499], :5])
+        np.testing.assert_array_equal(poisson_weights(some, 90, 120), drawn[[7, 3, 3, 499], 90:])
+        # a table over the limit is not kept: the previous one stays
+        monkeypatch.setattr(weights, "TABLE_MAX_BYTES", 10)
+        weights.remember(universe[:2], 100)
+        assert weights._table is not None and len(weights._table[0]) == 500
+    finally:
+        weights.forget()
+    assert weights._table is None
+
+
+def test_the_ground_truths_keys_are_kept_per_seed():
+    gt = make_gt(40, 5)
+    first = spec.ground_truth_keys(gt, 3)
+    assert spec.ground_truth_keys(gt, 3) is first
+    np.testing.assert_array_equal(first, query_keys(gt.query_ids, 3))
+    np.testing.assert_array_equal(spec.ground_truth_keys(gt, 4), query_keys(gt.query_ids, 4))
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.integers(0, 6), st.integers(0, 5), st.integers(0, 2**20))
 def test_running_sums_are_numpys_cumulative_sums(levels, resamples, seed):

@@ -10,7 +10,7 @@ import pyarrow.compute as pc
 from disc21spark.matching import spec as matching_spec
 from disc21spark.matching.arrays import numbers, strings
 from disc21spark.matching.model import GroundTruth
-from disc21spark.matching.stats import groups, spec
+from disc21spark.matching.stats import groups, spec, weights
 from disc21spark.matching.stats.groups_table import GroupTable
 from disc21spark.matching.stats.model import Resampling, Uncertainty
 from disc21spark.matching.stats.weights import query_keys
@@ -25,9 +25,7 @@ def measure(e: matching_spec.Encoded, gt: GroundTruth, r: Resampling) -> Uncerta
 
 def measure_groups(e: matching_spec.Encoded, gt: GroundTruth, r: Resampling) -> GroupTable:
     """One submission's group table (``r.groups`` given), arguments as ``measure``'s."""
-    sample, distinct, codes = _sample(e, gt, r)
-    found = pc.index_in(distinct, value_set=strings(gt.query_ids))
-    index = numbers(pc.fill_null(found, -1)).astype(np.int64)
+    sample, index, codes = _sample(e, gt, r)
     # each distinct query's code, then each row's: in no group when unknown
     code_of = np.where(index < 0, r.groups.none, r.groups.codes[np.maximum(index, 0)])
     code = code_of[codes] if len(codes) else np.zeros(0, np.int64)
@@ -36,12 +34,20 @@ def measure_groups(e: matching_spec.Encoded, gt: GroundTruth, r: Resampling) -> 
 
 def _sample(
     e: matching_spec.Encoded, gt: GroundTruth, r: Resampling
-) -> tuple[spec.Sample, pa.Array, np.ndarray]:
-    """The bootstrap's sample, the distinct query ids (Arrow strings) and each row's
-    index among them (int64 (n,): the codes)."""
+) -> tuple[spec.Sample, np.ndarray, np.ndarray]:
+    """The bootstrap's sample, each distinct query's index in the ground truth (int64,
+    -1 when unknown) and each row's index among the distinct queries (int64 (n,))."""
     distinct, codes = e.query_ids, e.query
-    # each distinct id hashed once: a query has many predictions
-    keys_of = query_keys(distinct.to_pylist(), r.seed)
+    found = pc.index_in(distinct, value_set=strings(gt.query_ids))
+    index = numbers(pc.fill_null(found, -1)).astype(np.int64)
+    # the ground truth's keys and weights, computed once in this process for every
+    # submission scored against it; an unknown query's key hashed here
+    known = spec.ground_truth_keys(gt, r.seed)
+    weights.remember(known, r.resamples)
+    keys_of = known[np.maximum(index, 0)] if len(known) else np.zeros(len(index), np.uint64)
+    unknown = np.flatnonzero(index < 0)
+    if len(unknown):
+        keys_of[unknown] = query_keys(distinct.take(pa.array(unknown)).to_pylist(), r.seed)
     score = e.score + 0.0
     sample = spec.Sample(
         keys=keys_of[codes] if len(codes) else np.zeros(0, dtype=np.uint64),
@@ -51,4 +57,4 @@ def _sample(
         ranks=matching_spec.true_pair_ranks(e.query, score, e.label),
         positive_keys=spec.positive_keys(gt, r.seed),
     )
-    return sample, distinct, codes
+    return sample, index, codes

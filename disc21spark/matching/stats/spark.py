@@ -24,7 +24,7 @@ from disc21spark.core.phases import Phases
 from disc21spark.matching.labels import SUBMISSION
 from disc21spark.matching.model import GroundTruth, MatchingMetrics
 from disc21spark.matching.plan import TruePairs
-from disc21spark.matching.stats import groups, payload, spec
+from disc21spark.matching.stats import groups, payload, spec, weights
 from disc21spark.matching.stats.groups_table import GroupTable
 from disc21spark.matching.stats.model import Resampling, Uncertainty
 from disc21spark.matching.stats.weights import query_keys
@@ -115,6 +115,8 @@ def _miss_counts(
         import pyarrow as pa
 
         wanted, by_code, keys, r = shared.value
+        # every query's weights drawn once per worker, not once per partition
+        weights.remember(keys, r.resamples)
         # the partition's rows counted at once: the weights of each of its queries are
         # drawn once, not once per Arrow batch that holds one of its rows (a partition
         # of 5M rows holds 100 MB here: 20 bytes a row)

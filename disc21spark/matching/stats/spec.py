@@ -35,6 +35,7 @@ the intervals are the same bits on every engine, partitioning and file order.
 from __future__ import annotations
 
 import math
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -269,6 +270,21 @@ def bootstrap(
         positive_keys=positive_keys(gt, r.seed),
     )
     return uncertainty(sample, r)
+
+
+_known: tuple[weakref.ref, int, np.ndarray] | None = None  # query ids, seed, their keys
+
+
+def ground_truth_keys(gt: GroundTruth, seed: int) -> np.ndarray:
+    """uint64 (Q,): the key of each of ``gt``'s queries (``query_keys``), kept for the
+    next call with the same ground truth and seed (a pool's files, a worker's tasks).
+    The caller must not write into it."""
+    global _known
+    if _known is not None and _known[0]() is gt.query_ids and _known[1] == seed:
+        return _known[2]
+    keys = query_keys(gt.query_ids, seed)
+    _known = (weakref.ref(gt.query_ids), seed, keys)
+    return keys
 
 
 def positive_keys(gt: GroundTruth, seed: int) -> np.ndarray:

@@ -59,8 +59,42 @@ def query_keys(query_ids: Iterable[object], seed: int) -> np.ndarray:
 BLOCK = 1 << 17
 
 
+# the largest table of weights kept for reuse (keys × resamples bytes): DISC21's 50,000
+# queries at 1,000 resamples fit
+TABLE_MAX_BYTES = 64 << 20
+_table: tuple[np.ndarray, np.ndarray] | None = None  # sorted keys, their weights (K, B)
+
+
+def remember(keys: np.ndarray, resamples: int) -> None:
+    """Draw the weights of ``keys`` (uint64: a ground truth's queries) in resamples
+    0 … resamples − 1 once and keep them in this process, so that ``poisson_weights`` of
+    any of those keys returns rows of the table instead of drawing them again: every file
+    of a pool scored in one worker meets the same queries. One table at a time, none
+    over TABLE_MAX_BYTES; the values are the ones a draw gives."""
+    global _table
+    keys = np.unique(np.asarray(keys, dtype=np.uint64))
+    if len(keys) * resamples > TABLE_MAX_BYTES:
+        return
+    if _table is not None and _table[1].shape[1] >= resamples and np.array_equal(_table[0], keys):
+        return
+    _table = None  # the old table's memory is free before the new one is drawn
+    _table = (keys, poisson_weights(keys, 0, resamples))
+
+
+def forget() -> None:
+    """Drop the table ``remember`` keeps."""
+    global _table
+    _table = None
+
+
 def poisson_weights(keys: np.ndarray, start: int, stop: int) -> np.ndarray:
-    """uint8 (len(keys), stop - start): the weight of each key in resamples start..stop-1."""
+    """uint8 (len(keys), stop - start): the weight of each key in resamples start..stop-1
+    (rows of the remembered table when it holds every key and resample)."""
+    if _table is not None and stop <= _table[1].shape[1] and len(_table[0]):
+        known, weights = _table
+        at = np.minimum(np.searchsorted(known, keys), len(known) - 1)
+        if np.array_equal(known[at], keys):
+            return weights[at, start:stop]
     index = np.arange(start + 1, stop + 1, dtype=np.uint64) * GOLDEN
     keys = keys.astype(np.uint64)
     out = np.empty((len(keys), stop - start), dtype=np.uint8)
