@@ -144,6 +144,12 @@ def _miss_counts(
             sent.setdefault((s, number), []).append(data)
     finally:
         shared.unpersist()
+    return _assembled(sent, wanted, by_code, r)
+
+
+def _assembled(sent: dict, wanted: dict, by_code: dict, r: Resampling) -> tuple[dict, dict]:
+    """Each submission's counts from its blocks ((submission, block) -> packed bytes, one
+    or more): ``_miss_counts``' two dictionaries."""
     found: dict[int, dict[int, np.ndarray]] = {}
     for (s, number), data in sent.items():
         found.setdefault(s, {})[number] = payload.unpack(payload.add(data))
