@@ -61,11 +61,6 @@ def code_miss_counts(
     return out
 
 
-def add_counts(a: list[np.ndarray] | None, b: list[np.ndarray]) -> list[np.ndarray]:
-    """The counts of two splits of the rows together."""
-    return list(b) if a is None else [x + y for x, y in zip(a, b)]
-
-
 def fold(counts: np.ndarray, fine: np.ndarray, coarse: np.ndarray) -> np.ndarray:
     """Counts per bucket of the ``fine`` levels (int64 (T, …)) per bucket of ``coarse``,
     a subset of them (int64 (T_c, …)): sums of runs of neighbouring buckets."""
