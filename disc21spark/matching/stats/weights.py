@@ -90,8 +90,9 @@ def forget() -> None:
 def poisson_weights(keys: np.ndarray, start: int, stop: int) -> np.ndarray:
     """uint8 (len(keys), stop - start): the weight of each key in resamples start..stop-1
     (rows of the remembered table when it holds every key and resample)."""
-    if _table is not None and stop <= _table[1].shape[1] and len(_table[0]):
-        known, weights = _table
+    table = _table  # read once: another thread may replace it meanwhile
+    if table is not None and stop <= table[1].shape[1] and len(table[0]):
+        known, weights = table
         at = np.minimum(np.searchsorted(known, keys), len(known) - 1)
         if np.array_equal(known[at], keys):
             return weights[at, start:stop]
