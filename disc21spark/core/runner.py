@@ -201,6 +201,12 @@ def _spark_session(profile: str, master: str | None, debug: bool = False) -> Any
     return spark_session(profile, master, debug=debug)
 
 
+# Spark's SparkExitCode.OOM: a task's OutOfMemoryError ends the JVM with it
+SPARK_EXIT_OOM = 52
+# seconds for a JVM that broke its connection to finish exiting, so its status is known
+JVM_EXIT_WAIT = 5.0
+
+
 def out_of_memory_line(exc: BaseException) -> str | None:
     """The sentence for a Spark job that failed because a JVM ran out of heap (its
     Py4JJavaError's text names java.lang.OutOfMemoryError), else None. Under
@@ -218,12 +224,6 @@ def out_of_memory_line(exc: BaseException) -> str | None:
         "--driver-memory; on local[*] every task runs in the driver's heap) or, on a "
         "cluster, spark.executor.memory (--executor-memory)"
     )
-
-
-# Spark's SparkExitCode.OOM: a task's OutOfMemoryError ends the JVM with it
-SPARK_EXIT_OOM = 52
-# seconds for a JVM that broke its connection to finish exiting, so its status is known
-JVM_EXIT_WAIT = 5.0
 
 
 def _jvm_gone(exc: BaseException) -> bool:

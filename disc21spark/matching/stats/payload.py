@@ -62,15 +62,20 @@ def unpack(data: bytes) -> np.ndarray:
     return np.frombuffer(data, np.dtype(f"i{width}"), offset=9).astype(np.int64) + base
 
 
-def add(packed: Iterable[bytes]) -> bytes:
-    """The sum of packed blocks of one length, packed."""
-    total = None
+def total(packed: Iterable[bytes]) -> np.ndarray:
+    """int64 (n,): the sum of packed blocks of one length. Raises ValueError for none."""
+    out = None
     for data in packed:
         values = unpack(data)
-        total = values if total is None else np.add(total, values, out=total)
-    if total is None:
+        out = values if out is None else np.add(out, values, out=out)
+    if out is None:
         raise ValueError("no block to add")
-    return pack(total)
+    return out
+
+
+def add(packed: Iterable[bytes]) -> bytes:
+    """The sum of packed blocks of one length, packed (an executor's, sent on)."""
+    return pack(total(packed))
 
 
 def assemble(summed: dict[int, np.ndarray], shapes: Sequence[tuple[int, ...]]) -> list:

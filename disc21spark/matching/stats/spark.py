@@ -27,7 +27,6 @@ from disc21spark.matching.plan import TruePairs
 from disc21spark.matching.stats import groups, payload, spec, weights
 from disc21spark.matching.stats.groups_table import GroupTable
 from disc21spark.matching.stats.model import Resampling, Uncertainty
-from disc21spark.matching.stats.weights import query_keys
 
 BLOCKS_SCHEMA = "submission int, block int, counts binary"
 
@@ -63,7 +62,7 @@ def measure(
     """The Uncertainty of each submission of ``true`` (its true pairs and their ranks),
     equal to ``spec.uncertainty`` bit for bit, and its group table (None without
     ``r.groups``), equal to ``groups_spec.group_table``."""
-    keys = query_keys(gt.query_ids, r.seed)
+    keys = spec.ground_truth_keys(gt, r.seed)
     subs = list(true)
     levels = {s: spec.levels_of(true[s].score) for s in subs}
     codes = r.groups.codes if r.groups is not None else None
@@ -152,7 +151,7 @@ def _assembled(sent: dict, wanted: dict, by_code: dict, r: Resampling) -> tuple[
     or more): ``_miss_counts``' two dictionaries."""
     found: dict[int, dict[int, np.ndarray]] = {}
     for (s, number), data in sent.items():
-        found.setdefault(s, {})[number] = payload.unpack(payload.add(data))
+        found.setdefault(s, {})[number] = payload.total(data)
     out, coded = {}, {}
     for s, got in found.items():
         code_levels = [len(lv) for lv in by_code[s]] if s in by_code else None
