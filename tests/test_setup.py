@@ -113,3 +113,50 @@ def test_the_conf_files_are_read_from_a_zip_on_py_files(tmp_path):
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["500000", "2", "True"]
+
+
+def test_every_import_of_the_package_is_a_declared_dependency():
+    """A module the package imports (at the top or inside a function) is the standard
+    library's, the package's own, or a distribution ``install_requires`` declares: the
+    wheel's users get nothing else (psutil was once declared only under the dev extra),
+    but for what a declared distribution itself requires."""
+    import ast
+    import configparser
+    from importlib.metadata import packages_distributions
+
+    from packaging.requirements import Requirement
+
+    cfg = configparser.ConfigParser()
+    cfg.read(ROOT / "setup.cfg")
+    lines = cfg["options"]["install_requires"].splitlines()
+    declared = {
+        Requirement(line).name.lower().replace("_", "-")
+        for line in lines
+        if line.strip() and not line.strip().startswith("#")
+    }
+    # a declared distribution's own requirement (py4j for pyspark) comes with it
+    from importlib.metadata import requires
+
+    for dist in list(declared):
+        for line in requires(dist) or ():
+            req = Requirement(line)
+            if req.marker is None or req.marker.evaluate({"extra": ""}):
+                declared.add(req.name.lower().replace("_", "-"))
+    owners = packages_distributions()
+    missing = set()
+    for path in (ROOT / "disc21spark").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            else:
+                continue
+            for name in names:
+                top = name.split(".")[0]
+                if top in sys.stdlib_module_names or top == "disc21spark":
+                    continue
+                dists = {d.lower().replace("_", "-") for d in owners.get(top, [top])}
+                if not dists & declared:
+                    missing.add(f"{path.relative_to(ROOT)}: {top}")
+    assert not missing, sorted(missing)
