@@ -56,6 +56,10 @@ PEAK_PER_BYTE = 8
 # auto's limit for a file scored in a Spark task (--pool-plan per-file): the driver cannot
 # see an executor's memory, so a size whose peak (about 2 GB) executors commonly allow
 TASK_MAX_BYTES = 256 << 20
+# the most CSV bytes Arrow parses into one batch of a file past the in-process limit (and
+# 1/24 as many Parquet rows); at least twice the longest line the reader takes (1 MiB)
+BATCH_BYTES = 64 << 20
+SMALLEST_BATCH = 2 << 20
 log = logging.getLogger("disc21spark")
 
 
@@ -68,6 +72,9 @@ class Choice:
     plan: str = "auto"
     asked: str = "auto"  # the engine the user asked for
     local_max_bytes: int | None = LOCAL_MAX_BYTES
+    # the local engine reads a file past the in-process limit this many bytes at a time
+    # (matching/batched.py); None: whole
+    batch_bytes: int | None = None
 
     @property
     def needs_spark(self) -> bool:
@@ -122,19 +129,35 @@ def choose(
             if gone:  # Spark could not read it either: say so, not "use --engine spark"
                 raise InputError(gone, "no such file or directory")
             raise InputError("--engine local", f"{why}; use --engine spark")
-        return Choice("local", "per-file", engine, local_max_bytes)
+        return _local(predictions, engine, local_max_bytes, input_kind)
     if why or master:
         return spark
-    if input_kind == "path" and (
-        os.path.getsize(_local_path(predictions[0])) > in_process_limit(local_max_bytes)
-    ):
-        return spark
+    return _local(predictions, engine, local_max_bytes, input_kind)
+
+
+def _local(
+    predictions: Sequence[str], engine: str, local_max_bytes: int | None, input_kind: str
+) -> Choice:
+    """The local engine for one local file: read whole within the in-process limit, in
+    batches past it (a file past memory is scored on this machine, not sent to Spark)."""
+    batches = None
+    if input_kind == "path":
+        limit = in_process_limit(local_max_bytes)
+        if os.path.getsize(_local_path(predictions[0])) > limit:
+            batches = batch_bytes(limit)
     if "PYSPARK_GATEWAY_PORT" in os.environ:  # started by spark-submit
         log.info(
-            "spark-submit: one local file within --local-max-bytes is scored in this "
-            "process, with no Spark session (--engine spark: on Spark)"
+            "spark-submit: one local file is scored in this process, with no Spark "
+            "session (--engine spark: on Spark)"
         )
-    return Choice("local", "per-file", engine, local_max_bytes)
+    return Choice("local", "per-file", engine, local_max_bytes, batches)
+
+
+def batch_bytes(limit: int) -> int:
+    """The batch of a file past ``limit`` bytes (``matching/batched.py``): a sixteenth of
+    the limit (a batch's peak is about eight times its bytes, PEAK_PER_BYTE), within
+    SMALLEST_BATCH … BATCH_BYTES."""
+    return int(min(BATCH_BYTES, max(SMALLEST_BATCH, limit // 16)))
 
 
 def in_process_limit(asked: int | None) -> int:

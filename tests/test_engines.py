@@ -21,8 +21,8 @@ from disc21spark.core.errors import InputError
 from disc21spark.matching.job import MatchingJob, run
 from disc21spark.matching.spec import evaluate
 from tests.conftest import cli_env
+from tests.helpers import assert_same, make_gt, random_submission
 from tests.test_evaluate_job import BAD_GROUND_TRUTH, BAD_PREDICTIONS, GT_LINES, write
-from tests.test_scoring_spark import assert_same, make_gt, random_submission
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -18,7 +18,7 @@ from disc21spark.matching.model import GroundTruth
 from disc21spark.matching.stats import groups_spec
 from disc21spark.matching.stats.groups_file import read_query_groups
 from disc21spark.matching.stats.model import Resampling
-from tests.test_scoring_spark import make_gt, random_submission
+from tests.helpers import make_gt, random_submission
 
 COLUMNS = ("query_id", "reference_id", "score")
 

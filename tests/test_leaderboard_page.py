@@ -16,7 +16,7 @@ from disc21spark.matching.stats.model import Resampling
 from disc21spark.matching.stats.spec import bootstrap
 from disc21spark.pool import report
 from tests.chromium import Browser, chromium_path
-from tests.test_scoring_spark import make_gt, random_submission
+from tests.helpers import make_gt, random_submission
 
 # four queries, three with a true reference (Q3 a distractor)
 GT = GroundTruth(

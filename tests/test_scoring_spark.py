@@ -14,16 +14,7 @@ from disc21spark.matching import plan as scoring
 from disc21spark.matching.model import GroundTruth
 from disc21spark.matching.score import Scoring, score
 from disc21spark.matching.spec import evaluate
-
-
-def make_gt(n_queries: int, n_positive: int) -> GroundTruth:
-    queries = np.array([f"Q{i:03d}" for i in range(n_queries)], dtype=object)
-    return GroundTruth(
-        "gt",
-        queries,
-        queries[:n_positive].copy(),
-        np.array([f"R{i:03d}" for i in range(n_positive)], dtype=object),
-    )
+from tests.helpers import assert_same, make_gt, random_submission
 
 
 def pairs_frame(spark, frame: pd.DataFrame):
@@ -51,35 +42,6 @@ def spec_metrics(frame: pd.DataFrame, gt: GroundTruth, curve_points=5000):
         gt,
         curve_points,
     )
-
-
-def assert_same(a, b):
-    assert a.to_dict() == b.to_dict()
-    for field in ("precision", "recall", "threshold"):
-        np.testing.assert_array_equal(getattr(a.curve, field), getattr(b.curve, field))
-
-
-def random_submission(rng, gt: GroundTruth, n: int, n_scores: int) -> pd.DataFrame:
-    """Random pairs with many tied scores, true pairs, distractors and unknown queries."""
-    q = rng.integers(0, len(gt.query_ids) + 5, size=n)  # +5: unknown queries
-    r = rng.integers(0, len(gt.positive_queries) + 10, size=n)
-    frame = pd.DataFrame(
-        {
-            "query_id": [f"Q{i:03d}" for i in q],
-            "reference_id": [f"R{i:03d}" for i in r],
-            "score": rng.integers(0, n_scores, size=n) / n_scores - 0.5,
-        }
-    )
-    truth = rng.random(len(gt.positive_queries)) < 0.6
-    planted = pd.DataFrame(
-        {
-            "query_id": gt.positive_queries[truth],
-            "reference_id": gt.positive_references[truth],
-            "score": rng.integers(0, n_scores, size=truth.sum()) / n_scores,
-        }
-    )
-    frame = pd.concat([frame, planted], ignore_index=True)
-    return frame.drop_duplicates(["query_id", "reference_id"]).reset_index(drop=True)
 
 
 PARTITIONS = (1, 2, 7, 50)

@@ -13,7 +13,7 @@ from disc21spark.matching.stats import compare, spec, weights
 from disc21spark.matching.stats.compare import holm
 from disc21spark.matching.stats.model import Resampling, Uncertainty
 from disc21spark.matching.stats.weights import THRESHOLDS, poisson_weights, query_keys
-from tests.test_scoring_spark import make_gt, random_submission
+from tests.helpers import make_gt, random_submission
 
 
 def counts(hits, misses, positives, found1=None, found10=None) -> spec.Counts:

@@ -117,21 +117,33 @@ def check_local(
     """``metrics`` with the warnings of one submission's ids (stripped strings, as the
     in-process engine reads them); one stderr line when there are some and ``where``
     names the submission (None: the caller says it, e.g. a pool's driver)."""
-    ids = _local_ids(query, reference, gt) if needs_id_check(metrics) else None
-    found = warnings(metrics, ids)
+    import pyarrow.compute as pc
+
+    def counted():
+        # each distinct id is looked at once; the counts are of predictions
+        q, r = pc.dictionary_encode(query), pc.dictionary_encode(reference)
+        q_rows = np.bincount(numbers(q.indices), minlength=len(q.dictionary))
+        r_rows = np.bincount(numbers(r.indices), minlength=len(r.dictionary))
+        return (q.dictionary, q_rows), (r.dictionary, r_rows)
+
+    return check_counted(counted, gt, metrics, where)
+
+
+def check_counted(ids, gt: GroundTruth, metrics: MatchingMetrics, where: str | None):
+    """``check_local`` from the distinct ids and their predictions: ``ids()`` returns
+    ((query ids pa.Array, int (Q,) predictions of each), (reference ids, int (R,))),
+    asked for only when the ids must be looked at (``needs_id_check``)."""
+    found = warnings(metrics, _local_ids(*ids(), gt) if needs_id_check(metrics) else None)
     if where is not None:
         announce(where, found)
     return replace(metrics, warnings=found)
 
 
-def _local_ids(query: pa.Array, reference: pa.Array, gt: GroundTruth) -> IdCheck:
+def _local_ids(query: tuple, reference: tuple, gt: GroundTruth) -> IdCheck:
     import pyarrow.compute as pc
 
     queries, references = strings(gt.query_ids), strings(_reference_set(gt))
-    # each distinct id is looked at once; the counts are of predictions
-    q = pc.dictionary_encode(query)
-    r = pc.dictionary_encode(reference)
-    q_codes, r_codes = numbers(q.indices), numbers(r.indices)
+    (q_ids, q_rows), (r_ids, r_rows) = query, reference
 
     def member(values: pa.Array, value_set: pa.Array) -> np.ndarray:
         return np.asarray(pc.is_in(values, value_set=value_set).to_pylist(), dtype=bool)
@@ -140,20 +152,20 @@ def _local_ids(query: pa.Array, reference: pa.Array, gt: GroundTruth) -> IdCheck
         no_folder = pc.replace_substring_regex(values, FOLDER, "")
         return pc.replace_substring_regex(no_folder, SUFFIX, "")
 
-    q_bare = ~member(q.dictionary, queries) & member(bare(q.dictionary), queries)
-    r_known = member(r.dictionary, references)
-    r_bare = ~r_known & member(bare(r.dictionary), references)
+    q_bare = ~member(q_ids, queries) & member(bare(q_ids), queries)
+    r_known = member(r_ids, references)
+    r_bare = ~r_known & member(bare(r_ids), references)
 
     def example(values: pa.Array, flags: np.ndarray) -> str | None:
         chosen = [v for v, f in zip(values.to_pylist(), flags) if f]
         return min(chosen) if chosen else None
 
     return IdCheck(
-        n_known_references=int(r_known[r_codes].sum()),
-        n_bare_queries=int(q_bare[q_codes].sum()),
-        bare_query=example(q.dictionary, q_bare),
-        n_bare_references=int(r_bare[r_codes].sum()),
-        bare_reference=example(r.dictionary, r_bare),
+        n_known_references=int(r_rows[r_known].sum()),
+        n_bare_queries=int(q_rows[q_bare].sum()),
+        bare_query=example(q_ids, q_bare),
+        n_bare_references=int(r_rows[r_bare].sum()),
+        bare_reference=example(r_ids, r_bare),
     )
 
 

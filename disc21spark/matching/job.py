@@ -110,6 +110,7 @@ def _in_process(
                 phases,
                 announce=False,
                 resampling=job.resampling,
+                batch_bytes=job.choice.batch_bytes,
             )
         except local.NotForThisEngine:
             return None

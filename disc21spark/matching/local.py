@@ -16,16 +16,22 @@ from dataclasses import replace
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
 import pyarrow.compute as pc
 
 from disc21spark.core.errors import InputError
 from disc21spark.core.phases import Phases
 from disc21spark.matching import coverage, positions, spec
 from disc21spark.matching.arrays import numbers, strings
-from disc21spark.matching.local_read import Pairs, format_problem, read_pairs, unsupported
+from disc21spark.matching.codes import index_in
+from disc21spark.matching.local_read import (
+    Pairs,
+    format_problem,
+    lines_holding,
+    read_pairs,
+    unsupported,
+)
 from disc21spark.matching.model import GroundTruth, MatchingMetrics
-from disc21spark.matching.rows import duplicate_reason, max_results_error, parse_csv_line
+from disc21spark.matching.rows import duplicate_reason, max_results_error
 from disc21spark.matching.source import NotForThisEngine, Source, local_path
 from disc21spark.matching.stats import local as stats_local
 from disc21spark.matching.stats.model import Resampling
@@ -52,11 +58,11 @@ def encode(pairs: Pairs, gt: GroundTruth) -> spec.Encoded:
     reference = numbers(references.indices).astype(np.int64)
     known = strings(gt.query_ids)
     # index in the ground truth of each distinct query id (-1: unknown), then per pair
-    index_of_query = _index_in(queries.dictionary, known)[query]
+    index_of_query = index_in(queries.dictionary, known)[query]
     positive_refs = np.unique(gt.positive_references.astype(str))
-    index_of_reference = _index_in(references.dictionary, strings(positive_refs))[reference]
+    index_of_reference = index_in(references.dictionary, strings(positive_refs))[reference]
     # the positive pairs as the same integer keys: (query index, positive reference index)
-    positive_query = _index_in(strings(gt.positive_queries), known)
+    positive_query = index_in(strings(gt.positive_queries), known)
     positive_reference = np.searchsorted(positive_refs, gt.positive_references.astype(str))
     positive_keys = positive_query * len(positive_refs) + positive_reference
     # only pairs of a known query and a positive reference can be true: look those few up
@@ -72,14 +78,6 @@ def encode(pairs: Pairs, gt: GroundTruth) -> spec.Encoded:
         unknown=index_of_query < 0,
         query_ids=queries.dictionary,
     )
-
-
-def _index_in(values: pa.Array, value_set: pa.Array) -> np.ndarray:
-    found = pc.index_in(values, value_set=value_set)
-    missing = pa.Array.from_buffers(
-        pa.int32(), len(found), [None, pa.py_buffer(np.full(len(found), -1, dtype=np.int32))]
-    )
-    return numbers(pc.coalesce(found, missing)).astype(np.int64)
 
 
 def score_file(path: str, *args: Any, **kw: Any) -> MatchingMetrics:
@@ -98,14 +96,25 @@ def score_source(
     announce: bool = True,
     given: str | None = None,
     resampling: Resampling | None = None,
+    batch_bytes: int | None = None,
 ) -> MatchingMetrics:
     """One submission's metrics, in this process; the Spark job's checks and errors
     (InputError naming ``source.where``, NotForThisEngine). ``announce``: print the
     coverage warnings here (a pool's task leaves it to the driver); ``given``: the name
     the user gave (default ``source.where``); ``resampling``: add the intervals and tie
-    sensitivity (stats/)."""
+    sensitivity (stats/); ``batch_bytes``: read the file that many bytes at a time
+    (``batched.py``: a file past memory; ``engine.choose`` decides), None: whole."""
     phases = phases or Phases()
     given = given or source.where
+    if batch_bytes is not None:
+        from disc21spark.matching import batched
+
+        metrics = batched.score_source(
+            source, fmt, gt, max_results, curve_points, phases, given, resampling, batch_bytes
+        )
+        if announce:
+            coverage.announce(given, metrics.warnings)
+        return metrics
     with phases.phase("read") as note:
         pairs = read_pairs(source, fmt)
         note["rows"] = len(pairs.score)
@@ -149,7 +158,7 @@ def _check_repeats(source: Source, pairs: Pairs, encoded: spec.Encoded) -> None:
         return
     copies = int(np.count_nonzero(encoded.pair == encoded.pair[row]))
     q, r = pairs.query[row].as_py(), pairs.reference[row].as_py()
-    lines = _lines_of(source, (q, r)) if source.fmt("auto") == "csv" else []
+    lines = lines_holding(source, (q, r)) if source.fmt("auto") == "csv" else []
     raise InputError(
         source.where,
         duplicate_reason(q, r, copies),
@@ -164,14 +173,3 @@ def first_repeat(codes: np.ndarray) -> int | None:
     order = np.argsort(codes, kind="stable")
     same = codes[order][1:] == codes[order][:-1]
     return int(order[1:][same].min())
-
-
-def _lines_of(source: Source, wanted: tuple[str, str], limit: int = 2) -> list[int]:
-    found = []
-    with source.open_text() as fh:
-        for number, line in enumerate(fh, start=1):
-            if parse_csv_line(line.rstrip("\n"))[:2] == wanted:
-                found.append(number)
-                if len(found) == limit:
-                    break
-    return found

@@ -11,6 +11,8 @@ with the same rules and words (``rows.line_problem``). Nothing here imports PySp
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -96,42 +98,98 @@ def _read_csv(source: Source) -> Pairs:
     import pyarrow.csv as csv
 
     bad_rows: list[object] = []
+    with _quiet_decoding():
+        try:
+            table = csv.read_csv(source.arrow_input(), **_csv_options(bad_rows))
+        except pa.ArrowInvalid as exc:
+            if "Empty CSV file" in str(exc):
+                return Pairs(strings([]), strings([]), np.zeros(0))
+            raise _unreadable_csv(source, exc) from None
+        except (OSError, EOFError) as exc:
+            raise _unreadable_csv(source, exc) from None
+    return _checked(source, table, bad_rows)
+
+
+def iter_pairs(source: Source, fmt: str, batch_bytes: int) -> Iterator[Pairs]:
+    """The checked pairs of one file, a batch at a time (about ``batch_bytes`` of CSV, or
+    as many Parquet rows): the rules and messages of ``read_pairs``, and the same first
+    bad row named (it is looked for from the file's start), in memory bounded by the batch."""
+    if source.fmt(fmt) == "parquet":
+        yield from _parquet_batches(source, max(1, batch_bytes // 24))
+        return
+    import pyarrow.csv as csv
+
+    bad_rows: list[object] = []
+    with _quiet_decoding():
+        try:
+            reader = csv.open_csv(source.arrow_input(), **_csv_options(bad_rows, batch_bytes))
+            for batch in reader:
+                if batch.num_rows or bad_rows:
+                    yield _checked(source, batch, bad_rows)
+        except pa.ArrowInvalid as exc:
+            if "Empty CSV file" not in str(exc):
+                raise _unreadable_csv(source, exc) from None
+        except (OSError, EOFError) as exc:
+            raise _unreadable_csv(source, exc) from None
+
+
+def _csv_options(bad_rows: list, block_size: int | None = None) -> dict:
+    """Arrow's CSV options under the official reader's rules; a line of the wrong field
+    count (not blanks only) is put in ``bad_rows`` and skipped."""
+    import pyarrow.csv as csv
 
     def invalid(row) -> str:  # a wrong field count, or a line of blanks only
         if row.text.strip(WHITESPACE):
             bad_rows.append(row)
         return "skip"
 
+    read = csv.ReadOptions(column_names=list(PREDICTION_COLUMNS))
+    if block_size is not None:
+        read.block_size = block_size
+    return dict(
+        read_options=read,
+        parse_options=csv.ParseOptions(
+            quote_char=False, escape_char=False, invalid_row_handler=invalid
+        ),
+        convert_options=csv.ConvertOptions(
+            column_types={c: pa.string() for c in PREDICTION_COLUMNS},
+            strings_can_be_null=False,
+            quoted_strings_can_be_null=False,
+        ),
+    )
+
+
+@contextmanager
+def _quiet_decoding() -> Iterator[None]:
+    """A line that is not UTF-8 fails inside Arrow's call of the invalid-row handler
+    (pyarrow decodes its text first) and pyarrow prints that trace; the line is named by
+    ``_first_bad_line`` instead."""
     hook = sys.unraisablehook
-    # a line that is not UTF-8 fails inside Arrow's call of ``invalid`` (pyarrow decodes
-    # its text first) and pyarrow prints that trace; the line is named below instead
     sys.unraisablehook = lambda _: None
     try:
-        table = csv.read_csv(
-            source.arrow_input(),
-            read_options=csv.ReadOptions(column_names=list(PREDICTION_COLUMNS)),
-            parse_options=csv.ParseOptions(
-                quote_char=False, escape_char=False, invalid_row_handler=invalid
-            ),
-            convert_options=csv.ConvertOptions(
-                column_types={c: pa.string() for c in PREDICTION_COLUMNS},
-                strings_can_be_null=False,
-                quoted_strings_can_be_null=False,
-            ),
-        )
-    except pa.ArrowInvalid as exc:
-        if "Empty CSV file" in str(exc):
-            return Pairs(strings([]), strings([]), np.zeros(0))
-        # bytes that are not UTF-8, a line Arrow's handler could not see: the line by name
-        damaged = _damaged_stream(source)
-        raise damaged or _first_bad_line(source, f"cannot be read ({first_line(exc)})") from None
-    except (OSError, EOFError) as exc:
-        damaged = _damaged_stream(source)
-        raise damaged or InputError(source.where, f"cannot be read ({first_line(exc)})") from None
+        yield
     finally:
         sys.unraisablehook = hook
+
+
+def _unreadable_csv(source: Source, exc: Exception) -> InputError:
+    """Bytes that are not UTF-8, a line Arrow's handler could not see, a damaged stream:
+    the damage or the first bad line by name."""
+    damaged = _damaged_stream(source)
+    if damaged:
+        return damaged
+    if isinstance(exc, pa.ArrowInvalid):
+        return _first_bad_line(source, f"cannot be read ({first_line(exc)})")
+    return InputError(source.where, f"cannot be read ({first_line(exc)})")
+
+
+def _checked(source: Source, table, bad_rows: list) -> Pairs:
+    """The pairs of a table or batch of the three string columns: ids stripped, header
+    lines left out, scores parsed; the first bad line of the file raised when anything
+    is wrong (a skipped line in ``bad_rows``, a score that is no finite number, an empty
+    id, an id of bytes that were not UTF-8)."""
     query, reference, raw = (
-        pc.utf8_trim(table.column(c).combine_chunks(), WHITESPACE) for c in PREDICTION_COLUMNS
+        pc.utf8_trim(_whole(table.column(c)), WHITESPACE) for c in PREDICTION_COLUMNS
     )
     header = pc.and_(
         pc.and_(pc.equal(query, _HEADER[0]), pc.equal(reference, _HEADER[1])),
@@ -144,6 +202,10 @@ def _read_csv(source: Source) -> Pairs:
     if bad_rows or score is None or _any_empty(query, reference) or _any_replaced(query, reference):
         raise _first_bad_line(source)
     return Pairs(query, reference, score)
+
+
+def _whole(column) -> pa.Array:
+    return column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
 
 
 def _refuse_bytes_not_utf8(where: str, query: pa.Array, reference: pa.Array) -> None:
@@ -243,21 +305,56 @@ def _parse_float(text: str) -> float | None:
 
 
 def _read_parquet(source: Source) -> Pairs:
-    where = source.where
-    table = parquet_table(source)
-    names = table.column_names
+    return _checked_parquet(source.where, parquet_table(source))
+
+
+def _parquet_batches(source: Source, rows: int) -> Iterator[Pairs]:
+    """A Parquet file's checked pairs, ``rows`` at a time; a file Arrow cannot open as it
+    is (a damaged footer, a damaged schema) is read whole by ``parquet_table``, whose
+    messages name the damage."""
+    import pyarrow.parquet as pq
+
+    try:
+        file = pq.ParquetFile(source.arrow_input())
+        names = file.schema_arrow.names
+    except (pa.ArrowInvalid, OSError, UnicodeDecodeError):
+        yield _read_parquet(source)
+        return
+    if any(c not in names for c in PREDICTION_COLUMNS):
+        yield _checked_parquet(source.where, file.schema_arrow.empty_table())
+        return
+    for batch in file.iter_batches(batch_size=rows, columns=list(PREDICTION_COLUMNS)):
+        yield _checked_parquet(source.where, batch)
+
+
+def _checked_parquet(where: str, table) -> Pairs:
+    """The pairs of a Parquet table or batch; InputError naming its first bad row."""
+    names = table.schema.names
     missing = [c for c in PREDICTION_COLUMNS if c not in names]
     if missing:
         has = ", ".join(names)
         raise InputError(where, f"missing column {missing[0]!r} (has: {has})")
     if not _plain_types(table.schema):
         raise NotForThisEngine(f"{where}: ids that are not strings or a score that is not a number")
-    query, reference = (table.column(c).combine_chunks() for c in PREDICTION_COLUMNS[:2])
+    query, reference = (_whole(table.column(c)) for c in PREDICTION_COLUMNS[:2])
     _refuse_bytes_not_utf8(where, query, reference)
-    score = table.column("score").combine_chunks().cast(pa.float64())
+    score = _whole(table.column("score")).cast(pa.float64())
     values = score.to_numpy(zero_copy_only=False)
     problem = parquet_problem(query, reference, score, values)
     if problem is not None:
         (q, r), reason = problem
         raise InputError(where, reason, f"row query_id={q!r}, reference_id={r!r}")
     return Pairs(query, reference, values + 0.0)
+
+
+def lines_holding(source: Source, wanted: tuple[str, str], limit: int = 2) -> list[int]:
+    """The numbers of the first ``limit`` lines of a CSV file holding the pair ``wanted``
+    (query id, reference id), read with the official reader's rules."""
+    found = []
+    with source.open_text() as fh:
+        for number, line in enumerate(fh, start=1):
+            if parse_csv_line(line.rstrip("\n"))[:2] == wanted:
+                found.append(number)
+                if len(found) == limit:
+                    break
+    return found

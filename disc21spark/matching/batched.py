@@ -1,0 +1,280 @@
+"""The in-process engine for a file past memory: read in batches, counted in two passes.
+
+A local file larger than the in-process limit (``engine.in_process_limit``) is not read
+whole. The first pass reads it a batch at a time with the whole-file reader's rules and
+words (``local_read.iter_pairs``: the same first bad line named), labels each batch
+against the ground truth (``codes.BatchEncoder``) and keeps per row only what counting
+needs, 21 bytes (its query's index, its label, its score, its pair's key), in a
+temporary spill file; in memory it keeps the true pairs (at most the ground truth's
+positives), the rows' distinct ids and how many rows name each. Between the passes the
+pairs' keys, 8 bytes a row and the one thing in memory that grows with the rows, are
+sorted in place to find a repeated pair. The second pass reads the spill file back a
+chunk at a time and counts each chunk against the true scores, as every partition of
+the Spark plan counts its rows (``positions.count_rows``; ``stats.spec.miss_counts``
+for the intervals, ``groups.code_miss_counts`` for the groups). Integer counts added
+up are the whole file's counts, so the figures and intervals are the whole-file
+engine's, bit for bit (``tests/test_batched.py`` holds them equal to the specification).
+Nothing here imports PySpark.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from disc21spark.core.errors import InputError
+from disc21spark.core.phases import Phases
+from disc21spark.matching import coverage, positions
+from disc21spark.matching.codes import BatchEncoder
+from disc21spark.matching.local_read import iter_pairs
+from disc21spark.matching.model import GroundTruth, MatchingMetrics
+from disc21spark.matching.rows import duplicate_reason, max_results_error
+from disc21spark.matching.source import Source
+from disc21spark.matching.stats import groups as group_stats
+from disc21spark.matching.stats import spec as stats_spec
+from disc21spark.matching.stats import weights
+from disc21spark.matching.stats.model import Resampling
+
+# a spilled row: query index int32, label bool, score float64, pair key uint64
+COLUMNS = (("query", np.int32), ("label", np.bool_), ("score", np.float64), ("key", np.uint64))
+
+
+@dataclass
+class Spill:
+    """The rows of pass 1, as COLUMNS, in an unnamed temporary file (gone when closed,
+    whatever ends the process); ``sizes``: the rows of each chunk, in file order."""
+
+    file: object = field(default_factory=lambda: tempfile.TemporaryFile(prefix="disc21spark-"))
+    sizes: list[int] = field(default_factory=list)
+
+    def write(self, query, label, score, key) -> None:
+        for values, (_, dtype) in zip((query, label, score, key), COLUMNS):
+            np.ascontiguousarray(values, dtype=dtype).tofile(self.file)
+        self.sizes.append(len(score))
+
+    def chunks(self, wanted: tuple[str, ...] = ("query", "label", "score")) -> Iterator[dict]:
+        """Each chunk's ``wanted`` columns (numpy arrays), in file order."""
+        self.file.seek(0)
+        for n in self.sizes:
+            chunk = {}
+            for name, dtype in COLUMNS:
+                size = n * np.dtype(dtype).itemsize
+                if name in wanted:
+                    chunk[name] = np.fromfile(self.file, dtype=dtype, count=n)
+                else:
+                    self.file.seek(size, 1)
+            yield chunk
+
+    @property
+    def rows(self) -> int:
+        return sum(self.sizes)
+
+    def __enter__(self) -> Spill:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.file.close()
+
+
+def score_source(
+    source: Source,
+    fmt: str,
+    gt: GroundTruth,
+    max_results: int,
+    curve_points: int,
+    phases: Phases,
+    given: str,
+    resampling: Resampling | None,
+    batch_bytes: int,
+) -> MatchingMetrics:
+    """``local.score_source``'s metrics and errors for a file read ``batch_bytes`` at a
+    time (``engine.batch_bytes``); the coverage warnings are returned, not said."""
+    encoder = BatchEncoder(gt)
+    with Spill() as spill:
+        with phases.phase("read") as note:
+            for pairs in iter_pairs(source, fmt, batch_bytes):
+                spill.write(*encoder.encode(pairs))
+            note["rows"] = spill.rows
+            note["detail"] = f"Arrow, in process, {len(spill.sizes):,} batches"
+        with phases.phase("validate") as note:
+            error = max_results_error(given, spill.rows, max_results)
+            if error is not None:
+                raise error
+            _check_repeats(source, spill, encoder)
+            note["rows"] = spill.rows
+        with phases.phase("score") as note:
+            truth, counted = _count(spill, encoder, gt, resampling)
+            metrics = _metrics(gt, truth, counted, encoder, spill.rows, curve_points)
+            note["rows"] = metrics.n_predictions
+            note["detail"] = f"{metrics.n_true_positives:,} true positives, counted in batches"
+    if resampling is not None:
+        with phases.phase("bootstrap") as note:
+            metrics = _with_statistics(metrics, truth, counted, encoder, gt, resampling)
+            note["rows"] = metrics.n_predictions
+            note["detail"] = f"{resampling.resamples:,} resamples, counted in batches"
+    return metrics
+
+
+def _check_repeats(source: Source, spill: Spill, encoder: BatchEncoder) -> None:
+    """A repeated pair, named as the whole-file engine names it: the earliest row whose
+    pair an earlier row holds. The keys are sorted in place (8 bytes a row): InputError
+    naming the way out when this machine's memory cannot hold them."""
+    _memory_for_keys(source, spill.rows)
+    keys = np.empty(spill.rows, dtype=np.uint64)
+    at = 0
+    for chunk in spill.chunks(("key",)):
+        keys[at : at + len(chunk["key"])] = chunk["key"]
+        at += len(chunk["key"])
+    keys.sort()
+    repeated = np.unique(keys[1:][keys[1:] == keys[:-1]])
+    if not repeated.size:
+        return
+    row, key = _first_repeat(spill, repeated)
+    copies = int(np.searchsorted(keys, key, "right") - np.searchsorted(keys, key, "left"))
+    del keys
+    q, r = encoder.ids_of(key)
+    from disc21spark.matching.local_read import lines_holding
+
+    lines = lines_holding(source, (q, r)) if source.fmt("auto") == "csv" else []
+    raise InputError(
+        source.where,
+        duplicate_reason(q, r, copies),
+        f"lines {lines[0]} and {lines[1]}" if len(lines) == 2 else None,
+    )
+
+
+def _memory_for_keys(source: Source, rows: int) -> None:
+    from disc21spark.core.memory import available_bytes
+
+    need, free = rows * np.dtype(np.uint64).itemsize, available_bytes()
+    if need > free:
+        raise InputError(
+            source.where,
+            f"{rows:,} pairs: the repeat check holds {need / 2**30:.1f} GiB of pair keys, "
+            f"more than the {free / 2**30:.1f} GiB of memory available; free memory or "
+            "score it on a Spark cluster (--engine spark --master URL)",
+        )
+
+
+def _first_repeat(spill: Spill, repeated: np.ndarray) -> tuple[int, int]:
+    """(row, key) of the earliest row whose key (one of ``repeated``) an earlier row holds."""
+    seen = np.zeros(0, dtype=np.uint64)
+    start = 0
+    for chunk in spill.chunks(("key",)):
+        key = chunk["key"]
+        where = np.flatnonzero(np.isin(key, repeated))
+        if where.size:
+            mine = key[where]
+            _, first = np.unique(mine, return_index=True)
+            later = np.ones(len(where), dtype=bool)
+            later[first] = False
+            later |= np.isin(mine, seen)
+            if later.any():
+                i = int(where[np.argmax(later)])
+                return start + i, int(key[i])
+            seen = np.union1d(seen, mine)
+        start += len(key)
+    raise RuntimeError("internal error: a repeated key was not found again")
+
+
+@dataclass
+class Counted:
+    """Pass 2's sums: the figures' counts, and with resampling the intervals' and groups'."""
+
+    counts: positions.Counts
+    misses: np.ndarray | None = None  # int64 (T, B), stats.spec.miss_counts' first
+    optimistic: np.ndarray | None = None  # int64 (T,)
+    code_counts: list[np.ndarray] | None = None  # groups.code_miss_counts, summed
+
+
+def _count(
+    spill: Spill, encoder: BatchEncoder, gt: GroundTruth, r: Resampling | None
+) -> tuple[positions.TrueScores, Counted]:
+    """The true scores and every count of the spilled rows, one chunk at a time."""
+    true_query, true_score = encoder.true_pairs()
+    truth = positions.TrueScores.of(true_query, true_score)
+    counted = Counted(positions.Counts.zero(truth))
+    levels = stats_spec.levels_of(truth.score)
+    keys = stats_spec.ground_truth_keys(gt, r.seed) if r is not None else None
+    if r is not None:
+        weights.remember(keys, r.resamples)
+    by_code = _code_levels(truth, r)
+    for chunk in spill.chunks():
+        query, label, score = chunk["query"].astype(np.int64), chunk["label"], chunk["score"]
+        counted.counts.add(positions.count_rows(truth, query, label, score))
+        if r is None:
+            continue
+        miss = ~label
+        fixed = query[miss] < 0
+        at = np.maximum(query[miss], 0)
+        parts = stats_spec.miss_counts(levels, score[miss], keys[at], fixed, r)
+        counted.misses = _plus(counted.misses, parts[0])
+        counted.optimistic = _plus(counted.optimistic, parts[1])
+        if by_code is not None:
+            code = np.where(fixed, r.groups.none, r.groups.codes[at])
+            more = group_stats.code_miss_counts(by_code, score[miss], keys[at], fixed, code, r)
+            counted.code_counts = (
+                more
+                if counted.code_counts is None
+                else [a + b for a, b in zip(counted.code_counts, more)]
+            )
+    return truth, counted
+
+
+def _code_levels(truth: positions.TrueScores, r: Resampling | None) -> list | None:
+    if r is None or r.groups is None:
+        return None
+    return group_stats.code_levels(truth.score, r.groups.codes[truth.query], r.groups.none)
+
+
+def _plus(total: np.ndarray | None, more: np.ndarray) -> np.ndarray:
+    return more if total is None else total + more
+
+
+def _metrics(
+    gt: GroundTruth,
+    truth: positions.TrueScores,
+    counted: Counted,
+    encoder: BatchEncoder,
+    n_rows: int,
+    curve_points: int,
+) -> MatchingMetrics:
+    stats = positions.QueryStats(n_rows, encoder.unknown_rows, encoder.distinct_queries())
+    metrics = positions.metrics_from_parts(gt, truth, counted.counts, stats, curve_points)
+    return coverage.check_counted(encoder.id_counts, gt, metrics, None)
+
+
+def _with_statistics(
+    metrics: MatchingMetrics,
+    truth: positions.TrueScores,
+    counted: Counted,
+    encoder: BatchEncoder,
+    gt: GroundTruth,
+    r: Resampling,
+) -> MatchingMetrics:
+    """``metrics`` with the intervals and tie sensitivity (and the group table) from the
+    summed counts: ``stats.spec.uncertainty_of``, as every engine finishes them."""
+    levels = stats_spec.levels_of(truth.score)
+    t = len(levels)
+    misses = counted.misses if counted.misses is not None else np.zeros((t, r.resamples), np.int64)
+    optimistic = counted.optimistic if counted.optimistic is not None else np.zeros(t, np.int64)
+    keys = stats_spec.ground_truth_keys(gt, r.seed)
+    pairs = (keys[truth.query], truth.score, positions.ranks(counted.counts))
+    positives = stats_spec.positive_keys(gt, r.seed)
+    uncertainty = stats_spec.uncertainty_of(levels, misses, optimistic, pairs, positives, r)
+    metrics = replace(metrics, uncertainty=uncertainty)
+    if r.groups is None:
+        return metrics
+    codes = r.groups.codes
+    table = group_stats.table(
+        r.groups,
+        _code_levels(truth, r),
+        counted.code_counts,
+        (*pairs, codes[truth.query]),
+        (positives, group_stats.positive_codes(gt, codes)),
+        r,
+    )
+    return replace(metrics, groups=table)
