@@ -115,8 +115,8 @@ def _add_engine_arguments(p: argparse.ArgumentParser, conf: dict[str, Any]) -> N
         conf,
         "--engine",
         choices=("auto", "spark", "local"),
-        help="matching track, one file: local scores it in this process (no JVM); auto "
-        "does so for a local file up to --local-max-bytes",
+        help="matching track, one file: local scores it in this process (no JVM), a "
+        "file past --local-max-bytes read in batches; auto does so for one local file",
     )
     add_option(
         p,
@@ -124,9 +124,9 @@ def _add_engine_arguments(p: argparse.ArgumentParser, conf: dict[str, Any]) -> N
         "--local-max-bytes",
         type=parse_limit,
         metavar="SIZE",
-        help="the largest file --engine auto scores in process, and --pool-plan auto "
-        "in one task (such as 256M or 1G; auto: in process, sized from the memory "
-        "available; in a task, 256M)",
+        help="the largest file read whole in this process (a larger one is read in "
+        "batches), and that --pool-plan auto scores in one task (such as 256M or 1G; "
+        "auto: in process, sized from the memory available; in a task, 256M)",
     )
 
 
