@@ -24,7 +24,7 @@ $(VENV)/.installed: setup.cfg pyproject.toml
 	@$(BIN)/python -m pip --version >/dev/null 2>&1 || { echo "$(PYTHON) -m venv --clear $(VENV)"; \
 	    $(PYTHON) -m venv --clear $(VENV); }
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev,docs]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,docs,bench]'
 	@touch $@
 
 java:

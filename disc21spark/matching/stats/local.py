@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from disc21spark.matching import spec as matching_spec
-from disc21spark.matching.arrays import numbers, strings
+from disc21spark.matching.arrays import strings
+from disc21spark.matching.codes import index_in
 from disc21spark.matching.model import GroundTruth
 from disc21spark.matching.stats import groups, spec, weights
 from disc21spark.matching.stats.groups_table import GroupTable
@@ -38,8 +38,7 @@ def _sample(
     """The bootstrap's sample, each distinct query's index in the ground truth (int64,
     -1 when unknown) and each row's index among the distinct queries (int64 (n,))."""
     distinct, codes = e.query_ids, e.query
-    found = pc.index_in(distinct, value_set=strings(gt.query_ids))
-    index = numbers(pc.fill_null(found, -1)).astype(np.int64)
+    index = index_in(distinct, strings(gt.query_ids))
     # the ground truth's keys and weights, computed once in this process for every
     # submission scored against it; an unknown query's key hashed here
     known = spec.ground_truth_keys(gt, r.seed)

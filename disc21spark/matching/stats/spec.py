@@ -74,10 +74,10 @@ def weighted_counts(
     ``bucket`` int (n,), rows at n_buckets or more are left out; ``keys`` uint64 (n,) the
     rows' query keys; ``fixed`` bool (n,): rows of weight 1 in every resample. Executors
     call this on their own rows and the partial counts add up to the whole."""
-    from scipy import sparse
-
     b = resampling.resamples
     out = np.zeros((n_buckets, b), dtype=np.int64)
+    if not b:  # no resample: nothing to weigh (and no scipy to import)
+        return out
     keep = bucket < n_buckets
     ones = keep & fixed
     if ones.any():
@@ -85,6 +85,8 @@ def weighted_counts(
     drawn = keep & ~fixed
     if not drawn.any():
         return out
+    from scipy import sparse
+
     # integer sums: the order of the columns changes no count
     unique, column = factorize(keys[drawn])
     counts = sparse.csr_matrix(
