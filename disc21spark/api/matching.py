@@ -28,6 +28,10 @@ from disc21spark.matching.model import GroundTruth, MatchingMetrics, Submission
 
 _MAX_RESULTS = config.value("evaluate", "max_results", int)
 _CURVE_POINTS = config.value("evaluate", "curve_points", int)
+# the intervals' options (docs/statistics.md), the command's defaults
+_RESAMPLES = config.value("evaluate", "resamples", int)
+_CONFIDENCE = config.value("evaluate", "confidence", float)
+_SEED = config.value("evaluate", "seed", int)
 
 
 def evaluate(
@@ -42,6 +46,9 @@ def evaluate(
     ground_truth_format: str = "auto",
     local_max_bytes: int | None = LOCAL_MAX_BYTES,
     query_groups: str | os.PathLike | None = None,
+    resamples: int = _RESAMPLES,
+    confidence: float = _CONFIDENCE,
+    seed: int = _SEED,
 ) -> MatchingMetrics:
     """Score one matching-track submission: μAP, recall at precision 0.9, recall at rank
     1 and 10, exactly as ``disc21spark evaluate`` (and the official ISC2021 scorer).
@@ -70,6 +77,9 @@ def evaluate(
     query_groups : path or None
         A CSV ``query_id,group`` (``--query-groups``): each group's figures, over its
         queries and every query in no group, with intervals (docs/statistics.md).
+    resamples, confidence, seed : int, float, int
+        The bootstrap's intervals (``--resamples``, ``--confidence``, ``--seed``; 0
+        resamples: none); the same seed gives the same bits.
 
     Returns
     -------
@@ -87,7 +97,8 @@ def evaluate(
     A Spark DataFrame is scored where it is (no files); what the scorer caches is
     released before the call returns, error or not."""
     given = (max_results, curve_points, partitions, predictions_format, ground_truth_format)
-    options, one = _options(*given, query_groups), {label("predictions", predictions): predictions}
+    options = _options(*given, query_groups, (resamples, confidence, seed))
+    one = {label("predictions", predictions): predictions}
     args, chosen, gt = _prepared(ground_truth, one, engine, local_max_bytes, options)
     return _score_one(chosen, gt, predictions, args)
 
@@ -99,9 +110,14 @@ def _options(
     predictions_format: str,
     ground_truth_format: str,
     query_groups: str | os.PathLike | None,
+    intervals: tuple[int, float, int],
 ) -> dict[str, Any]:
     """The command's options both functions take, by their option names."""
+    resamples, confidence, seed = intervals
     return {
+        "resamples": resamples,
+        "confidence": confidence,
+        "seed": seed,
         "max_results": max_results,
         "curve_points": curve_points,
         "partitions": partitions,
@@ -153,9 +169,11 @@ def _score_one(
         return score_predictions(engine.spark, job, gt, Phases())
     source = label(name, predictions)
     if not engine.choice.needs_spark:
-        # a table gets intervals only with groups, which are reported with theirs
-        with_groups = job.resampling if job.groups is not None else None
-        return score_table(predictions, source, gt, job.max_results, job.curve_points, with_groups)
+        # a table gets the intervals a file gets (resamples=0: none, unless its groups
+        # are asked for, which are reported with theirs)
+        wanted = job.resampling.resamples or job.groups is not None
+        r = job.resampling if wanted else None
+        return score_table(predictions, source, gt, job.max_results, job.curve_points, r)
     return score_frame(
         engine.spark, _spark_raw(engine.spark, predictions, source), source, gt, job, Phases()
     )
@@ -193,6 +211,9 @@ def evaluate_pool(
     pool_plan: str | None = None,
     local_max_bytes: int | None = LOCAL_MAX_BYTES,
     query_groups: str | os.PathLike | None = None,
+    resamples: int = _RESAMPLES,
+    confidence: float = _CONFIDENCE,
+    seed: int = _SEED,
 ) -> Leaderboard:
     """Score many submissions at once; a bad one is marked invalid with its one-line
     message and does not sink the others (as ``disc21spark evaluate`` with a pool).
@@ -213,6 +234,8 @@ def evaluate_pool(
     pool_plan : {"auto", "per-file", "one-sort"} or None
     query_groups : path or None
         As for ``evaluate``: each submission's ``by_group()``, and the leaderboard's.
+    resamples, confidence, seed : as for ``evaluate``
+        The intervals and the tiers drawn from them.
 
     Returns
     -------
@@ -227,7 +250,7 @@ def evaluate_pool(
         submission is reported in the leaderboard instead.
     """
     given = (max_results, curve_points, partitions, predictions_format, ground_truth_format)
-    options = _options(*given, query_groups)
+    options = _options(*given, query_groups, (resamples, confidence, seed))
     if _all_paths(predictions):
         options.update(local_max_bytes=local_max_bytes, pool_plan=pool_plan)
         return _pool_of_files(ground_truth, predictions, submission, engine, options)

@@ -11,6 +11,7 @@ with the same rules and words (``rows.line_problem``). Nothing here imports PySp
 from __future__ import annotations
 
 import sys
+import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -122,18 +123,42 @@ def iter_pairs(source: Source, fmt: str, batch_bytes: int) -> Iterator[Pairs]:
     bad_rows: list[object] = []
     with _quiet_decoding():
         try:
-            reader = csv.open_csv(source.arrow_input(), **_csv_options(bad_rows, batch_bytes))
-            for batch in reader:
-                if batch.num_rows or bad_rows:
-                    yield _checked(source, batch, bad_rows)
+            for chunk in _line_chunks(source, batch_bytes):
+                try:
+                    table = csv.read_csv(pa.py_buffer(chunk), **_csv_options(bad_rows))
+                except pa.ArrowInvalid as exc:
+                    if "Empty CSV file" in str(exc):  # blank lines only
+                        continue
+                    raise
+                yield _checked(source, table, bad_rows)
         except pa.ArrowInvalid as exc:
-            if "Empty CSV file" not in str(exc):
-                raise _unreadable_csv(source, exc) from None
-        except (OSError, EOFError) as exc:
             raise _unreadable_csv(source, exc) from None
+        except (OSError, EOFError, zlib.error) as exc:
+            raise _unreadable_csv(source, OSError(f"{type(exc).__name__}: {exc}")) from None
 
 
-def _csv_options(bad_rows: list, block_size: int | None = None) -> dict:
+def _line_chunks(source: Source, size: int) -> Iterator[bytes]:
+    """The decompressed bytes of a CSV file in chunks of about ``size`` that end at a
+    line's end (Arrow's: a newline or a carriage return), each parsed by Arrow's
+    multi-threaded reader as a file of its own. A line longer than the reader takes
+    (LONGEST_LINE) is named by ``_first_bad_line`` before it is held whole."""
+    carry = b""
+    with source.open_binary() as fh:
+        while block := fh.read(size):
+            data = carry + block if carry else block
+            cut = max(data.rfind(b"\n"), data.rfind(b"\r"))
+            if cut < 0:
+                if len(data) > 2 * LONGEST_LINE:
+                    raise _first_bad_line(source)
+                carry = data
+                continue
+            carry = data[cut + 1 :]
+            yield data[: cut + 1]
+    if carry:
+        yield carry
+
+
+def _csv_options(bad_rows: list) -> dict:
     """Arrow's CSV options under the official reader's rules; a line of the wrong field
     count (not blanks only) is put in ``bad_rows`` and skipped."""
     import pyarrow.csv as csv
@@ -143,11 +168,8 @@ def _csv_options(bad_rows: list, block_size: int | None = None) -> dict:
             bad_rows.append(row)
         return "skip"
 
-    read = csv.ReadOptions(column_names=list(PREDICTION_COLUMNS))
-    if block_size is not None:
-        read.block_size = block_size
     return dict(
-        read_options=read,
+        read_options=csv.ReadOptions(column_names=list(PREDICTION_COLUMNS)),
         parse_options=csv.ParseOptions(
             quote_char=False, escape_char=False, invalid_row_handler=invalid
         ),
