@@ -273,3 +273,33 @@ def test_a_source_is_read_the_same_in_batches(tmp_path):
     assert sum(len(p.score) for p in parts) == len(all_at_once.score)
     np.testing.assert_array_equal(np.concatenate([p.score for p in parts]), all_at_once.score)
     assert [v for p in parts for v in p.query.to_pylist()] == all_at_once.query.to_pylist()
+
+
+def test_pairs_that_share_a_key_are_told_apart_by_their_ids(tmp_path, monkeypatch):
+    """Every reference hashed alike (a collision for every pair of a query): a file with
+    no repeated pair is scored as the whole file is, and one with a repeat is named as
+    the whole file names it."""
+    from disc21spark.matching import codes
+
+    gt = make_gt(10, 6)
+    frame = random_submission(np.random.default_rng(3), gt, 400, 50)
+    path = write(frame, tmp_path / "p.csv")
+    expected = whole(path, gt).to_dict()
+    monkeypatch.setattr(codes, "string_hashes", lambda values: np.zeros(len(values), np.uint64))
+    assert batched(path, gt, batch_bytes=500).to_dict() == expected
+    lines = path.read_text().splitlines()
+    path.write_text("\n".join([*lines, lines[7], ""]))
+    said = error_of(lambda: batched(path, gt, batch_bytes=500))
+    monkeypatch.undo()
+    assert said == error_of(lambda: whole(path, gt))
+
+
+def test_string_hashes_follow_the_bytes():
+    from disc21spark.matching.arrays import strings
+    from disc21spark.matching.codes import string_hashes
+
+    values = ["R1", "R1", "R10", "1R", "R01", "é", "R1 ", "x" * 5000]
+    h = string_hashes(strings(values))
+    assert h[0] == h[1] and len(set(h[1:].tolist())) == len(values) - 1
+    sliced = strings(["a", *values]).slice(1)  # an offset into the buffers
+    np.testing.assert_array_equal(string_hashes(sliced), h)

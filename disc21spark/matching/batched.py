@@ -28,8 +28,9 @@ import numpy as np
 from disc21spark.core.errors import InputError
 from disc21spark.core.phases import Phases
 from disc21spark.matching import coverage, positions
+from disc21spark.matching.arrays import strings
 from disc21spark.matching.codes import BatchEncoder
-from disc21spark.matching.local_read import iter_pairs
+from disc21spark.matching.local_read import iter_pairs, lines_holding
 from disc21spark.matching.model import GroundTruth, MatchingMetrics
 from disc21spark.matching.rows import duplicate_reason, max_results_error
 from disc21spark.matching.source import Source
@@ -103,11 +104,16 @@ def score_source(
             error = max_results_error(given, spill.rows, max_results)
             if error is not None:
                 raise error
-            _check_repeats(source, spill, encoder)
+            _check_repeats(source, fmt, batch_bytes, spill, encoder)
             note["rows"] = spill.rows
         with phases.phase("score") as note:
             truth, counted = _count(spill, encoder, gt, resampling)
             metrics = _metrics(gt, truth, counted, encoder, spill.rows, curve_points)
+
+            def ids():  # the ids looked at again only for a submission that needs it
+                return encoder.query_counts(), _reference_counts(source, fmt, batch_bytes)
+
+            metrics = coverage.check_counted(ids, gt, metrics, None)
             note["rows"] = metrics.n_predictions
             note["detail"] = f"{metrics.n_true_positives:,} true positives, counted in batches"
     if resampling is not None:
@@ -118,10 +124,13 @@ def score_source(
     return metrics
 
 
-def _check_repeats(source: Source, spill: Spill, encoder: BatchEncoder) -> None:
+def _check_repeats(
+    source: Source, fmt: str, batch_bytes: int, spill: Spill, encoder: BatchEncoder
+) -> None:
     """A repeated pair, named as the whole-file engine names it: the earliest row whose
     pair an earlier row holds. The keys are sorted in place (8 bytes a row): InputError
-    naming the way out when this machine's memory cannot hold them."""
+    naming the way out when this machine's memory cannot hold them. A repeated key is
+    checked on the ids, read again (two pairs can share a key)."""
     _memory_for_keys(source, spill.rows)
     keys = np.empty(spill.rows, dtype=np.uint64)
     at = 0
@@ -129,21 +138,68 @@ def _check_repeats(source: Source, spill: Spill, encoder: BatchEncoder) -> None:
         keys[at : at + len(chunk["key"])] = chunk["key"]
         at += len(chunk["key"])
     keys.sort()
-    repeated = np.unique(keys[1:][keys[1:] == keys[:-1]])
-    if not repeated.size:
-        return
-    row, key = _first_repeat(spill, repeated)
-    copies = int(np.searchsorted(keys, key, "right") - np.searchsorted(keys, key, "left"))
+    suspects = np.unique(keys[1:][keys[1:] == keys[:-1]])
     del keys
-    q, r = encoder.ids_of(key)
-    from disc21spark.matching.local_read import lines_holding
-
+    if not suspects.size:
+        return
+    found = _first_repeat(iter_pairs(source, fmt, batch_bytes), encoder, suspects)
+    if found is None:  # keys shared by different pairs only
+        return
+    (q, r), copies = found
     lines = lines_holding(source, (q, r)) if source.fmt("auto") == "csv" else []
     raise InputError(
         source.where,
         duplicate_reason(q, r, copies),
         f"lines {lines[0]} and {lines[1]}" if len(lines) == 2 else None,
     )
+
+
+def _first_repeat(
+    batches: Iterator, encoder: BatchEncoder, suspects: np.ndarray
+) -> tuple[tuple[str, str], int] | None:
+    """((query id, reference id), copies) of the earliest row whose pair an earlier row
+    holds, among the rows whose key is a suspect; None when no pair repeats."""
+    seen: dict[tuple[str, str], int] = {}
+    first = None
+    for pairs in batches:
+        rows = np.flatnonzero(np.isin(encoder.keys(pairs), suspects))
+        if not rows.size:
+            continue
+        picked = np.asarray(rows)
+        for pair in zip(
+            pairs.query.take(picked).to_pylist(), pairs.reference.take(picked).to_pylist()
+        ):
+            seen[pair] = seen.get(pair, 0) + 1
+            if first is None and seen[pair] == 2:
+                first = pair
+    return None if first is None else (first, seen[first])
+
+
+def _reference_counts(source: Source, fmt: str, batch_bytes: int):
+    """(distinct reference ids, rows of each) of the file, read again: asked for only
+    when the coverage warnings must look at the ids (``coverage.needs_id_check``)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    parts, held = [], 0
+    for pairs in iter_pairs(source, fmt, batch_bytes):
+        counted = pc.value_counts(pairs.reference)
+        parts.append(pa.table({"id": counted.field("values"), "n": counted.field("counts")}))
+        held += len(counted)
+        if held > (1 << 22) and len(parts) > 1:  # merge: the distinct ids, not every batch's
+            parts, held = [_summed(parts)], 0
+    if not parts:
+        return strings([]), np.zeros(0, np.int64)
+    total = _summed(parts)
+    return total.column("id").combine_chunks(), total.column("n").to_numpy()
+
+
+def _summed(parts: list):
+    """One table of (id, n): the parts' rows added up by id."""
+    import pyarrow as pa
+
+    table = pa.concat_tables(parts).group_by("id").aggregate([("n", "sum")])
+    return pa.table({"id": table.column("id"), "n": table.column("n_sum")})
 
 
 def _memory_for_keys(source: Source, rows: int) -> None:
@@ -157,27 +213,6 @@ def _memory_for_keys(source: Source, rows: int) -> None:
             f"more than the {free / 2**30:.1f} GiB of memory available; free memory or "
             "score it on a Spark cluster (--engine spark --master URL)",
         )
-
-
-def _first_repeat(spill: Spill, repeated: np.ndarray) -> tuple[int, int]:
-    """(row, key) of the earliest row whose key (one of ``repeated``) an earlier row holds."""
-    seen = np.zeros(0, dtype=np.uint64)
-    start = 0
-    for chunk in spill.chunks(("key",)):
-        key = chunk["key"]
-        where = np.flatnonzero(np.isin(key, repeated))
-        if where.size:
-            mine = key[where]
-            _, first = np.unique(mine, return_index=True)
-            later = np.ones(len(where), dtype=bool)
-            later[first] = False
-            later |= np.isin(mine, seen)
-            if later.any():
-                i = int(where[np.argmax(later)])
-                return start + i, int(key[i])
-            seen = np.union1d(seen, mine)
-        start += len(key)
-    raise RuntimeError("internal error: a repeated key was not found again")
 
 
 @dataclass
@@ -243,8 +278,7 @@ def _metrics(
     curve_points: int,
 ) -> MatchingMetrics:
     stats = positions.QueryStats(n_rows, encoder.unknown_rows, encoder.distinct_queries())
-    metrics = positions.metrics_from_parts(gt, truth, counted.counts, stats, curve_points)
-    return coverage.check_counted(encoder.id_counts, gt, metrics, None)
+    return positions.metrics_from_parts(gt, truth, counted.counts, stats, curve_points)
 
 
 def _with_statistics(

@@ -3,8 +3,11 @@
 The batched in-process engine (``batched.py``) labels a file a batch at a time, so it
 cannot dictionary-encode the whole file at once as ``local.encode`` does. A query is
 coded by its index in the ground truth (an unknown one after them, in order of first
-appearance); a reference by its order of first appearance. A pair's key is the two
-codes in one uint64 (query code in the high 32 bits), equal for equal pairs in any batch.
+appearance). A reference needs no code of its own: the label asks only whether it is
+one of the ground truth's positive references, and a pair's key is a 64-bit hash of its
+query's code and its reference's bytes (``string_hashes``), equal for equal pairs in
+any batch. Two different pairs may share a key (about one chance in 2^64 / n² for n
+pairs): a repeated key is a suspect, which ``batched.py`` checks on the ids themselves.
 Nothing here imports PySpark.
 """
 
@@ -59,9 +62,48 @@ def mask(flags: np.ndarray) -> pa.Array:
     return pa.Array.from_buffers(pa.bool_(), len(flags), [None, pa.py_buffer(bits)])
 
 
+# splitmix64's constants: a finalizer that spreads every input bit over the output
+GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+MIX1, MIX2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
+# the polynomial hash's base (odd) and the powers of it for the bytes of a string
+BASE = np.uint64(0x100000001B3)
+
+
+def mix(x: np.ndarray) -> np.ndarray:
+    """splitmix64's finalizer of uint64 values (wrapping arithmetic)."""
+    with np.errstate(over="ignore"):
+        x = x.copy()
+        x ^= x >> np.uint64(30)
+        x *= MIX1
+        x ^= x >> np.uint64(27)
+        x *= MIX2
+        x ^= x >> np.uint64(31)
+    return x
+
+
+def string_hashes(values: pa.Array) -> np.ndarray:
+    """uint64 (n,): a hash of each string's bytes (none empty): the polynomial
+    Σ (byte + 1) · BASE^position mod 2^64, its length mixed in, then ``mix``."""
+    offsets = np.frombuffer(values.buffers()[1], np.int32, len(values) + 1, values.offset * 4)
+    first, last = int(offsets[0]), int(offsets[-1])
+    data = np.frombuffer(values.buffers()[2], np.uint8)[first:last] if last > first else None
+    if data is None:
+        return np.zeros(len(values), dtype=np.uint64)
+    starts = (offsets[:-1] - first).astype(np.int64)
+    lengths = np.diff(offsets).astype(np.int64)
+    position = np.arange(last - first, dtype=np.int64) - np.repeat(starts, lengths)
+    with np.errstate(over="ignore"):
+        powers = np.ones(int(lengths.max()), dtype=np.uint64)
+        powers[1:] = np.cumprod(np.full(len(powers) - 1, BASE, dtype=np.uint64))
+        terms = (data.astype(np.uint64) + np.uint64(1)) * powers[position]
+        total = np.add.reduceat(terms, starts)
+        return mix(total ^ (lengths.astype(np.uint64) * GOLDEN))
+
+
 class BatchEncoder:
     """Labels and codes for one submission's batches against ``gt``; keeps the true
-    pairs, the distinct ids and the rows of each, for the counts and the warnings."""
+    pairs, the distinct unknown query ids and the rows of each, for the counts and the
+    warnings."""
 
     def __init__(self, gt: GroundTruth) -> None:
         self.known = strings(gt.query_ids)
@@ -73,7 +115,6 @@ class BatchEncoder:
         self.positive_keys = positive_query * self.width + positive_ref
         self.query_rows = np.zeros(len(self.known), dtype=np.int64)
         self.unknown = Dictionary()
-        self.references = Dictionary()
         self.unknown_rows = 0
         self._true: list[tuple[np.ndarray, np.ndarray]] = []
 
@@ -89,16 +130,30 @@ class BatchEncoder:
             unknown_ids = pairs.query.filter(mask(unknown))
             code[unknown] = len(self.known) + self.unknown.codes(unknown_ids)[0]
         self.query_rows += np.bincount(query[~unknown], minlength=len(self.known))
-        reference, distinct, at = self.references.codes(pairs.reference)
-        positive = index_in(distinct, self.positive_refs)[at]
+        references = pc.dictionary_encode(pairs.reference)
+        at = numbers(references.indices).astype(np.int64)
+        positive = index_in(references.dictionary, self.positive_refs)[at]
         label = np.zeros(len(query), dtype=bool)
         matched = np.flatnonzero((query >= 0) & (positive >= 0))
         label[matched] = np.isin(
             query[matched] * self.width + positive[matched], self.positive_keys
         )
         self._true.append((query[label], pairs.score[label]))
-        key = (code.astype(np.uint64) << LOW) | reference.astype(np.uint64)
-        return query, label, pairs.score, key
+        return query, label, pairs.score, self._keys(code, pairs.reference)
+
+    def keys(self, pairs: Pairs) -> np.ndarray:
+        """uint64 (n,): the pair keys of a batch already encoded (nothing is counted)."""
+        query = index_in(pairs.query, self.known)
+        unknown = query < 0
+        if unknown.any():
+            found = index_in(pairs.query.filter(mask(unknown)), self.unknown.values)
+            query[unknown] = len(self.known) + found
+        return self._keys(query, pairs.reference)
+
+    @staticmethod
+    def _keys(code: np.ndarray, reference: pa.Array) -> np.ndarray:
+        with np.errstate(over="ignore"):
+            return mix(string_hashes(reference) + code.astype(np.uint64) * GOLDEN)
 
     def true_pairs(self) -> tuple[np.ndarray, np.ndarray]:
         """(int64 query indices, float64 scores) of every true pair, in file order."""
@@ -112,15 +167,7 @@ class BatchEncoder:
     def distinct_queries(self) -> int:
         return int(np.count_nonzero(self.query_rows)) + len(self.unknown.values)
 
-    def ids_of(self, key: int) -> tuple[str, str]:
-        """The (query id, reference id) of a pair key."""
-        query, reference = key >> 32, key & 0xFFFFFFFF
-        known = len(self.known)
-        q = self.known[query] if query < known else self.unknown.values[query - known]
-        return q.as_py(), self.references.values[reference].as_py()
-
-    def id_counts(self) -> tuple[tuple, tuple]:
-        """((query ids, rows of each), (reference ids, rows of each)), for ``coverage``."""
+    def query_counts(self) -> tuple[pa.Array, np.ndarray]:
+        """(query ids, rows of each): the ground truth's, then the unknown ones."""
         queries = pa.concat_arrays([self.known, self.unknown.values])
-        rows = np.concatenate([self.query_rows, self.unknown.rows])
-        return (queries, rows), (self.references.values, self.references.rows)
+        return queries, np.concatenate([self.query_rows, self.unknown.rows])
