@@ -6,11 +6,13 @@
     BENCH_RESAMPLES=N: --resamples of the scaling runs (default: the product's)
     BENCH_SKIP=numpy,disc21spark in process: contenders left out (by how their names begin)
 
-disc21spark runs four times: spark-submit with its defaults (one file that fits
---local-max-bytes takes the per-file plan), spark-submit with --engine spark (the
-distributed plan, forced), the same with --resamples 0 (no bootstrap: the official scorer computes no
-intervals), and python jobs/evaluate.py with --engine local (the in-process engine that --engine auto
-picks for one local file). The last lines print issue 21's goals against the ratios.
+disc21spark runs five times: spark-submit with its defaults (one local file is scored in
+process, a file past --local-max-bytes in batches), spark-submit with --engine spark (the
+distributed plan, forced), the same with --resamples 0 (no bootstrap: the official scorer
+computes no intervals), python jobs/evaluate.py with --engine local, and python
+jobs/evaluate.py with --resamples 0 and otherwise its defaults, beside DuckDB (a handful
+of SQL statements, benchmarks/duckdb_scorer.py). The last lines print each one's speed
+against the peers and the goal of the size.
 
 Each contender runs as its own process; wall time includes start-up (the JVM for the
 Spark ones) and peak memory is the largest resident set of the whole process tree
@@ -87,6 +89,8 @@ def report(stem: str, lines: list[str], results: dict | None = None) -> None:
 
 def disc21spark_result(name: str) -> dict | None:
     """The metrics.json a disc21spark contender wrote (None: another scorer)."""
+    if name.startswith("disc21spark python"):
+        return json.loads((RESULTS / "out_python" / "metrics.json").read_text())
     if name.startswith("disc21spark in process"):
         return json.loads((RESULTS / "out_local" / "metrics.json").read_text())
     if name.startswith("disc21spark defaults"):
@@ -111,6 +115,7 @@ GOALS = {  # rows: (peer, the least speed-up over it)
     20_000_000: ("official ISC2021 (pure Python)", 5.0),
     50_000_000: ("naive Spark plan (Window.orderBy)", 2.0),
 }
+DUCKDB = "DuckDB (SQL, every core)"
 SCALING_GOAL = 1.8  # local[2] over local[1], the distributed plan on one file
 
 
@@ -185,6 +190,20 @@ def contenders(data: Path, rows: int, env: dict) -> dict[str, list[str]]:
             "--engine",
             "local",
         ],
+        # issue 32's contender: what python jobs/evaluate.py picks (engine auto: in
+        # process, a file past --local-max-bytes in batches), figures only, beside DuckDB
+        "disc21spark python --resamples 0 (engine auto)": [
+            sys.executable,
+            *ours(data, RESULTS / "out_python"),
+            "--resamples",
+            "0",
+        ],
+        "DuckDB (SQL, every core)": [
+            sys.executable,
+            str(ROOT / "benchmarks" / "duckdb_scorer.py"),
+            str(GT),
+            str(data),
+        ],
         "numpy specification (1 process)": [
             sys.executable,
             str(ROOT / "benchmarks" / "numpy_scorer.py"),
@@ -240,7 +259,8 @@ def goal_lines(results: dict[str, dict], rows: int) -> list[str]:
         return [
             f"\nscaling local[1] → local[2]: {one / two:.2f}× (goal ≥ {SCALING_GOAL}×: {verdict})"
         ]
-    for peer in ("official ISC2021 (pure Python)", "naive Spark plan (Window.orderBy)"):
+    peers = ("official ISC2021 (pure Python)", "naive Spark plan (Window.orderBy)", DUCKDB)
+    for peer in peers:
         if peer not in results:
             continue
         for name in (n for n in names if n.startswith("disc21spark")):

@@ -138,13 +138,9 @@ def choose(
 def _local(
     predictions: Sequence[str], engine: str, local_max_bytes: int | None, input_kind: str
 ) -> Choice:
-    """The local engine for one local file: read whole within the in-process limit, in
-    batches past it (a file past memory is scored on this machine, not sent to Spark)."""
-    batches = None
-    if input_kind == "path":
-        limit = in_process_limit(local_max_bytes)
-        if os.path.getsize(_local_path(predictions[0])) > limit:
-            batches = batch_bytes(limit)
+    """The local engine for one local file, read in batches sized from the in-process
+    limit (a file past memory is scored on this machine too, not sent to Spark)."""
+    batches = batch_bytes(in_process_limit(local_max_bytes)) if input_kind == "path" else None
     if "PYSPARK_GATEWAY_PORT" in os.environ:  # started by spark-submit
         log.info(
             "spark-submit: one local file is scored in this process, with no Spark "

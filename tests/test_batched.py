@@ -202,13 +202,14 @@ def test_an_empty_file_and_a_header_alone(tmp_path):
 
 
 def test_a_file_past_the_limit_is_read_in_batches_on_this_machine(tmp_path):
-    """``engine.choose``: past --local-max-bytes (auto too) the local engine, in batches;
-    within it, whole; --engine spark still goes to Spark."""
+    """``engine.choose``: one local file goes to the local engine whatever its size (a
+    file past memory too), in batches of a sixteenth of --local-max-bytes (2M to 64M);
+    --engine spark still goes to Spark."""
     path = tmp_path / "p.csv"
     path.write_text("Q000,R000,0.5\n" * 1000)
     past = engine.choose([str(path)], local_max_bytes=1000)
     assert (past.engine, past.batch_bytes) == ("local", engine.SMALLEST_BATCH)
-    assert engine.choose([str(path)], local_max_bytes=10**6).batch_bytes is None
+    assert engine.choose([str(path)], local_max_bytes=320 << 20).batch_bytes == 20 << 20
     assert engine.choose([str(path)], engine="local", local_max_bytes=1000).batch_bytes
     assert engine.choose([str(path)], engine="spark", local_max_bytes=1000).engine == "spark"
     assert engine.batch_bytes(1 << 40) == engine.BATCH_BYTES
@@ -228,13 +229,13 @@ def test_memory_that_cannot_hold_the_keys_is_one_line(tmp_path, monkeypatch):
 
 def test_the_command_past_a_small_limit_scores_every_format_in_batches(tmp_path):
     """``python jobs/evaluate.py`` with defaults but for --local-max-bytes (so that these
-    files count as past memory): the whole file's metrics.json, CSV, gzip and Parquet,
-    its phase line says batches, and no Spark session starts."""
+    files count as past memory, read in 2 MiB batches): the metrics.json of the file read
+    in one batch, for CSV, gzip and Parquet; the phase line says batches; no Spark."""
     gt_path = ROOT / "data" / "disc21_dev_ground_truth.csv"
     sub = tmp_path / "p.csv"
     subprocess.run(
         [sys.executable, "-m", "disc21spark.testing.synth", "--ground-truth", str(gt_path)]
-        + ["--output", str(sub), "--predictions", "40000", "--seed", "8"],
+        + ["--output", str(sub), "--predictions", "120000", "--seed", "8"],
         check=True,
         capture_output=True,
     )
@@ -262,14 +263,14 @@ def test_the_command_past_a_small_limit_scores_every_format_in_batches(tmp_path)
 
 def test_a_source_is_read_the_same_in_batches(tmp_path):
     """The reader alone: concatenated batches are the whole file's pairs."""
-    from disc21spark.matching.local_read import iter_pairs, read_pairs
+    from disc21spark.matching.local_read import iter_pairs
 
     path = tmp_path / "p.csv"
     path.write_text(" Q1 , R1 ,0.5\n\nquery_id,reference_id,score\nQ2,R2,-0.0\n" * 50)
     source = Source.local(str(path))
     parts = list(iter_pairs(source, "auto", 40))
     assert len(parts) > 5
-    all_at_once = read_pairs(source)
+    (all_at_once,) = iter_pairs(source, "auto", 1 << 20)
     assert sum(len(p.score) for p in parts) == len(all_at_once.score)
     np.testing.assert_array_equal(np.concatenate([p.score for p in parts]), all_at_once.score)
     assert [v for p in parts for v in p.query.to_pylist()] == all_at_once.query.to_pylist()

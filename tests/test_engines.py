@@ -139,14 +139,13 @@ def test_auto_engine_choice(tmp_path, monkeypatch):
     monkeypatch.delenv("PYSPARK_GATEWAY_PORT", raising=False)
 
     def choose(args):
-        chosen = evaluate_command.choice_of(args)
         # a file past --local-max-bytes is read in batches on this machine, not on Spark
-        return "batches" if chosen.batch_bytes else chosen.engine
+        return evaluate_command.choice_of(args).engine
 
     assert choose(args_for(tmp_path)) == "local"
     assert choose(args_for(tmp_path, "--master", "local[2]")) == "spark"
     assert choose(args_for(tmp_path, "--engine", "spark")) == "spark"
-    assert choose(args_for(tmp_path, "--local-max-bytes", "4")) == "batches"  # the file is larger
+    assert choose(args_for(tmp_path, "--local-max-bytes", "4")) == "local"  # the file is larger
     (tmp_path / "pool").mkdir()
     write(tmp_path / "pool" / "a.csv", "Q1,R1,0.5\n")
     assert choose(args_for(tmp_path, predictions=[str(tmp_path / "pool")])) == "spark"
@@ -156,7 +155,7 @@ def test_auto_engine_choice(tmp_path, monkeypatch):
     monkeypatch.setenv("PYSPARK_GATEWAY_PORT", "1")
     assert choose(args_for(tmp_path)) == "local"
     assert choose(args_for(tmp_path, "--engine", "local")) == "local"
-    assert choose(args_for(tmp_path, "--local-max-bytes", "4")) == "batches"
+    assert choose(args_for(tmp_path, "--local-max-bytes", "4")) == "local"
 
 
 def test_local_engine_refuses_what_it_cannot_read(tmp_path, monkeypatch):

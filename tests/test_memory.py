@@ -66,16 +66,17 @@ def test_auto_limit_takes_half_the_memory_available(monkeypatch, available, limi
 
 
 def test_auto_engine_follows_the_memory_available(tmp_path, monkeypatch):
-    """The same file is read whole or in batches as the memory available allows."""
+    """The same file is read in batches sized from the memory available."""
     monkeypatch.delenv("PYSPARK_GATEWAY_PORT", raising=False)
     monkeypatch.setattr(engine, "TASK_MAX_BYTES", 1)  # the floor out of the way
     args = args_for(tmp_path)
     size = os.path.getsize(args.predictions[0])
     fits = 2 * engine.PEAK_PER_BYTE * size
-    for available, batches in ((fits, False), (fits - 1, True)):
+    for available in (fits, 1 << 34):
         monkeypatch.setattr(memory, "available_bytes", lambda a=available: a)
         chosen = evaluate_command.choice_of(args)
-        assert chosen.engine == "local" and bool(chosen.batch_bytes) == batches
+        limit = engine.in_process_limit(None)
+        assert chosen.engine == "local" and chosen.batch_bytes == engine.batch_bytes(limit)
     # --local-max-bytes auto is the default, spelled out
     assert config.parse_limit("auto") is None and config.parse_limit("1k") == 1024
     asked = args_for(tmp_path, "--local-max-bytes", "auto")

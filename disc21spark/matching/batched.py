@@ -99,7 +99,8 @@ def score_source(
             for pairs in iter_pairs(source, fmt, batch_bytes):
                 spill.write(*encoder.encode(pairs))
             note["rows"] = spill.rows
-            note["detail"] = f"Arrow, in process, {len(spill.sizes):,} batches"
+            batches = len(spill.sizes)
+            note["detail"] = "Arrow, in process" + (f", {batches:,} batches" if batches > 1 else "")
         with phases.phase("validate") as note:
             error = max_results_error(given, spill.rows, max_results)
             if error is not None:
@@ -115,12 +116,12 @@ def score_source(
 
             metrics = coverage.check_counted(ids, gt, metrics, None)
             note["rows"] = metrics.n_predictions
-            note["detail"] = f"{metrics.n_true_positives:,} true positives, counted in batches"
+            note["detail"] = f"{metrics.n_true_positives:,} true positives"
     if resampling is not None:
         with phases.phase("bootstrap") as note:
             metrics = _with_statistics(metrics, truth, counted, encoder, gt, resampling)
             note["rows"] = metrics.n_predictions
-            note["detail"] = f"{resampling.resamples:,} resamples, counted in batches"
+            note["detail"] = f"{resampling.resamples:,} resamples"
     return metrics
 
 

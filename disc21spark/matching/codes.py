@@ -21,8 +21,6 @@ from disc21spark.matching.arrays import numbers, strings
 from disc21spark.matching.local_read import Pairs
 from disc21spark.matching.model import GroundTruth
 
-LOW = np.uint64(32)
-
 
 def index_in(values: pa.Array, value_set: pa.Array) -> np.ndarray:
     """int64 (n,): the index of each of ``values`` in ``value_set``, -1 where absent."""
@@ -81,22 +79,55 @@ def mix(x: np.ndarray) -> np.ndarray:
     return x
 
 
+# a string of at most SHORT bytes (every DISC21 id) is hashed from its bytes read as two
+# little-endian words, a longer one by a polynomial: each by its own bytes alone, so an
+# id gets the same hash in every batch
+SHORT = 16
+
+
 def string_hashes(values: pa.Array) -> np.ndarray:
-    """uint64 (n,): a hash of each string's bytes (none empty): the polynomial
-    Σ (byte + 1) · BASE^position mod 2^64, its length mixed in, then ``mix``."""
-    offsets = np.frombuffer(values.buffers()[1], np.int32, len(values) + 1, values.offset * 4)
-    first, last = int(offsets[0]), int(offsets[-1])
-    data = np.frombuffer(values.buffers()[2], np.uint8)[first:last] if last > first else None
-    if data is None:
-        return np.zeros(len(values), dtype=np.uint64)
-    starts = (offsets[:-1] - first).astype(np.int64)
+    """uint64 (n,): a hash of each string's bytes and length (``mix`` of its words, or of
+    the polynomial Σ (byte + 1) · BASE^position mod 2^64 for a long one)."""
+    offsets = _offsets(values)
     lengths = np.diff(offsets).astype(np.int64)
-    position = np.arange(last - first, dtype=np.int64) - np.repeat(starts, lengths)
+    short = lengths <= SHORT
+    if short.all():
+        return _short_hashes(values, lengths)
+    out = np.empty(len(lengths), dtype=np.uint64)
+    out[short] = _short_hashes(values.filter(mask(short)), lengths[short])
+    first, last = int(offsets[0]), int(offsets[-1])
+    data = np.frombuffer(values.buffers()[2], np.uint8)[first:last]
+    starts = (offsets[:-1] - first).astype(np.int64)
+    out[~short] = _long_hashes(data, starts[~short], lengths[~short])
+    return out
+
+
+def _offsets(values: pa.Array) -> np.ndarray:
+    return np.frombuffer(values.buffers()[1], np.int32, len(values) + 1, values.offset * 4)
+
+
+def _short_hashes(values: pa.Array, lengths: np.ndarray) -> np.ndarray:
+    """Strings of at most SHORT bytes: their bytes padded with zero bytes to SHORT
+    (Arrow's byte-wise ``ascii_rpad``), read as two words, mixed with the length (no two
+    such strings alike before ``mix``)."""
+    padded = pc.ascii_rpad(values, width=SHORT, padding="\x00")
+    offsets = _offsets(padded)
+    data = np.frombuffer(padded.buffers()[2], np.uint8) if len(padded) else np.zeros(0, np.uint8)
+    words = data[offsets[0] : offsets[-1]].view(np.uint64).reshape(len(padded), SHORT // 8)
+    with np.errstate(over="ignore"):
+        return mix(mix(lengths.astype(np.uint64) * GOLDEN + words[:, 0]) ^ words[:, 1])
+
+
+def _long_hashes(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Strings longer than SHORT: the polynomial of their bytes, mixed with the length."""
+    position = np.arange(int(lengths.sum()), dtype=np.int64)
+    begins = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+    position -= np.repeat(begins, lengths)
     with np.errstate(over="ignore"):
         powers = np.ones(int(lengths.max()), dtype=np.uint64)
         powers[1:] = np.cumprod(np.full(len(powers) - 1, BASE, dtype=np.uint64))
-        terms = (data.astype(np.uint64) + np.uint64(1)) * powers[position]
-        total = np.add.reduceat(terms, starts)
+        byte = data[np.repeat(starts, lengths) + position].astype(np.uint64)
+        total = np.add.reduceat((byte + np.uint64(1)) * powers[position], begins)
         return mix(total ^ (lengths.astype(np.uint64) * GOLDEN))
 
 
@@ -130,9 +161,8 @@ class BatchEncoder:
             unknown_ids = pairs.query.filter(mask(unknown))
             code[unknown] = len(self.known) + self.unknown.codes(unknown_ids)[0]
         self.query_rows += np.bincount(query[~unknown], minlength=len(self.known))
-        references = pc.dictionary_encode(pairs.reference)
-        at = numbers(references.indices).astype(np.int64)
-        positive = index_in(references.dictionary, self.positive_refs)[at]
+        # each row looked up among the few positive references (no table of every id)
+        positive = index_in(pairs.reference, self.positive_refs)
         label = np.zeros(len(query), dtype=bool)
         matched = np.flatnonzero((query >= 0) & (positive >= 0))
         label[matched] = np.isin(

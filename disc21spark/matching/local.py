@@ -1,13 +1,11 @@
-"""The in-process engine: one submission scored by the numpy specification, read with Arrow.
+"""The in-process engine: one submission file scored in this process, no JVM.
 
-Most runs score one file of at most 500,000 pairs on a laptop, where starting a JVM costs
-more than the work. This engine reads the file with Arrow under the Spark job's rules
-(``matching/local_read.py``, which names a bad file's first bad line in the Spark job's
-words), turns the ids into integer codes (dictionary encoding, then a join on integers
-with the ground truth) and counts the true pairs' positions as the Spark plan's
-partitions do (``positions.score_encoded``): the figures are the specification's
-(``spec.evaluate_encoded``), bit for bit, as tests hold both engines.
-Nothing here imports PySpark.
+A file is read in batches and counted chunk by chunk (``batched.py``: Arrow under the
+Spark job's rules, the first bad line named in its words, the true pairs' positions
+counted as the Spark plan's partitions count them); its figures are the
+specification's (``spec.evaluate_encoded``), bit for bit, as tests hold every engine.
+A table in memory (``api/tables.py``) is encoded whole here (``encode``) and counted
+the same way (``positions.score_encoded``). Nothing here imports PySpark.
 """
 
 from __future__ import annotations
@@ -18,20 +16,16 @@ from typing import Any
 import numpy as np
 import pyarrow.compute as pc
 
-from disc21spark.core.errors import InputError
 from disc21spark.core.phases import Phases
-from disc21spark.matching import coverage, positions, spec
+from disc21spark.matching import coverage, spec
 from disc21spark.matching.arrays import numbers, strings
 from disc21spark.matching.codes import index_in
 from disc21spark.matching.local_read import (
     Pairs,
     format_problem,
-    lines_holding,
-    read_pairs,
     unsupported,
 )
 from disc21spark.matching.model import GroundTruth, MatchingMetrics
-from disc21spark.matching.rows import duplicate_reason, max_results_error
 from disc21spark.matching.source import NotForThisEngine, Source, local_path
 from disc21spark.matching.stats import local as stats_local
 from disc21spark.matching.stats.model import Resampling
@@ -43,7 +37,6 @@ __all__ = [
     "Source",
     "format_problem",
     "local_path",
-    "read_pairs",
     "score_source",
     "unsupported",
 ]
@@ -102,41 +95,26 @@ def score_source(
     (InputError naming ``source.where``, NotForThisEngine). ``announce``: print the
     coverage warnings here (a pool's task leaves it to the driver); ``given``: the name
     the user gave (default ``source.where``); ``resampling``: add the intervals and tie
-    sensitivity (stats/); ``batch_bytes``: read the file that many bytes at a time
-    (``batched.py``: a file past memory; ``engine.choose`` decides), None: whole."""
-    phases = phases or Phases()
-    given = given or source.where
-    if batch_bytes is not None:
-        from disc21spark.matching import batched
+    sensitivity (stats/); ``batch_bytes``: the batch the file is read in
+    (``batched.py``; ``engine.choose`` sizes it from the memory there is; None:
+    ``engine.BATCH_BYTES``)."""
+    from disc21spark.engine import BATCH_BYTES
+    from disc21spark.matching import batched
 
-        metrics = batched.score_source(
-            source, fmt, gt, max_results, curve_points, phases, given, resampling, batch_bytes
-        )
-        if announce:
-            coverage.announce(given, metrics.warnings)
-        return metrics
-    with phases.phase("read") as note:
-        pairs = read_pairs(source, fmt)
-        note["rows"] = len(pairs.score)
-        note["detail"] = "Arrow, in process"
-    with phases.phase("validate") as note:
-        error = max_results_error(given, len(pairs.score), max_results)
-        if error is not None:
-            raise error
-        encoded = encode(pairs, gt)
-        _check_repeats(source, pairs, encoded)
-        note["rows"] = len(pairs.score)
-    with phases.phase("score") as note:
-        metrics = positions.score_encoded(encoded, gt, curve_points)
-        where = given if announce else None
-        metrics = coverage.check_local(pairs.query, pairs.reference, gt, metrics, where)
-        note["rows"] = metrics.n_predictions
-        note["detail"] = f"{metrics.n_true_positives:,} true positives"
-    if resampling is not None:
-        with phases.phase("bootstrap") as note:
-            metrics = with_statistics(metrics, encoded, gt, resampling)
-            note["rows"] = metrics.n_predictions
-            note["detail"] = f"{resampling.resamples:,} resamples"
+    given = given or source.where
+    metrics = batched.score_source(
+        source,
+        fmt,
+        gt,
+        max_results,
+        curve_points,
+        phases or Phases(),
+        given,
+        resampling,
+        batch_bytes or BATCH_BYTES,
+    )
+    if announce:
+        coverage.announce(given, metrics.warnings)
     return metrics
 
 
@@ -149,21 +127,6 @@ def with_statistics(
     if r.groups is not None:
         metrics = replace(metrics, groups=stats_local.measure_groups(encoded, gt, r))
     return metrics
-
-
-def _check_repeats(source: Source, pairs: Pairs, encoded: spec.Encoded) -> None:
-    """A repeated pair, named as the Spark job names it (the first repeat in the file)."""
-    row = first_repeat(encoded.pair)
-    if row is None:
-        return
-    copies = int(np.count_nonzero(encoded.pair == encoded.pair[row]))
-    q, r = pairs.query[row].as_py(), pairs.reference[row].as_py()
-    lines = lines_holding(source, (q, r)) if source.fmt("auto") == "csv" else []
-    raise InputError(
-        source.where,
-        duplicate_reason(q, r, copies),
-        f"lines {lines[0]} and {lines[1]}" if len(lines) == 2 else None,
-    )
 
 
 def first_repeat(codes: np.ndarray) -> int | None:

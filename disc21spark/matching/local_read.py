@@ -88,33 +88,10 @@ def _plain_types(schema: pa.Schema) -> bool:
     return text(q) and text(r) and (pa.types.is_floating(s) or pa.types.is_integer(s))
 
 
-def read_pairs(source: Source, fmt: str = "auto") -> Pairs:
-    """The checked pairs of one file; an InputError naming the first bad row."""
-    if source.fmt(fmt) == "parquet":
-        return _read_parquet(source)
-    return _read_csv(source)
-
-
-def _read_csv(source: Source) -> Pairs:
-    import pyarrow.csv as csv
-
-    bad_rows: list[object] = []
-    with _quiet_decoding():
-        try:
-            table = csv.read_csv(source.arrow_input(), **_csv_options(bad_rows))
-        except pa.ArrowInvalid as exc:
-            if "Empty CSV file" in str(exc):
-                return Pairs(strings([]), strings([]), np.zeros(0))
-            raise _unreadable_csv(source, exc) from None
-        except (OSError, EOFError) as exc:
-            raise _unreadable_csv(source, exc) from None
-    return _checked(source, table, bad_rows)
-
-
 def iter_pairs(source: Source, fmt: str, batch_bytes: int) -> Iterator[Pairs]:
     """The checked pairs of one file, a batch at a time (about ``batch_bytes`` of CSV, or
-    as many Parquet rows): the rules and messages of ``read_pairs``, and the same first
-    bad row named (it is looked for from the file's start), in memory bounded by the batch."""
+    as many Parquet rows), in memory bounded by the batch; InputError naming the file's
+    first bad row (it is looked for from the file's start, whichever batch found it)."""
     if source.fmt(fmt) == "parquet":
         yield from _parquet_batches(source, max(1, batch_bytes // 24))
         return
@@ -213,14 +190,18 @@ def _checked(source: Source, table, bad_rows: list) -> Pairs:
     query, reference, raw = (
         pc.utf8_trim(_whole(table.column(c)), WHITESPACE) for c in PREDICTION_COLUMNS
     )
-    header = pc.and_(
-        pc.and_(pc.equal(query, _HEADER[0]), pc.equal(reference, _HEADER[1])),
-        pc.equal(raw, _HEADER[2]),
-    )
-    if pc.any(header).as_py():
-        keep = pc.invert(header)
-        query, reference, raw = query.filter(keep), reference.filter(keep), raw.filter(keep)
+    # every score a number: no header line can be among the rows (its score is "score"),
+    # so the three-column comparison is made only when the scores do not all parse
     score = _scores(raw)
+    if score is None:
+        header = pc.and_(
+            pc.and_(pc.equal(query, _HEADER[0]), pc.equal(reference, _HEADER[1])),
+            pc.equal(raw, _HEADER[2]),
+        )
+        if pc.any(header).as_py():
+            keep = pc.invert(header)
+            query, reference, raw = query.filter(keep), reference.filter(keep), raw.filter(keep)
+            score = _scores(raw)
     if bad_rows or score is None or _any_empty(query, reference) or _any_replaced(query, reference):
         raise _first_bad_line(source)
     return Pairs(query, reference, score)
@@ -345,8 +326,13 @@ def _parquet_batches(source: Source, rows: int) -> Iterator[Pairs]:
     if any(c not in names for c in PREDICTION_COLUMNS):
         yield _checked_parquet(source.where, file.schema_arrow.empty_table())
         return
-    for batch in file.iter_batches(batch_size=rows, columns=list(PREDICTION_COLUMNS)):
-        yield _checked_parquet(source.where, batch)
+    try:
+        for batch in file.iter_batches(batch_size=rows, columns=list(PREDICTION_COLUMNS)):
+            yield _checked_parquet(source.where, batch)
+    except (pa.ArrowInvalid, OSError, UnicodeDecodeError) as exc:
+        # a damaged row group: the whole-file reader names the damage as Spark's side does
+        parquet_table(source)
+        raise InputError(source.where, f"cannot be read ({first_line(exc)})") from None
 
 
 def _checked_parquet(where: str, table) -> Pairs:
