@@ -14,11 +14,11 @@ Engines: ``local`` (this process: Arrow and the numpy specification, no JVM) and
 The rule (``--engine``, ``--pool-plan``, ``--local-max-bytes``; the docs hold it as a table):
 
 1. a Spark DataFrame, ``--engine spark``, ``--master``, a pool, the descriptor track, a
-   path that is no local file (or an output URI), or a file larger than
-   ``local_max_bytes`` (auto: sized from the memory available, ``in_process_limit``):
-   Spark; else the local engine (``--engine local`` insists, and says why it cannot).
-   Under spark-submit too: one local file that fits is scored in this process either
-   way, so no SparkSession is started for it;
+   path that is no local file (or an output URI): Spark; else the local engine, which
+   reads the file in batches of ``batch_bytes`` (a sixteenth of ``local_max_bytes``;
+   auto: sized from the memory available, ``in_process_limit``), whatever its size
+   (``--engine local`` insists, and says why it cannot). Under spark-submit too: one
+   local file is scored in this process, so no SparkSession is started for it;
 2. on Spark, plan ``auto`` is ``per-file`` when every submission file is read alike by
    Arrow (by its name: CSV, .gz, .bz2, Parquet with string ids) and at most
    ``local_max_bytes`` (auto: ``TASK_MAX_BYTES``, a task's share), whatever its file
@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 from disc21spark.core import fs
 from disc21spark.core.config import parse_limit, value
 from disc21spark.core.errors import InputError
+from disc21spark.core.memory import BATCH_BYTES, SMALLEST_BATCH
 from disc21spark.core.paths import display_path, is_plain, is_uri
 
 if TYPE_CHECKING:
@@ -56,10 +57,6 @@ PEAK_PER_BYTE = 8
 # auto's limit for a file scored in a Spark task (--pool-plan per-file): the driver cannot
 # see an executor's memory, so a size whose peak (about 2 GB) executors commonly allow
 TASK_MAX_BYTES = 256 << 20
-# the most CSV bytes Arrow parses into one batch of a file past the in-process limit (and
-# 1/24 as many Parquet rows); at least twice the longest line the reader takes (1 MiB)
-BATCH_BYTES = 64 << 20
-SMALLEST_BATCH = 2 << 20
 log = logging.getLogger("disc21spark")
 
 

@@ -5,6 +5,7 @@ file there (never to Spark) and says so; the one-line error when memory cannot h
 
 from __future__ import annotations
 
+import bz2
 import gzip
 import json
 import subprocess
@@ -34,11 +35,12 @@ COLUMNS = ("query_id", "reference_id", "score")
 
 
 def write(frame: pd.DataFrame, path: Path) -> Path:
-    """The frame as a submission file: CSV (with a header line), .csv.gz or Parquet."""
+    """The frame as a submission file: CSV (with a header line), .csv.gz, .csv.bz2 or
+    Parquet."""
     if path.suffix == ".parquet":
         frame.to_parquet(path, index=False)
-    elif path.suffix == ".gz":
-        with gzip.open(path, "wt") as fh:
+    elif path.suffix in (".gz", ".bz2"):
+        with (gzip.open if path.suffix == ".gz" else bz2.open)(path, "wt") as fh:
             frame.to_csv(fh, index=False)
     else:
         frame.to_csv(path, index=False)
@@ -127,7 +129,7 @@ def test_batches_give_the_group_table_of_the_definition(tmp_path_factory, seed, 
     assert found == groups_spec.group_table(*columns, gt, groups, r)
 
 
-@pytest.mark.parametrize("name", ["p.csv", "p.csv.gz", "p.parquet"])
+@pytest.mark.parametrize("name", ["p.csv", "p.csv.gz", "p.csv.bz2", "p.parquet"])
 def test_every_format_in_batches_equals_the_whole_file(tmp_path, name):
     rng = np.random.default_rng(4)
     gt = make_gt(40, 25)
@@ -240,7 +242,7 @@ def test_the_command_past_a_small_limit_scores_every_format_in_batches(tmp_path)
         capture_output=True,
     )
     frame = pd.read_csv(sub, dtype={"query_id": str, "reference_id": str})
-    variants = [sub, write(frame, tmp_path / "p.csv.gz"), write(frame, tmp_path / "p.parquet")]
+    variants = [sub, *(write(frame, tmp_path / f"p.{kind}") for kind in ("csv.gz", "parquet"))]
     results = {}
     for path, limit in [(sub, "1G"), *((v, "100K") for v in variants)]:
         out = tmp_path / f"out_{path.name}_{limit}"

@@ -115,8 +115,8 @@ def _add_engine_arguments(p: argparse.ArgumentParser, conf: dict[str, Any]) -> N
         conf,
         "--engine",
         choices=("auto", "spark", "local"),
-        help="matching track, one file: local scores it in this process (no JVM), a "
-        "file past --local-max-bytes read in batches; auto does so for one local file",
+        help="matching track, one file: local scores it in this process (no JVM), read "
+        "in batches whatever its size; auto does so for one local file",
     )
     add_option(
         p,
@@ -124,9 +124,10 @@ def _add_engine_arguments(p: argparse.ArgumentParser, conf: dict[str, Any]) -> N
         "--local-max-bytes",
         type=parse_limit,
         metavar="SIZE",
-        help="the largest file read whole in this process (a larger one is read in "
-        "batches), and that --pool-plan auto scores in one task (such as 256M or 1G; "
-        "auto: in process, sized from the memory available; in a task, 256M)",
+        help="the memory the in-process engine plans for (it reads a file in batches of "
+        "a sixteenth of it, 2M to 64M), and the largest file --pool-plan auto scores in "
+        "one task (such as 256M or 1G; auto: in process, sized from the memory "
+        "available; in a task, 256M)",
     )
 
 

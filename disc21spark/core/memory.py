@@ -1,11 +1,17 @@
 """The memory this process may still take: the machine's available memory, or less when a
 container's cgroup limit is lower (psutil reports the host's memory inside a container,
-and a container that passes its limit is killed, not slowed)."""
+and a container that passes its limit is killed, not slowed); and the bounds of the
+in-process engine's batches."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+# the most CSV bytes the in-process engine parses into one batch (and 1/24 as many
+# Parquet rows), and the least: twice the longest line its reader takes (1 MiB);
+# engine.batch_bytes picks one between them from the memory available
+BATCH_BYTES = 64 << 20
+SMALLEST_BATCH = 2 << 20
 CGROUP = Path("/sys/fs/cgroup")
 # (limit, usage) files: cgroup v2 first, then v1
 _CGROUP_FILES = (

@@ -1,6 +1,6 @@
 """Single-machine search: the index, exact scores, kNN and bounded (max-results) search.
 
-Everything here works on numpy arrays in one process; the Spark plan (search_plan.py)
+Everything here works on numpy arrays in one process; the Spark plan (plan.py)
 runs these same functions on each query partition. ``brute_force_pairs`` is the
 specification: every score of every pair, computed one pair at a time.
 

@@ -1,19 +1,19 @@
-"""The in-process engine for a file past memory: read in batches, counted in two passes.
+"""The in-process engine's passes over one file: read in batches, counted in two passes.
 
-A local file larger than the in-process limit (``engine.in_process_limit``) is not read
-whole. The first pass reads it a batch at a time with the whole-file reader's rules and
-words (``local_read.iter_pairs``: the same first bad line named), labels each batch
-against the ground truth (``codes.BatchEncoder``) and keeps per row only what counting
-needs, 21 bytes (its query's index, its label, its score, its pair's key), in a
-temporary spill file; in memory it keeps the true pairs (at most the ground truth's
-positives), the rows' distinct ids and how many rows name each. Between the passes the
-pairs' keys, 8 bytes a row and the one thing in memory that grows with the rows, are
-sorted in place to find a repeated pair. The second pass reads the spill file back a
+No file is read whole, so a file past memory is scored like any other. The first pass
+reads it a batch at a time (``local_read.iter_pairs``: the same first bad line named
+whichever batch finds it), labels each batch against the ground truth
+(``codes.BatchEncoder``) and keeps per row only what counting needs, 21 bytes (its
+query's index, its label, its score, its pair's key), in a temporary spill file; in
+memory it keeps the true pairs (at most the ground truth's positives) and the rows of
+each query. Between the passes the pairs' keys, 8 bytes a row and the one thing in
+memory that grows with the rows, are sorted in place to find a repeated pair (a
+repeated key is checked on the ids, read again). The second pass reads the spill file back a
 chunk at a time and counts each chunk against the true scores, as every partition of
 the Spark plan counts its rows (``positions.count_rows``; ``stats.spec.miss_counts``
 for the intervals, ``groups.code_miss_counts`` for the groups). Integer counts added
-up are the whole file's counts, so the figures and intervals are the whole-file
-engine's, bit for bit (``tests/test_batched.py`` holds them equal to the specification).
+up are the whole file's counts, so the figures and intervals are the same bits for any
+batch size (``tests/test_batched.py`` holds them equal to the specification).
 Nothing here imports PySpark.
 """
 
@@ -26,6 +26,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from disc21spark.core.errors import InputError
+from disc21spark.core.memory import BATCH_BYTES
 from disc21spark.core.phases import Phases
 from disc21spark.matching import coverage, positions
 from disc21spark.matching.arrays import strings
@@ -86,13 +87,45 @@ def score_source(
     gt: GroundTruth,
     max_results: int,
     curve_points: int,
+    phases: Phases | None = None,
+    announce: bool = True,
+    given: str | None = None,
+    resampling: Resampling | None = None,
+    batch_bytes: int | None = None,
+) -> MatchingMetrics:
+    """One submission's metrics, in this process; the Spark job's checks and errors
+    (InputError naming ``source.where``, NotForThisEngine). ``announce``: print the
+    coverage warnings here (a pool's task leaves it to the driver); ``given``: the name
+    the user gave (default ``source.where``); ``resampling``: add the intervals and tie
+    sensitivity (stats/); ``batch_bytes``: the batch the file is read in (``engine.choose``
+    sizes it from the memory there is; None: ``engine.BATCH_BYTES``)."""
+    metrics = _scored(
+        source,
+        fmt,
+        gt,
+        (max_results, curve_points),
+        phases or Phases(),
+        given or source.where,
+        resampling,
+        batch_bytes or BATCH_BYTES,
+    )
+    if announce:
+        coverage.announce(given or source.where, metrics.warnings)
+    return metrics
+
+
+def _scored(
+    source: Source,
+    fmt: str,
+    gt: GroundTruth,
+    limits: tuple[int, int],
     phases: Phases,
     given: str,
     resampling: Resampling | None,
     batch_bytes: int,
 ) -> MatchingMetrics:
-    """``local.score_source``'s metrics and errors for a file read ``batch_bytes`` at a
-    time (``engine.batch_bytes``); the coverage warnings are returned, not said."""
+    """``score_source``'s work; ``limits``: (max_results, curve_points)."""
+    max_results, curve_points = limits
     encoder = BatchEncoder(gt)
     with Spill() as spill:
         with phases.phase("read") as note:

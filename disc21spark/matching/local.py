@@ -16,9 +16,9 @@ from typing import Any
 import numpy as np
 import pyarrow.compute as pc
 
-from disc21spark.core.phases import Phases
-from disc21spark.matching import coverage, spec
+from disc21spark.matching import spec
 from disc21spark.matching.arrays import numbers, strings
+from disc21spark.matching.batched import score_source
 from disc21spark.matching.codes import index_in
 from disc21spark.matching.local_read import (
     Pairs,
@@ -77,45 +77,6 @@ def score_file(path: str, *args: Any, **kw: Any) -> MatchingMetrics:
     """``score_source`` of the local file ``path``; ``path`` as given names it in the
     --max-results message and the warnings, as on Spark."""
     return score_source(Source.local(path), *args, given=path, **kw)
-
-
-def score_source(
-    source: Source,
-    fmt: str,
-    gt: GroundTruth,
-    max_results: int,
-    curve_points: int,
-    phases: Phases | None = None,
-    announce: bool = True,
-    given: str | None = None,
-    resampling: Resampling | None = None,
-    batch_bytes: int | None = None,
-) -> MatchingMetrics:
-    """One submission's metrics, in this process; the Spark job's checks and errors
-    (InputError naming ``source.where``, NotForThisEngine). ``announce``: print the
-    coverage warnings here (a pool's task leaves it to the driver); ``given``: the name
-    the user gave (default ``source.where``); ``resampling``: add the intervals and tie
-    sensitivity (stats/); ``batch_bytes``: the batch the file is read in
-    (``batched.py``; ``engine.choose`` sizes it from the memory there is; None:
-    ``engine.BATCH_BYTES``)."""
-    from disc21spark.engine import BATCH_BYTES
-    from disc21spark.matching import batched
-
-    given = given or source.where
-    metrics = batched.score_source(
-        source,
-        fmt,
-        gt,
-        max_results,
-        curve_points,
-        phases or Phases(),
-        given,
-        resampling,
-        batch_bytes or BATCH_BYTES,
-    )
-    if announce:
-        coverage.announce(given, metrics.warnings)
-    return metrics
 
 
 def with_statistics(
