@@ -279,3 +279,20 @@ def test_make_queries_and_rank_eval_as_functions(spark, tmp_path):
         ds.rank_eval(tmp_path / "bench", tmp_path / "r2", methods="sift")
     with pytest.raises(ds.OutputError):
         ds.make_queries(lib, tmp_path / "bench", tests="crop:50")
+
+
+def test_the_intervals_are_keywords_of_the_command_lines_names(case):
+    """resamples, confidence and seed, as --resamples, --confidence and --seed: a path and
+    a table get the command line's intervals; resamples=0 turns them off."""
+    gt, path, frame = case["gt"], str(case["paths"]["team_a"]), case["frames"]["team_a"]
+    out = case["root"] / "cli_intervals"
+    given = ["--ground-truth", str(case["gt_path"]), "--predictions", path, "--output", str(out)]
+    assert cli(*given, "--resamples", "40", "--seed", "3", "--confidence", "0.9") == 0
+    expected = json.loads((out / "metrics.json").read_text())["bootstrap"]
+    assert expected["resamples"] == 40 and expected["confidence"] == 0.9
+    for value in (path, frame):
+        got = ds.evaluate(gt, value, resamples=40, seed=3, confidence=0.9).uncertainty
+        assert json.loads(json.dumps(got.to_dict()))["bootstrap"] == expected
+    other = ds.evaluate(gt, path, resamples=40, seed=4, confidence=0.9).uncertainty
+    assert other.to_dict()["bootstrap"]["intervals"] != expected["intervals"]
+    assert ds.evaluate(gt, frame, resamples=0).uncertainty is None

@@ -50,8 +50,7 @@ def evaluate(
     confidence: float = _CONFIDENCE,
     seed: int = _SEED,
 ) -> MatchingMetrics:
-    """Score one matching-track submission: μAP, recall at precision 0.9, recall at rank
-    1 and 10, exactly as ``disc21spark evaluate`` (and the official ISC2021 scorer).
+    """One matching-track submission's figures, exactly as ``disc21spark evaluate``.
 
     Parameters
     ----------
@@ -66,41 +65,35 @@ def evaluate(
     max_results : int
         More predictions than this is an error, as the official scorer says (0: no limit).
     engine : {"auto", "local", "spark"} or SparkSession
-        "auto": a Spark DataFrame, a remote path, a glob, a folder or a file larger than
-        ``local_max_bytes`` → Spark; a table in memory or a local file → this process (no
-        JVM). A SparkSession: Spark, in that session.
+        "auto": a Spark DataFrame, a remote path, a glob or a folder → Spark (a Spark
+        DataFrame where it is; what it caches is released before the call returns); a
+        table in memory or a local file of any size → this process (no JVM).
     curve_points, partitions, local_max_bytes : int, int or None, int or None (auto)
         Points kept in ``pr_curve`` (figures are exact); partitions of the repeat check's
-        shuffle on Spark (None: adaptive); the largest file the local engine scores.
+        shuffle on Spark (None: adaptive); the memory the local engine plans for.
     predictions_format, ground_truth_format : {"auto", "csv", "parquet"}
         The format of a path (auto: from its name). Defaults: conf/defaults.ini.
     query_groups : path or None
-        A CSV ``query_id,group`` (``--query-groups``): each group's figures, over its
-        queries and every query in no group, with intervals (docs/statistics.md).
+        A CSV ``query_id,group`` (``--query-groups``): each group's figures, with
+        intervals (docs/statistics.md).
     resamples, confidence, seed : int, float, int
-        The bootstrap's intervals (``--resamples``, ``--confidence``, ``--seed``; 0
-        resamples: none); the same seed gives the same bits.
+        The intervals (``--resamples``: 0 for none; the same seed, the same bits).
 
     Returns
     -------
     MatchingMetrics
-        The figures as attributes, ``to_dict()`` (metrics.json's figures), ``pr_curve``
-        (a pandas DataFrame), ``plot()`` (a matplotlib Figure), ``warnings``; with
-        ``query_groups``, ``by_group()`` (a pandas DataFrame, as groups.csv).
+        The figures as attributes, ``to_dict()``, ``pr_curve`` (pandas), ``plot()``,
+        ``warnings``; with ``query_groups``, ``by_group()`` (pandas, as groups.csv).
 
     Raises
     ------
     InputError
         Bad input: one line naming the file (a table: ``predictions (DataFrame)``), the
-        line or row (a pandas index label, an Arrow position) and the reason.
-
-    A Spark DataFrame is scored where it is (no files); what the scorer caches is
-    released before the call returns, error or not."""
+        line or row (a pandas index label, an Arrow position) and the reason."""
     given = (max_results, curve_points, partitions, predictions_format, ground_truth_format)
     options = _options(*given, query_groups, (resamples, confidence, seed))
     one = {label("predictions", predictions): predictions}
-    args, chosen, gt = _prepared(ground_truth, one, engine, local_max_bytes, options)
-    return _score_one(chosen, gt, predictions, args)
+    return _score_one(*_prepared(ground_truth, one, engine, local_max_bytes, options), predictions)
 
 
 def _options(
@@ -158,7 +151,7 @@ def _prepared(
 
 
 def _score_one(
-    engine: Engine, gt: GroundTruth, predictions: Any, args: Any, name: str = "predictions"
+    args: Any, engine: Engine, gt: GroundTruth, predictions: Any, name: str = "predictions"
 ) -> MatchingMetrics:
     """One submission on the chosen engine, through the command line's functions;
     ``name``: how a table names itself in messages."""
@@ -232,10 +225,8 @@ def evaluate_pool(
     ground_truth_format, local_max_bytes : as for ``evaluate``
         (a pool of files: the largest file the per-file plan scores under ``auto``)
     pool_plan : {"auto", "per-file", "one-sort"} or None
-    query_groups : path or None
-        As for ``evaluate``: each submission's ``by_group()``, and the leaderboard's.
-    resamples, confidence, seed : as for ``evaluate``
-        The intervals and the tiers drawn from them.
+    query_groups, resamples, confidence, seed : as for ``evaluate``
+        (``by_group()`` per submission; the intervals and the tiers drawn from them)
 
     Returns
     -------
@@ -265,7 +256,7 @@ def _submission(engine: Engine, gt: GroundTruth, table: Any, args: Any, name: st
     """One table of a pool scored, or marked invalid with its message."""
     s = Submission(name, label(name, table))
     try:
-        s.metrics = _score_one(engine, gt, table, args, name)
+        s.metrics = _score_one(args, engine, gt, table, name)
     except InputError as error:
         s.invalid(error)
     return s
