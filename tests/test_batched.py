@@ -306,3 +306,20 @@ def test_string_hashes_follow_the_bytes():
     assert h[0] == h[1] and len(set(h[1:].tolist())) == len(values) - 1
     sliced = strings(["a", *values]).slice(1)  # an offset into the buffers
     np.testing.assert_array_equal(string_hashes(sliced), h)
+
+
+@pytest.mark.parametrize("end", ["\n", "\r\n", "\r"])
+@pytest.mark.parametrize("batch_bytes", [37, 64, 301])
+def test_the_bad_line_is_counted_alike_for_every_line_end(tmp_path, end, batch_bytes):
+    """The scan for the bad line starts at the batch that found it: its line number is
+    the file's, whichever line ends the file uses and wherever the batches cut (a CR LF
+    split between two blocks included), plain or gzip."""
+    gt = make_gt(10, 6)
+    lines = [f"Q{i % 10:03d},R{i:05d},0.{i}" for i in range(700)]
+    lines[613] = "Q001,R00613,zero"
+    text = "query_id,reference_id,score" + end + end.join(lines) + end
+    for path in (tmp_path / "p.csv", tmp_path / "p.csv.gz"):
+        data = text.encode()
+        path.write_bytes(gzip.compress(data) if path.suffix == ".gz" else data)
+        said = error_of(lambda: batched(path, gt, batch_bytes=batch_bytes))
+        assert said == f"{path}: line 615: score 'zero' is not a number"

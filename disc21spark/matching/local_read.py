@@ -10,6 +10,7 @@ with the same rules and words (``rows.line_problem``). Nothing here imports PySp
 
 from __future__ import annotations
 
+import io
 import sys
 import zlib
 from collections.abc import Iterator
@@ -98,41 +99,59 @@ def iter_pairs(source: Source, fmt: str, batch_bytes: int) -> Iterator[Pairs]:
     import pyarrow.csv as csv
 
     bad_rows: list[object] = []
+    start = (0, 0)  # the chunk's first byte and the lines before it: where a scan begins
     with _quiet_decoding():
         try:
-            for chunk in _line_chunks(source, batch_bytes):
+            for chunk, start in _line_chunks(source, batch_bytes):
                 try:
                     table = csv.read_csv(pa.py_buffer(chunk), **_csv_options(bad_rows))
                 except pa.ArrowInvalid as exc:
                     if "Empty CSV file" in str(exc):  # blank lines only
                         continue
                     raise
-                yield _checked(source, table, bad_rows)
+                yield _checked(source, table, bad_rows, start)
         except pa.ArrowInvalid as exc:
-            raise _unreadable_csv(source, exc) from None
+            raise _unreadable_csv(source, exc, start) from None
         except (OSError, EOFError, zlib.error) as exc:
             raise _unreadable_csv(source, OSError(f"{type(exc).__name__}: {exc}")) from None
 
 
-def _line_chunks(source: Source, size: int) -> Iterator[bytes]:
+def _line_chunks(source: Source, size: int) -> Iterator[tuple[bytes, tuple[int, int]]]:
     """The decompressed bytes of a CSV file in chunks of about ``size`` that end at a
-    line's end (Arrow's: a newline or a carriage return), each parsed by Arrow's
-    multi-threaded reader as a file of its own. A line longer than the reader takes
-    (LONGEST_LINE) is named by ``_first_bad_line`` before it is held whole."""
-    carry = b""
+    line's end (Arrow's and Python's: a newline, a carriage return, or both), each parsed
+    by Arrow's multi-threaded reader as a file of its own; with each, (its first byte's
+    offset, the lines before it), so that a bad line is looked for from there. A line
+    longer than the reader takes (LONGEST_LINE) is named before it is held whole."""
+    carry, at = b"", (0, 0)
     with source.open_binary() as fh:
         while block := fh.read(size):
             data = carry + block if carry else block
-            cut = max(data.rfind(b"\n"), data.rfind(b"\r"))
+            cut = _last_line_end(data)
             if cut < 0:
                 if len(data) > 2 * LONGEST_LINE:
-                    raise _first_bad_line(source)
+                    raise _first_bad_line(source, start=at)
                 carry = data
                 continue
-            carry = data[cut + 1 :]
-            yield data[: cut + 1]
+            carry, chunk = data[cut + 1 :], data[: cut + 1]
+            yield chunk, at
+            at = (at[0] + len(chunk), at[1] + _line_ends(chunk))
     if carry:
-        yield carry
+        yield carry, at
+
+
+def _last_line_end(data: bytes) -> int:
+    """The position of the last line end of ``data`` that is surely one (-1: none): a
+    final carriage return may be the first half of a CR LF the next block ends."""
+    cut = data.rfind(b"\n")
+    if cut < 0:
+        cut = data.rfind(b"\r")
+        if cut == len(data) - 1:
+            cut = data.rfind(b"\r", 0, cut)
+    return cut
+
+
+def _line_ends(chunk: bytes) -> int:
+    return chunk.count(b"\n") + chunk.count(b"\r") - chunk.count(b"\r\n")
 
 
 def _csv_options(bad_rows: list) -> dict:
@@ -171,18 +190,18 @@ def _quiet_decoding() -> Iterator[None]:
         sys.unraisablehook = hook
 
 
-def _unreadable_csv(source: Source, exc: Exception) -> InputError:
+def _unreadable_csv(source: Source, exc: Exception, start: tuple[int, int] = (0, 0)) -> InputError:
     """Bytes that are not UTF-8, a line Arrow's handler could not see, a damaged stream:
-    the damage or the first bad line by name."""
+    the damage or the first bad line by name (looked for from ``start``)."""
     damaged = _damaged_stream(source)
     if damaged:
         return damaged
     if isinstance(exc, pa.ArrowInvalid):
-        return _first_bad_line(source, f"cannot be read ({first_line(exc)})")
+        return _first_bad_line(source, f"cannot be read ({first_line(exc)})", start)
     return InputError(source.where, f"cannot be read ({first_line(exc)})")
 
 
-def _checked(source: Source, table, bad_rows: list) -> Pairs:
+def _checked(source: Source, table, bad_rows: list, start: tuple[int, int]) -> Pairs:
     """The pairs of a table or batch of the three string columns: ids stripped, header
     lines left out, scores parsed; the first bad line of the file raised when anything
     is wrong (a skipped line in ``bad_rows``, a score that is no finite number, an empty
@@ -203,7 +222,7 @@ def _checked(source: Source, table, bad_rows: list) -> Pairs:
             query, reference, raw = query.filter(keep), reference.filter(keep), raw.filter(keep)
             score = _scores(raw)
     if bad_rows or score is None or _any_empty(query, reference) or _any_replaced(query, reference):
-        raise _first_bad_line(source)
+        raise _first_bad_line(source, start=start)
     return Pairs(query, reference, score)
 
 
@@ -277,14 +296,18 @@ LONGEST_LINE = 1 << 20  # characters: a DISC21 prediction line has under a hundr
 
 
 def _first_bad_line(
-    source: Source, otherwise: str = "cannot be read (a line Arrow refused)"
+    source: Source,
+    otherwise: str = "cannot be read (a line Arrow refused)",
+    start: tuple[int, int] = (0, 0),
 ) -> InputError:
-    """The first bad line of the file, named with the Spark job's words. A line is read
-    LONGEST_LINE characters at most: a gzip bomb's one 1.5 GB line is refused in bounded
-    memory instead of being read whole (5.4 GB before)."""
+    """The first bad line of the file, named with the Spark job's words, looked for from
+    ``start`` (a byte offset at a line's start and the lines before it: every line before
+    passed the checks). A line is read LONGEST_LINE characters at most: a gzip bomb's
+    one 1.5 GB line is refused in bounded memory instead of being read whole."""
     where = source.where
-    with source.open_text() as fh:
-        for number, line in enumerate(iter(lambda: fh.readline(LONGEST_LINE + 2), ""), start=1):
+    with _text_from(source, start[0]) as fh:
+        lines = iter(lambda: fh.readline(LONGEST_LINE + 2), "")
+        for number, line in enumerate(lines, start=start[1] + 1):
             if len(line.rstrip("\r\n")) > LONGEST_LINE:
                 return InputError(
                     where,
@@ -297,6 +320,20 @@ def _first_bad_line(
             if problem:
                 return InputError(where, problem, f"line {number}")
     return InputError(where, otherwise)
+
+
+def _text_from(source: Source, offset: int):
+    """The file's text from byte ``offset`` of its decompressed bytes (0: the start, a
+    byte-order mark dropped), decoded as the line scan decodes it."""
+    if not offset:
+        return source.open_text()
+    raw = source.open_binary()
+    while offset:  # a compressed stream cannot seek: its bytes are read and dropped
+        skipped = len(raw.read(min(offset, 1 << 24)))
+        if not skipped:
+            break
+        offset -= skipped
+    return io.TextIOWrapper(raw, encoding="utf-8", errors="replace", newline="")
 
 
 def _parse_float(text: str) -> float | None:
