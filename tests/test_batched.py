@@ -321,5 +321,5 @@ def test_the_bad_line_is_counted_alike_for_every_line_end(tmp_path, end, batch_b
     for path in (tmp_path / "p.csv", tmp_path / "p.csv.gz"):
         data = text.encode()
         path.write_bytes(gzip.compress(data) if path.suffix == ".gz" else data)
-        said = error_of(lambda: batched(path, gt, batch_bytes=batch_bytes))
+        said = error_of(lambda p=path: batched(p, gt, batch_bytes=batch_bytes))
         assert said == f"{path}: line 615: score 'zero' is not a number"

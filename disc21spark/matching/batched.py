@@ -31,7 +31,8 @@ from disc21spark.core.phases import Phases
 from disc21spark.matching import coverage, positions
 from disc21spark.matching.arrays import strings
 from disc21spark.matching.codes import BatchEncoder
-from disc21spark.matching.local_read import iter_pairs, lines_holding
+from disc21spark.matching.line_scan import lines_holding
+from disc21spark.matching.local_read import iter_pairs
 from disc21spark.matching.model import GroundTruth, MatchingMetrics
 from disc21spark.matching.rows import duplicate_reason, max_results_error
 from disc21spark.matching.source import Source

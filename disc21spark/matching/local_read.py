@@ -10,7 +10,6 @@ with the same rules and words (``rows.line_problem``). Nothing here imports PySp
 
 from __future__ import annotations
 
-import io
 import sys
 import zlib
 from collections.abc import Iterator
@@ -24,13 +23,12 @@ import pyarrow.compute as pc
 from disc21spark.core import damage
 from disc21spark.core.errors import InputError, first_line
 from disc21spark.matching.arrays import numbers, strings
+from disc21spark.matching.line_scan import LONGEST_LINE, first_bad_line
 from disc21spark.matching.rows import (
     PREDICTION_COLUMNS,
     REPLACEMENT,
     WHITESPACE,
-    line_problem,
     parquet_problem,
-    parse_csv_line,
 )
 from disc21spark.matching.source import (
     NotForThisEngine,
@@ -129,7 +127,7 @@ def _line_chunks(source: Source, size: int) -> Iterator[tuple[bytes, tuple[int, 
             cut = _last_line_end(data)
             if cut < 0:
                 if len(data) > 2 * LONGEST_LINE:
-                    raise _first_bad_line(source, start=at)
+                    raise first_bad_line(source, start=at)
                 carry = data
                 continue
             carry, chunk = data[cut + 1 :], data[: cut + 1]
@@ -181,7 +179,7 @@ def _csv_options(bad_rows: list) -> dict:
 def _quiet_decoding() -> Iterator[None]:
     """A line that is not UTF-8 fails inside Arrow's call of the invalid-row handler
     (pyarrow decodes its text first) and pyarrow prints that trace; the line is named by
-    ``_first_bad_line`` instead."""
+    ``line_scan.first_bad_line`` instead."""
     hook = sys.unraisablehook
     sys.unraisablehook = lambda _: None
     try:
@@ -197,7 +195,7 @@ def _unreadable_csv(source: Source, exc: Exception, start: tuple[int, int] = (0,
     if damaged:
         return damaged
     if isinstance(exc, pa.ArrowInvalid):
-        return _first_bad_line(source, f"cannot be read ({first_line(exc)})", start)
+        return first_bad_line(source, f"cannot be read ({first_line(exc)})", start)
     return InputError(source.where, f"cannot be read ({first_line(exc)})")
 
 
@@ -222,7 +220,7 @@ def _checked(source: Source, table, bad_rows: list, start: tuple[int, int]) -> P
             query, reference, raw = query.filter(keep), reference.filter(keep), raw.filter(keep)
             score = _scores(raw)
     if bad_rows or score is None or _any_empty(query, reference) or _any_replaced(query, reference):
-        raise _first_bad_line(source, start=start)
+        raise first_bad_line(source, start=start)
     return Pairs(query, reference, score)
 
 
@@ -292,58 +290,6 @@ def _any_replaced(*columns: pa.Array) -> bool:
     return any(pc.any(pc.match_substring(c, REPLACEMENT)).as_py() for c in columns)
 
 
-LONGEST_LINE = 1 << 20  # characters: a DISC21 prediction line has under a hundred
-
-
-def _first_bad_line(
-    source: Source,
-    otherwise: str = "cannot be read (a line Arrow refused)",
-    start: tuple[int, int] = (0, 0),
-) -> InputError:
-    """The first bad line of the file, named with the Spark job's words, looked for from
-    ``start`` (a byte offset at a line's start and the lines before it: every line before
-    passed the checks). A line is read LONGEST_LINE characters at most: a gzip bomb's
-    one 1.5 GB line is refused in bounded memory instead of being read whole."""
-    where = source.where
-    with _text_from(source, start[0]) as fh:
-        lines = iter(lambda: fh.readline(LONGEST_LINE + 2), "")
-        for number, line in enumerate(lines, start=start[1] + 1):
-            if len(line.rstrip("\r\n")) > LONGEST_LINE:
-                return InputError(
-                    where,
-                    f"longer than {LONGEST_LINE:,} characters (not a line of predictions)",
-                    f"line {number}",
-                )
-            if not line.strip(WHITESPACE + "\n"):
-                continue
-            problem = line_problem(parse_csv_line(line.rstrip("\n")), _parse_float)
-            if problem:
-                return InputError(where, problem, f"line {number}")
-    return InputError(where, otherwise)
-
-
-def _text_from(source: Source, offset: int):
-    """The file's text from byte ``offset`` of its decompressed bytes (0: the start, a
-    byte-order mark dropped), decoded as the line scan decodes it."""
-    if not offset:
-        return source.open_text()
-    raw = source.open_binary()
-    while offset:  # a compressed stream cannot seek: its bytes are read and dropped
-        skipped = len(raw.read(min(offset, 1 << 24)))
-        if not skipped:
-            break
-        offset -= skipped
-    return io.TextIOWrapper(raw, encoding="utf-8", errors="replace", newline="")
-
-
-def _parse_float(text: str) -> float | None:
-    """A score as Arrow reads it (the fast path's rule), or None."""
-    try:
-        return pc.cast(strings([text]), pa.float64())[0].as_py()
-    except pa.ArrowInvalid:
-        return None
-
-
 def _read_parquet(source: Source) -> Pairs:
     return _checked_parquet(source.where, parquet_table(source))
 
@@ -390,16 +336,3 @@ def _checked_parquet(where: str, table) -> Pairs:
         (q, r), reason = problem
         raise InputError(where, reason, f"row query_id={q!r}, reference_id={r!r}")
     return Pairs(query, reference, values + 0.0)
-
-
-def lines_holding(source: Source, wanted: tuple[str, str], limit: int = 2) -> list[int]:
-    """The numbers of the first ``limit`` lines of a CSV file holding the pair ``wanted``
-    (query id, reference id), read with the official reader's rules."""
-    found = []
-    with source.open_text() as fh:
-        for number, line in enumerate(fh, start=1):
-            if parse_csv_line(line.rstrip("\n"))[:2] == wanted:
-                found.append(number)
-                if len(found) == limit:
-                    break
-    return found
