@@ -99,7 +99,7 @@ def score_source(
     coverage warnings here (a pool's task leaves it to the driver); ``given``: the name
     the user gave (default ``source.where``); ``resampling``: add the intervals and tie
     sensitivity (stats/); ``batch_bytes``: the batch the file is read in (``engine.choose``
-    sizes it from the memory there is; None: ``engine.BATCH_BYTES``)."""
+    sizes it from the memory there is; None: ``core.memory.BATCH_BYTES``)."""
     metrics = _scored(
         source,
         fmt,
@@ -162,8 +162,8 @@ def _scored(
 def _check_repeats(
     source: Source, fmt: str, batch_bytes: int, spill: Spill, encoder: BatchEncoder
 ) -> None:
-    """A repeated pair, named as the whole-file engine names it: the earliest row whose
-    pair an earlier row holds. The keys are sorted in place (8 bytes a row): InputError
+    """A repeated pair, named by its first two lines: the earliest row whose pair an
+    earlier row holds. The keys are sorted in place (8 bytes a row): InputError
     naming the way out when this machine's memory cannot hold them. A repeated key is
     checked on the ids, read again (two pairs can share a key)."""
     _memory_for_keys(source, spill.rows)

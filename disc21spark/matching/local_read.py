@@ -313,7 +313,7 @@ def _parquet_batches(source: Source, rows: int) -> Iterator[Pairs]:
         for batch in file.iter_batches(batch_size=rows, columns=list(PREDICTION_COLUMNS)):
             yield _checked_parquet(source.where, batch)
     except (pa.ArrowInvalid, OSError, UnicodeDecodeError) as exc:
-        # a damaged row group: the whole-file reader names the damage as Spark's side does
+        # a damaged row group: the whole-file Parquet reader names the damage as Spark does
         parquet_table(source)
         raise InputError(source.where, f"cannot be read ({first_line(exc)})") from None
 
