@@ -69,8 +69,8 @@ class Choice:
     plan: str = "auto"
     asked: str = "auto"  # the engine the user asked for
     local_max_bytes: int | None = LOCAL_MAX_BYTES
-    # the local engine reads a file past the in-process limit this many bytes at a time
-    # (matching/batched.py); None: whole
+    # the local engine reads a file this many bytes at a time (matching/batched.py,
+    # ``batch_bytes``); None: no file (a table in memory), or not the local engine
     batch_bytes: int | None = None
 
     @property
@@ -147,9 +147,9 @@ def _local(
 
 
 def batch_bytes(limit: int) -> int:
-    """The batch of a file past ``limit`` bytes (``matching/batched.py``): a sixteenth of
-    the limit (a batch's peak is about eight times its bytes, PEAK_PER_BYTE), within
-    SMALLEST_BATCH … BATCH_BYTES."""
+    """The batch the local engine reads a file in (``matching/batched.py``) for an
+    in-process limit of ``limit`` bytes: a sixteenth of it (a batch's peak is about eight
+    times its bytes, PEAK_PER_BYTE), within SMALLEST_BATCH … BATCH_BYTES."""
     return int(min(BATCH_BYTES, max(SMALLEST_BATCH, limit // 16)))
 
 

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from disc21spark.core import memory
 from disc21spark.core.errors import InputError
 from disc21spark.core.memory import BATCH_BYTES
 from disc21spark.core.phases import Phases
@@ -143,7 +144,10 @@ def _scored(
             note["rows"] = spill.rows
         with phases.phase("score") as note:
             truth, counted = _count(spill, encoder, gt, resampling)
-            metrics = _metrics(gt, truth, counted, encoder, spill.rows, curve_points)
+            stats = positions.QueryStats(
+                spill.rows, encoder.unknown_rows, encoder.distinct_queries()
+            )
+            metrics = positions.metrics_from_parts(gt, truth, counted.counts, stats, curve_points)
 
             def ids():  # the ids looked at again only for a submission that needs it
                 return encoder.query_counts(), _reference_counts(source, fmt, batch_bytes)
@@ -153,7 +157,7 @@ def _scored(
             note["detail"] = f"{metrics.n_true_positives:,} true positives"
     if resampling is not None:
         with phases.phase("bootstrap") as note:
-            metrics = _with_statistics(metrics, truth, counted, encoder, gt, resampling)
+            metrics = _with_statistics(metrics, truth, counted, gt, resampling)
             note["rows"] = metrics.n_predictions
             note["detail"] = f"{resampling.resamples:,} resamples"
     return metrics
@@ -238,9 +242,8 @@ def _summed(parts: list):
 
 
 def _memory_for_keys(source: Source, rows: int) -> None:
-    from disc21spark.core.memory import available_bytes
-
-    need, free = rows * np.dtype(np.uint64).itemsize, available_bytes()
+    # asked through the module, so the probe a caller points elsewhere is the one asked
+    need, free = rows * np.dtype(np.uint64).itemsize, memory.available_bytes()
     if need > free:
         raise InputError(
             source.where,
@@ -255,6 +258,8 @@ class Counted:
     """Pass 2's sums: the figures' counts, and with resampling the intervals' and groups'."""
 
     counts: positions.Counts
+    levels: np.ndarray  # float64 (T,): the true scores, decreasing (stats.spec.levels_of)
+    by_code: list | None  # each group code's levels (groups.code_levels); None: no groups
     misses: np.ndarray | None = None  # int64 (T, B), stats.spec.miss_counts' first
     optimistic: np.ndarray | None = None  # int64 (T,)
     code_counts: list[np.ndarray] | None = None  # groups.code_miss_counts, summed
@@ -266,12 +271,14 @@ def _count(
     """The true scores and every count of the spilled rows, one chunk at a time."""
     true_query, true_score = encoder.true_pairs()
     truth = positions.TrueScores.of(true_query, true_score)
-    counted = Counted(positions.Counts.zero(truth))
+    by_code = None
+    if r is not None and r.groups is not None:
+        by_code = group_stats.code_levels(truth.score, r.groups.codes[truth.query], r.groups.none)
     levels = stats_spec.levels_of(truth.score)
+    counted = Counted(positions.Counts.zero(truth), levels, by_code)
     keys = stats_spec.ground_truth_keys(gt, r.seed) if r is not None else None
     if r is not None:
         weights.remember(keys, r.resamples)
-    by_code = _code_levels(truth, r)
     for chunk in spill.chunks():
         query, label, score = chunk["query"].astype(np.int64), chunk["label"], chunk["score"]
         counted.counts.add(positions.count_rows(truth, query, label, score))
@@ -294,39 +301,20 @@ def _count(
     return truth, counted
 
 
-def _code_levels(truth: positions.TrueScores, r: Resampling | None) -> list | None:
-    if r is None or r.groups is None:
-        return None
-    return group_stats.code_levels(truth.score, r.groups.codes[truth.query], r.groups.none)
-
-
 def _plus(total: np.ndarray | None, more: np.ndarray) -> np.ndarray:
     return more if total is None else total + more
-
-
-def _metrics(
-    gt: GroundTruth,
-    truth: positions.TrueScores,
-    counted: Counted,
-    encoder: BatchEncoder,
-    n_rows: int,
-    curve_points: int,
-) -> MatchingMetrics:
-    stats = positions.QueryStats(n_rows, encoder.unknown_rows, encoder.distinct_queries())
-    return positions.metrics_from_parts(gt, truth, counted.counts, stats, curve_points)
 
 
 def _with_statistics(
     metrics: MatchingMetrics,
     truth: positions.TrueScores,
     counted: Counted,
-    encoder: BatchEncoder,
     gt: GroundTruth,
     r: Resampling,
 ) -> MatchingMetrics:
     """``metrics`` with the intervals and tie sensitivity (and the group table) from the
     summed counts: ``stats.spec.uncertainty_of``, as every engine finishes them."""
-    levels = stats_spec.levels_of(truth.score)
+    levels = counted.levels
     t = len(levels)
     misses = counted.misses if counted.misses is not None else np.zeros((t, r.resamples), np.int64)
     optimistic = counted.optimistic if counted.optimistic is not None else np.zeros(t, np.int64)
@@ -340,7 +328,7 @@ def _with_statistics(
     codes = r.groups.codes
     table = group_stats.table(
         r.groups,
-        _code_levels(truth, r),
+        counted.by_code,
         counted.code_counts,
         (*pairs, codes[truth.query]),
         (positives, group_stats.positive_codes(gt, codes)),

@@ -38,9 +38,8 @@ class Dictionary:
         self.values = strings([])
         self.rows = np.zeros(0, dtype=np.int64)
 
-    def codes(self, column: pa.Array) -> tuple[np.ndarray, pa.Array, np.ndarray]:
-        """(int64 code of each row, the batch's distinct values, int64 each row's index
-        among them)."""
+    def codes(self, column: pa.Array) -> np.ndarray:
+        """int64 (n,): the code of each row, new values added."""
         batch = pc.dictionary_encode(column)
         code = index_in(batch.dictionary, self.values)
         new = code < 0
@@ -48,10 +47,9 @@ class Dictionary:
             code[new] = len(self.values) + np.arange(int(new.sum()))
             self.values = pa.concat_arrays([self.values, batch.dictionary.filter(mask(new))])
             self.rows = np.concatenate([self.rows, np.zeros(int(new.sum()), np.int64)])
-        at = numbers(batch.indices).astype(np.int64)
-        per_row = code[at]
+        per_row = code[numbers(batch.indices)]
         self.rows += np.bincount(per_row, minlength=len(self.values))
-        return per_row, batch.dictionary, at
+        return per_row
 
 
 def mask(flags: np.ndarray) -> pa.Array:
@@ -159,7 +157,7 @@ class BatchEncoder:
         if unknown.any():
             self.unknown_rows += int(unknown.sum())
             unknown_ids = pairs.query.filter(mask(unknown))
-            code[unknown] = len(self.known) + self.unknown.codes(unknown_ids)[0]
+            code[unknown] = len(self.known) + self.unknown.codes(unknown_ids)
         self.query_rows += np.bincount(query[~unknown], minlength=len(self.known))
         # each row looked up among the few positive references (no table of every id)
         positive = index_in(pairs.reference, self.positive_refs)

@@ -90,19 +90,21 @@ def _plain_types(schema: pa.Schema) -> bool:
 def iter_pairs(source: Source, fmt: str, batch_bytes: int) -> Iterator[Pairs]:
     """The checked pairs of one file, a batch at a time (about ``batch_bytes`` of CSV, or
     as many Parquet rows), in memory bounded by the batch; InputError naming the file's
-    first bad row (it is looked for from the file's start, whichever batch found it)."""
+    first bad row (looked for from the start of the batch that found it: every line
+    before passed the checks)."""
     if source.fmt(fmt) == "parquet":
         yield from _parquet_batches(source, max(1, batch_bytes // 24))
         return
     import pyarrow.csv as csv
 
     bad_rows: list[object] = []
+    options = _csv_options(bad_rows)
     start = (0, 0)  # the chunk's first byte and the lines before it: where a scan begins
     with _quiet_decoding():
         try:
             for chunk, start in _line_chunks(source, batch_bytes):
                 try:
-                    table = csv.read_csv(pa.py_buffer(chunk), **_csv_options(bad_rows))
+                    table = csv.read_csv(pa.py_buffer(chunk), **options)
                 except pa.ArrowInvalid as exc:
                     if "Empty CSV file" in str(exc):  # blank lines only
                         continue
