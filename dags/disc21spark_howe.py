@@ -53,8 +53,8 @@ with DAG(
         "distractors": Param(
             0.2, type="number", minimum=0, maximum=1, description="make_queries --distractors"
         ),
-        "descriptors": Param(
-            "colorhist,correlogram,tiny,pdq", type="string", description="rank_eval --descriptors"
+        "methods": Param(
+            "colorhist,correlogram,tiny,pdq", type="string", description="rank_eval --methods"
         ),
         "rank_eval_args": Param(
             ["--subsets", "2", "--sizes", "100,200,280"],

@@ -17,6 +17,7 @@ Layout of a scheduled pool (``runs`` is a DAG param):
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 from collections.abc import Mapping
@@ -25,6 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from disc21spark.core.errors import InputError
+
+log = logging.getLogger("disc21spark")
 
 RECORD = "scheduled_run.json"
 PYTHON_ENVS = ("virtualenv", "archive")
@@ -162,7 +165,7 @@ def plan_bench_run(params: Mapping, logical_date: datetime) -> dict:
             "--bench",
             str(bench),
             "--methods",
-            params["descriptors"],
+            _methods(params),
             "--output",
             str(report),
             "--overwrite",
@@ -290,3 +293,12 @@ def retry_settings() -> dict[str, Any]:
         "retries": int(os.environ.get("DISC21SPARK_RETRIES", 2)),
         "retry_delay": timedelta(seconds=float(os.environ.get("DISC21SPARK_RETRY_SECONDS", 300))),
     }
+
+
+def _methods(params: dict) -> str:
+    """rank-eval's methods: the ``methods`` param, or its 0.1.0 name ``descriptors`` (a
+    trigger's conf written for 0.1.0), with a warning in the task's log."""
+    if "descriptors" in params and "methods" not in params:
+        log.warning("the param 'descriptors' is deprecated, use 'methods'")
+        return params["descriptors"]
+    return params["methods"]

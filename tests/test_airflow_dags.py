@@ -186,7 +186,7 @@ def test_howe_bench_dag_end_to_end(airflow, tmp_path):
         "tests": "crop:50,lowcon:80",
         "queries_per_test": 4,
         "distractors": 0.25,
-        "descriptors": "colorhist,tiny",
+        "methods": "colorhist,tiny",
         "rank_eval_args": ["--resamples", "50"],
         "master": "local[2]",
         "virtualenv": str(Path(sys.executable).parents[1]),

@@ -184,8 +184,10 @@ def test_pools_in_memory_and_on_spark_give_the_command_lines_leaderboard(spark, 
     boards = [
         ds.evaluate_pool(case["gt_path"], [str(p) for p in case["paths"].values()]),
         ds.evaluate_pool(case["gt_path"], tables),
-        ds.evaluate_pool(case["gt_path"], one_table, submission="team"),
-        ds.evaluate_pool(case["gt_path"], spark.createDataFrame(one_table), submission="team"),
+        ds.evaluate_pool(case["gt_path"], one_table, submission_column="team"),
+        ds.evaluate_pool(
+            case["gt_path"], spark.createDataFrame(one_table), submission_column="team"
+        ),
     ]
     for board in boards:
         table = board.table

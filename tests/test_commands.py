@@ -20,7 +20,8 @@ EVALUATE_DESCRIPTORS = ["--ground-truth", "gt.csv", "--output", "o", *DESCRIPTOR
 TYPES = {
     "max_results": int,
     "curve_points": int,
-    "partitions": int,
+    "sort_partitions": int,
+    "image_partitions": int,
     "knn": int,
     "nprobe": int,
     "max_dim": int,
@@ -138,7 +139,7 @@ def test_job_dataclasses_read_the_same_defaults():
         check(cls, "evaluate")
     check(LibraryJob, "make-library")
     check(QueryJob, "make-queries")
-    check(Settings, "make-queries", {"fmt": "format"})
+    check(Settings, "make-queries", {"fmt": "query_format"})
     check(ExtractJob, "extract")
     check(RankJob, "rank-eval")
 
@@ -161,7 +162,7 @@ def test_from_args_with_no_option_is_the_job_with_its_defaults():
     args = parse("extract", *MINIMAL["extract"])
     assert ExtractJob.from_args(args) == ExtractJob("tiny", "o.h5", images=["lib"])
     args = parse("rank-eval", *MINIMAL["rank-eval"])
-    methods = config.default("rank-eval", "descriptors").split(",")
+    methods = config.default("rank-eval", "methods").split(",")
     assert RankJob.from_args(args) == RankJob("b", methods, "o")
 
 

@@ -94,22 +94,22 @@ def spec_pairs(small, job: D.DescriptorJob) -> set:
 
 
 CASES = [
-    dict(knn=5, metric="l2", query_partitions=1),
-    dict(knn=7, metric="ip", query_partitions=3, broadcast_limit=4000, block_rows=30),
-    dict(knn=None, max_results=700, metric="l2", query_partitions=4),
-    dict(knn=None, max_results=300, metric="l2", query_partitions=2, block_rows=25),
-    dict(knn=None, max_results=700, metric="ip", query_partitions=2, broadcast_limit=3000),
+    dict(knn=5, distance="l2", query_partitions=1),
+    dict(knn=7, distance="ip", query_partitions=3, broadcast_limit=4000, block_rows=30),
+    dict(knn=None, max_results=700, distance="l2", query_partitions=4),
+    dict(knn=None, max_results=300, distance="l2", query_partitions=2, block_rows=25),
+    dict(knn=None, max_results=700, distance="ip", query_partitions=2, broadcast_limit=3000),
     dict(
         knn=None,
         max_results=500,
-        metric="l2",
+        distance="l2",
         query_partitions=3,
         broadcast_limit=5000,
         score_norm_weight=0.5,
         score_norm_neighbors=(2, 4),
     ),
     dict(
-        knn=4, metric="ip", query_partitions=2, score_norm_weight=1.0, score_norm_neighbors=(1, 3)
+        knn=4, distance="ip", query_partitions=2, score_norm_weight=1.0, score_norm_neighbors=(1, 3)
     ),
 ]
 
@@ -355,7 +355,7 @@ def test_codec_trained_on_background_equals_single_machine(spark, small):
     job = job_for(
         small,
         knn=3,
-        metric="ip",
+        distance="ip",
         index="PCAW4,L2norm,Flat",
         train_descriptors=[str(small["root"] / "bg.h5")],
         query_partitions=3,

@@ -22,14 +22,20 @@ ROOT = Path(__file__).resolve().parents[1]
 GT = str(ROOT / "data" / "disc21_dev_ground_truth.csv")
 # command, old name, new name, a value, the attribute both set
 RENAMED = [
-    ("evaluate", "--partitions", "--sort-partitions", ["5"], "partitions"),
-    ("evaluate", "--metric", "--distance", ["ip"], "metric"),
-    ("evaluate", "--score-norm", "--score-norm-descriptors", ["bg.h5", "bg2.h5"], "score_norm"),
-    ("rank-eval", "--descriptors", "--methods", ["tiny,pdq"], "descriptors"),
-    ("rank-eval", "--partitions", "--query-partitions", ["3"], "partitions"),
-    ("make-queries", "--partitions", "--image-partitions", ["4"], "partitions"),
-    ("make-queries", "--format", "--query-format", ["jpeg"], "format"),
-    ("extract", "--partitions", "--image-partitions", ["2"], "partitions"),
+    ("evaluate", "--partitions", "--sort-partitions", ["5"], "sort_partitions"),
+    ("evaluate", "--metric", "--distance", ["ip"], "distance"),
+    (
+        "evaluate",
+        "--score-norm",
+        "--score-norm-descriptors",
+        ["bg.h5", "bg2.h5"],
+        "score_norm_descriptors",
+    ),
+    ("rank-eval", "--descriptors", "--methods", ["tiny,pdq"], "methods"),
+    ("rank-eval", "--partitions", "--query-partitions", ["3"], "query_partitions"),
+    ("make-queries", "--partitions", "--image-partitions", ["4"], "image_partitions"),
+    ("make-queries", "--format", "--query-format", ["jpeg"], "query_format"),
+    ("extract", "--partitions", "--image-partitions", ["2"], "image_partitions"),
 ]
 
 
@@ -59,7 +65,7 @@ def test_every_option_has_help_and_shows_its_default(name, capsys):
 @pytest.mark.parametrize("command,old,new,value,dest", RENAMED)
 def test_an_old_name_still_works_with_one_warning(command, old, new, value, dest, capsys):
     base = [command, *MINIMAL[command]]
-    if command == "evaluate" and dest in ("metric", "score_norm"):
+    if command == "evaluate" and dest in ("distance", "score_norm_descriptors"):
         base = [command, "--ground-truth", "gt.csv", "--output", "o", *DESCRIPTORS]
     with_new = commands.parse([*base, new, *value])
     assert capsys.readouterr().err == ""
@@ -97,7 +103,7 @@ def test_value_lists_take_spaces_or_commas():
     joined = commands.parse(
         ["rank-eval", *MINIMAL["rank-eval"], "--methods", "tiny,pdq", "--sizes", "2,3,4"]
     )
-    assert spaced.descriptors == joined.descriptors == "tiny,pdq"
+    assert spaced.methods == joined.methods == "tiny,pdq"
     assert spaced.sizes == joined.sizes == [2, 3, 4]
     tests = commands.parse(
         ["make-queries", *MINIMAL["make-queries"], "--tests", "crop:50", "jumble:4x4"]

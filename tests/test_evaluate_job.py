@@ -79,8 +79,8 @@ def test_csv_gzip_and_parquet_give_the_same_exact_result(spark, tmp_path, dev_gt
 
     results = [
         run(spark, job(dev_gt_path, csv_path)),
-        run(spark, job(dev_gt_path, tmp_path / "s.csv.gz", partitions=3)),
-        run(spark, job(gt_parquet, tmp_path / "s.parquet", partitions=9)),
+        run(spark, job(dev_gt_path, tmp_path / "s.csv.gz", sort_partitions=3)),
+        run(spark, job(gt_parquet, tmp_path / "s.parquet", sort_partitions=9)),
     ]
     has = table["reference_id"] != ""
     from disc21spark.matching.model import GroundTruth

@@ -87,7 +87,7 @@ def write_pool(folder: Path, seed: int, n_subs: int) -> dict[str, pd.DataFrame]:
 def test_pool_equals_each_submission_scored_alone(spark, tmp_path, gt_file, seed, partitions, plan):
     subs = write_pool(tmp_path / "pool", seed, 7)
     job = pool.PoolJob(
-        gt_file, [str(tmp_path / "pool")], None, partitions=partitions, pool_plan=plan
+        gt_file, [str(tmp_path / "pool")], None, sort_partitions=partitions, pool_plan=plan
     )
     result = pool.run(spark, job)
     gt = ground_truth()

@@ -93,7 +93,7 @@ def test_same_seed_same_bytes_whatever_the_partitions(
     spark, library, spark_bench, tmp_path, partitions
 ):
     out = tmp_path / "bench"
-    run(spark, QueryJob([str(library)], str(out), settings(), partitions=partitions))
+    run(spark, QueryJob([str(library)], str(out), settings(), image_partitions=partitions))
     assert folder_bytes(out) == folder_bytes(spark_bench)
 
 

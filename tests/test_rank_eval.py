@@ -293,7 +293,7 @@ def test_the_descriptor_track_reads_the_bench_and_its_vectors(spark, bench, repo
             [str(folder / "references.h5")],
             None,
             knn=5,
-            metric="ip",
+            distance="ip",
         ),
     )
     assert m.n_queries == 48 and m.n_positives == 36 and m.n_predictions == 48 * 5

@@ -169,7 +169,7 @@ def test_bench_plan_chains_the_three_jobs_in_one_folder(tmp_path):
             tests="crop:50",
             queries_per_test=4,
             distractors=0.25,
-            descriptors="tiny",
+            methods="tiny",
             rank_eval_args=["--subsets", "2"],
         ),
         DAY,

@@ -16,6 +16,7 @@ from typing import Any
 
 from disc21spark.api import inputs
 from disc21spark.api.inputs import ARROW, PATH, SPARK, Engine, kind, label
+from disc21spark.api.renamed import old_keywords
 from disc21spark.api.results import Leaderboard
 from disc21spark.api.tables import score_table
 from disc21spark.core import config
@@ -34,6 +35,7 @@ _CONFIDENCE = config.value("evaluate", "confidence", float)
 _SEED = config.value("evaluate", "seed", int)
 
 
+@old_keywords
 def evaluate(
     ground_truth: Any,
     predictions: Any,
@@ -41,7 +43,7 @@ def evaluate(
     max_results: int = _MAX_RESULTS,
     engine: Any = "auto",
     curve_points: int = _CURVE_POINTS,
-    partitions: int | None = None,
+    sort_partitions: int | None = None,
     predictions_format: str = "auto",
     ground_truth_format: str = "auto",
     local_max_bytes: int | None = LOCAL_MAX_BYTES,
@@ -68,7 +70,7 @@ def evaluate(
         "auto": a Spark DataFrame, a remote path, a glob or a folder → Spark (a Spark
         DataFrame where it is; what it caches is released before the call returns); a
         table in memory or a local file of any size → this process (no JVM).
-    curve_points, partitions, local_max_bytes : int, int or None, int or None (auto)
+    curve_points, sort_partitions, local_max_bytes : int, int or None, int or None (auto)
         Points kept in ``pr_curve`` (figures are exact); partitions of the repeat check's
         shuffle on Spark (None: adaptive); the memory the local engine plans for.
     predictions_format, ground_truth_format : {"auto", "csv", "parquet"}
@@ -90,7 +92,7 @@ def evaluate(
     InputError
         Bad input: one line naming the file (a table: ``predictions (DataFrame)``), the
         line or row (a pandas index label, an Arrow position) and the reason."""
-    given = (max_results, curve_points, partitions, predictions_format, ground_truth_format)
+    given = (max_results, curve_points, sort_partitions, predictions_format, ground_truth_format)
     options = _options(*given, query_groups, (resamples, confidence, seed))
     one = {label("predictions", predictions): predictions}
     return _score_one(*_prepared(ground_truth, one, engine, local_max_bytes, options), predictions)
@@ -99,7 +101,7 @@ def evaluate(
 def _options(
     max_results: int,
     curve_points: int,
-    partitions: int | None,
+    sort_partitions: int | None,
     predictions_format: str,
     ground_truth_format: str,
     query_groups: str | os.PathLike | None,
@@ -113,7 +115,7 @@ def _options(
         "seed": seed,
         "max_results": max_results,
         "curve_points": curve_points,
-        "partitions": partitions,
+        "sort_partitions": sort_partitions,
         "predictions_format": predictions_format,
         "ground_truth_format": ground_truth_format,
         "query_groups": None if query_groups is None else os.fspath(query_groups),
@@ -190,15 +192,16 @@ def _spark_raw(spark: Any, value: Any, source: str, keep: tuple[str, ...] = ()) 
     return typed_table(value, F.lit(source), keep)
 
 
+@old_keywords
 def evaluate_pool(
     ground_truth: Any,
     predictions: Any,
     *,
-    submission: str | None = None,
+    submission_column: str | None = None,
     max_results: int = _MAX_RESULTS,
     engine: Any = "auto",
     curve_points: int = _CURVE_POINTS,
-    partitions: int | None = None,
+    sort_partitions: int | None = None,
     predictions_format: str = "auto",
     ground_truth_format: str = "auto",
     pool_plan: str | None = None,
@@ -218,10 +221,10 @@ def evaluate_pool(
     predictions : path, sequence of paths, table, or mapping name → table
         Paths (files, globs, folders; a file per submission, named by its file name)
         scored on Spark by the command's pool job; one table (pandas, Arrow, Spark) and
-        its column ``submission``; or a mapping of submission name → table.
-    submission : str or None
+        its column ``submission_column``; or a mapping of submission name → table.
+    submission_column : str or None
         The column of a table (or of a Parquet pool file) that names the submission.
-    max_results, engine, curve_points, partitions, predictions_format,
+    max_results, engine, curve_points, sort_partitions, predictions_format,
     ground_truth_format, local_max_bytes : as for ``evaluate``
         (a pool of files: the largest file the per-file plan scores under ``auto``)
     pool_plan : {"auto", "per-file", "one-sort"} or None
@@ -240,12 +243,12 @@ def evaluate_pool(
         Bad ground truth, options or pool (no file, rows with no submission); a bad
         submission is reported in the leaderboard instead.
     """
-    given = (max_results, curve_points, partitions, predictions_format, ground_truth_format)
+    given = (max_results, curve_points, sort_partitions, predictions_format, ground_truth_format)
     options = _options(*given, query_groups, (resamples, confidence, seed))
     if _all_paths(predictions):
         options.update(local_max_bytes=local_max_bytes, pool_plan=pool_plan)
-        return _pool_of_files(ground_truth, predictions, submission, engine, options)
-    tables = _named_tables(predictions, submission)
+        return _pool_of_files(ground_truth, predictions, submission_column, engine, options)
+    tables = _named_tables(predictions, submission_column)
     args, chosen, gt = _prepared(ground_truth, tables, engine, local_max_bytes, options, True)
     return Leaderboard(
         [_submission(chosen, gt, table, args, name) for name, table in tables.items()]
@@ -302,7 +305,9 @@ def _named_tables(predictions: Any, submission: str | None) -> dict[str, Any]:
     if isinstance(predictions, Mapping):
         return {str(k): v for k, v in sorted(predictions.items(), key=lambda kv: str(kv[0]))}
     if submission is None:
-        raise InputError("", "a pool of one table needs submission=<the column naming each row's>")
+        raise InputError(
+            "", "a pool of one table needs submission_column=<the column naming each row's>"
+        )
     source = label("predictions", predictions)
     if kind(predictions) == SPARK:
         return _split_spark(predictions, submission, source)

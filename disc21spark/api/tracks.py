@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from disc21spark.api import inputs
+from disc21spark.api.renamed import old_keywords
 from disc21spark.api.results import DescriptorResult
 from disc21spark.core import config
 from disc21spark.core.errors import InputError
@@ -35,17 +36,18 @@ def _comma_list(value: str | Sequence[str] | None) -> str | None:
     return value
 
 
+@old_keywords
 def evaluate_descriptors(
     ground_truth: Any,
-    queries: Paths,
-    references: Paths,
+    query_descriptors: Paths,
+    reference_descriptors: Paths,
     *,
     knn: int | None = None,
     max_results: int = config.value("evaluate", "max_results", int),
-    metric: str = config.value("evaluate", "metric"),
+    distance: str = config.value("evaluate", "distance"),
     index: str | None = None,
     nprobe: int | None = None,
-    score_norm: Paths | None = None,
+    score_norm_descriptors: Paths | None = None,
     budgets: Sequence[int] | None = None,
     knn_budgets: Sequence[int] | None = None,
     return_pairs: bool = False,
@@ -60,13 +62,13 @@ def evaluate_descriptors(
     ----------
     ground_truth : path, pandas.DataFrame, pyarrow.Table or Spark DataFrame
         As for ``evaluate``.
-    queries, references : path or sequence of paths
+    query_descriptors, reference_descriptors : path or sequence of paths
         Vectors: HDF5 (``vectors`` float32 (n, d), ``image_names``), .npy with
         ``<name>_ids.txt``, or Parquet; globs allowed.
-    knn, max_results, metric : int or None, int, {"l2", "ip"}
+    knn, max_results, distance : int or None, int, {"l2", "ip"}
         K nearest references per query (None: the best ``max_results`` pairs overall);
         l2: score = -squared distance, ip: inner product.
-    index, nprobe, score_norm : str or None, int or None, path(s) or None
+    index, nprobe, score_norm_descriptors : str or None, int or None, path(s) or None
         A FAISS factory string (None: Flat, exact), the IVF lists visited per query,
         background descriptors for score normalisation.
     budgets, knn_budgets : sequence of int or None
@@ -90,10 +92,12 @@ def evaluate_descriptors(
         The command line's messages (not vectors, dimensions that differ...); what the
         search caches is released before the call returns.
     """
-    given = _given(index=index, nprobe=nprobe, score_norm=score_norm or None)
+    norm = score_norm_descriptors or None
+    given = _given(index=index, nprobe=nprobe, score_norm_descriptors=norm)
     given.update(_given(budgets=_listed(budgets), knn_budgets=_listed(knn_budgets)))
-    searched = (knn, max_results, metric)
-    job = _descriptor_job(ground_truth, queries, references, engine, *searched, **given, **options)
+    searched = (knn, max_results, distance)
+    vectors = (query_descriptors, reference_descriptors)
+    job = _descriptor_job(ground_truth, *vectors, engine, *searched, **given, **options)
     return _search_and_score(job, ground_truth, engine, return_pairs)
 
 
@@ -104,7 +108,7 @@ def _descriptor_job(
     engine: Any,
     knn: int | None,
     max_results: int,
-    metric: str,
+    distance: str,
     **options: Any,
 ) -> Any:
     """The command's DescriptorJob of these inputs and options; InputError for an engine
@@ -116,8 +120,8 @@ def _descriptor_job(
         raise InputError("engine='local'", "the descriptor track runs on Spark; use engine='spark'")
     for value in [ground_truth, *_paths(queries), *_paths(references)]:
         inputs.check_exists(value)  # said at once, not after starting Spark
-    if "score_norm" in options:
-        options["score_norm"] = _paths(options["score_norm"])
+    if "score_norm_descriptors" in options:
+        options["score_norm_descriptors"] = _paths(options["score_norm_descriptors"])
     args = inputs.command_options(
         "evaluate",
         ground_truth=inputs.label("ground_truth", ground_truth),
@@ -126,7 +130,7 @@ def _descriptor_job(
         output=None,
         knn=knn,
         max_results=max_results,
-        metric=metric,
+        distance=distance,
         **options,
     )
     return descriptor_job.DescriptorJob.from_args(args)
@@ -186,6 +190,7 @@ def _run_command(command: str, engine: Any, **given: Any) -> dict:
     return job.execute(inputs.spark_session(engine, []))
 
 
+@old_keywords
 def make_queries(
     images: Paths,
     output: str | os.PathLike,
@@ -194,9 +199,9 @@ def make_queries(
     queries_per_test: int | None = None,
     distractors: float | None = None,
     seed: int | None = None,
-    format: str | None = None,
+    query_format: str | None = None,
     sheet_per_test: int | None = None,
-    partitions: int | None = None,
+    image_partitions: int | None = None,
     overwrite: bool = False,
     engine: Any = "spark",
 ) -> dict:
@@ -212,7 +217,7 @@ def make_queries(
         bench.json, queries/), written whole or not at all.
     tests : str or sequence of str or None
         Alterations such as "crop:50", "jumble:4x4" (None: the command's default).
-    queries_per_test, distractors, seed, format, sheet_per_test, partitions
+    queries_per_test, distractors, seed, query_format, sheet_per_test, image_partitions
         As the command's options (None: its default from conf/defaults.ini).
     overwrite : bool
         Replace a non-empty ``output``.
@@ -240,13 +245,14 @@ def make_queries(
             queries_per_test=queries_per_test,
             distractors=distractors,
             seed=seed,
-            format=format,
+            query_format=query_format,
             sheet_per_test=sheet_per_test,
-            partitions=partitions,
+            image_partitions=image_partitions,
         ),
     )
 
 
+@old_keywords
 def rank_eval(
     bench: str | os.PathLike,
     output: str | os.PathLike,
@@ -275,7 +281,7 @@ def rank_eval(
     engine : "spark" or SparkSession
     **options
         Any other option of the command by its name (subsets, sizes, seed, resamples,
-        partitions, ties, distance).
+        query_partitions, ties, distance).
 
     Returns
     -------
@@ -293,6 +299,6 @@ def rank_eval(
         bench=os.fspath(bench),
         output=os.fspath(output),
         overwrite=overwrite,
-        **_given(descriptors=_comma_list(methods), knn=knn),
+        **_given(methods=_comma_list(methods), knn=knn),
         **options,
     )

@@ -164,8 +164,6 @@ def add_image_partitions(
         parser,
         conf,
         "--image-partitions",
-        key="partitions",
-        dest="partitions",
         type=int,
         metavar="N",
         help=f"Spark tasks the images are split into (default: about {images_a_task} images a task)",

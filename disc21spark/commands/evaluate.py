@@ -55,7 +55,7 @@ def check(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     args.track = "descriptor" if descriptor else "matching"
     if (
         args.max_results < 0
-        or (args.partitions is not None and args.partitions < 1)
+        or (args.sort_partitions is not None and args.sort_partitions < 1)
         or args.curve_points < 2
     ):
         p.error("--max-results must be ≥ 0, --sort-partitions ≥ 1 and --curve-points ≥ 2")

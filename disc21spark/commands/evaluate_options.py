@@ -70,8 +70,6 @@ def _add_scoring_arguments(p: argparse.ArgumentParser, conf: dict[str, Any]) -> 
         p,
         conf,
         "--sort-partitions",
-        key="partitions",
-        dest="partitions",
         type=int,
         metavar="N",
         help="partitions of the repeat check's shuffle on Spark, at most 64 "
@@ -238,8 +236,6 @@ def _add_search_arguments(d: argparse._ArgumentGroup, conf: dict[str, Any]) -> N
         d,
         conf,
         "--distance",
-        key="metric",
-        dest="metric",
         choices=("l2", "ip"),
         help="how vectors are compared: l2 (score = -squared distance, "
         "as the ISC2021 scorer) or ip (inner product)",
@@ -279,7 +275,6 @@ def _add_score_norm_arguments(d: argparse._ArgumentGroup, conf: dict[str, Any]) 
         "--score-norm-descriptors",
         nargs="+",
         metavar="PATH",
-        dest="score_norm",
         help="background descriptors for score normalisation (μAP_SN; isc2021's --train_descs)",
     )
     add_old_name(d, "--score-norm", norm)

@@ -58,7 +58,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def check(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
-    if args.partitions is not None and args.partitions < 1:
+    if args.image_partitions is not None and args.image_partitions < 1:
         p.error("--image-partitions must be ≥ 1")
 
 

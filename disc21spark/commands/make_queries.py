@@ -89,8 +89,6 @@ def _add_writing_arguments(p: argparse.ArgumentParser, conf: dict[str, Any]) -> 
         p,
         conf,
         "--query-format",
-        key="format",
-        dest="format",
         choices=("png", "jpeg"),
         help="the query images' format: png (lossless) or jpeg (quality 95)",
     )
@@ -107,7 +105,7 @@ def _add_writing_arguments(p: argparse.ArgumentParser, conf: dict[str, Any]) -> 
 
 
 def check(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
-    if args.seed < 0 or (args.partitions is not None and args.partitions < 1):
+    if args.seed < 0 or (args.image_partitions is not None and args.image_partitions < 1):
         p.error("--seed must be ≥ 0 and --image-partitions ≥ 1")
     if args.sheet_per_test < 0:
         p.error("--sheet-per-test must be ≥ 0")

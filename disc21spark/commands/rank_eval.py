@@ -41,8 +41,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         p,
         conf,
         "--methods",
-        key="descriptors",
-        dest="descriptors",
         action=ValueList,
         metavar="METHOD",
         help="methods to compare (see above), separated by spaces or commas",
@@ -99,8 +97,6 @@ def _add_ranking_arguments(p: argparse.ArgumentParser, conf: dict[str, Any]) -> 
         p,
         conf,
         "--query-partitions",
-        key="partitions",
-        dest="partitions",
         type=int,
         metavar="N",
         help="query partitions ranked in parallel (default: 2 × the cores)",
@@ -128,7 +124,7 @@ def _add_ranking_arguments(p: argparse.ArgumentParser, conf: dict[str, Any]) -> 
 def check(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     if args.knn < 1 or args.subsets < 1 or args.resamples < 10 or args.seed < 0:
         p.error("--knn and --subsets must be ≥ 1, --resamples ≥ 10, --seed ≥ 0")
-    if args.partitions is not None and args.partitions < 1:
+    if args.query_partitions is not None and args.query_partitions < 1:
         p.error("--query-partitions must be ≥ 1")
 
 

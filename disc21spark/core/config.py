@@ -9,6 +9,7 @@ import dataclasses
 import functools
 import os
 import tempfile
+import warnings
 from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
@@ -60,12 +61,30 @@ def _parsed(text: str) -> configparser.ConfigParser:
     return parser
 
 
+# keys renamed with their options after 0.1.0 (docs/reference/vocabulary.md): a folder of
+# one's own ($DISC21SPARK_CONF) written for 0.1.0 keeps working for one release
+OLD_KEYS = {
+    "evaluate": {"partitions": "sort_partitions", "metric": "distance"},
+    "make-queries": {"format": "query_format", "partitions": "image_partitions"},
+    "extract": {"partitions": "image_partitions"},
+    "rank-eval": {"descriptors": "methods", "partitions": "query_partitions"},
+}
+
+
 def section(command: str) -> dict[str, str]:
-    """Every default of one command, as the text defaults.ini gives (empty: none)."""
+    """Every default of one command, as the text defaults.ini gives (empty: none); a
+    key's 0.1.0 name read as its new one, with a FutureWarning."""
     parser = _parsed(conf_item(DEFAULTS).read_text(encoding="utf-8"))
     if not parser.has_section(command):
         raise KeyError(f"{DEFAULTS} has no [{command}] section")
-    return {key: value.strip() for key, value in parser.items(command)}
+    values = {key: value.strip() for key, value in parser.items(command)}
+    for old, new in OLD_KEYS.get(command, {}).items():
+        if old in values and new not in values:
+            warnings.warn(
+                f"{DEFAULTS} [{command}]: {old} is deprecated, use {new}", FutureWarning, 2
+            )
+            values[new] = values.pop(old)
+    return values
 
 
 def default(command: str, key: str) -> str | None:

@@ -51,18 +51,18 @@ class DescriptorJob(BaseJob):
     output: str | None
     knn: int | None = config.from_defaults(int)  # None: max-results mode
     max_results: int = config.from_defaults(int)
-    metric: str = config.from_defaults()
+    distance: str = config.from_defaults()
     index: str = config.from_defaults()
     nprobe: int | None = config.from_defaults(int)
     max_dim: int = config.from_defaults(int)
     broadcast_limit: int = config.from_defaults(config.parse_size)
-    score_norm: list[str] = field(default_factory=list)
+    score_norm_descriptors: list[str] = field(default_factory=list)
     score_norm_weight: float = config.from_defaults(float)
     score_norm_neighbors: tuple[int, int] = config.from_defaults(config.parse_span)
     train_descriptors: list[str] = field(default_factory=list)
     write_predictions: bool = False
     query_partitions: int | None = config.from_defaults(int)
-    partitions: int | None = config.from_defaults(int)
+    sort_partitions: int | None = config.from_defaults(int)
     overwrite: bool = False
     curve_points: int = config.from_defaults(int)
     ground_truth_format: str = config.from_defaults()
@@ -77,7 +77,7 @@ class DescriptorJob(BaseJob):
         fields = fields_from_options(
             cls,
             args,
-            score_norm=args.score_norm or [],
+            score_norm_descriptors=args.score_norm_descriptors or [],
             score_norm_neighbors=tuple(args.score_norm_neighbors),
             train_descriptors=args.train_descriptors or [],
             budgets=list(args.budgets or []),
@@ -109,12 +109,12 @@ class DescriptorJob(BaseJob):
     @property
     def spec(self) -> descriptor_plan.SearchSpec:
         norm = None
-        if self.score_norm:
+        if self.score_norm_descriptors:
             first, last = self.score_norm_neighbors
             norm = (first, last, self.score_norm_weight)
         searched = self.budget_request.search  # the largest budget, searched once
         return descriptor_plan.SearchSpec(
-            self.metric,
+            self.distance,
             searched if self.knn is not None else None,
             searched if self.knn is None else self.max_results,
             norm,
@@ -220,8 +220,10 @@ def _read_references(spark, job: DescriptorJob, files, phases: Phases, folder: P
         )
         dim = refs.vectors.shape[1]
         background = None
-        if job.score_norm:
-            background = read(job.score_norm, "background", store=folder / f"{token}-b.f32")
+        if job.score_norm_descriptors:
+            background = read(
+                job.score_norm_descriptors, "background", store=folder / f"{token}-b.f32"
+            )
             _same_dim(background, dim, "background")
         train = background
         if job.train_descriptors:
@@ -256,7 +258,9 @@ def _same_dim(side: descriptor_side.Side, dim: int, name: str) -> None:
 
 def _build_and_ship(spark, job: DescriptorJob, refs, background, train, note: dict):
     """The trained empty index, then the shards (and the background, whole)."""
-    empty = descriptor_spec.build_index(job.index, job.metric, (train or refs).vectors, job.nprobe)
+    empty = descriptor_spec.build_index(
+        job.index, job.distance, (train or refs).vectors, job.nprobe
+    )
     if job.knn is None and not descriptor_spec.is_flat(empty):
         _check_range_search(empty, refs.vectors, job.index)
     limit, setting = shipping.shard_limit(spark, empty, job.broadcast_limit)
@@ -265,15 +269,15 @@ def _build_and_ship(spark, job: DescriptorJob, refs, background, train, note: di
     except ValueError as exc:
         raise InputError(setting, str(exc)) from None
     ranks = descriptor_spec.reference_order(refs.ids.astype(str))
-    shipped = shipping.ship(spark, empty, refs, job.metric, ranks, shards)
+    shipped = shipping.ship(spark, empty, refs, job.distance, ranks, shards)
     bg_shipped = None
     if background is not None:
         bg_ranks = descriptor_spec.reference_order(background.ids.astype(str))
-        (bg_shipped,) = shipping.ship(spark, empty, background, job.metric, bg_ranks, 1)
+        (bg_shipped,) = shipping.ship(spark, empty, background, job.distance, bg_ranks, 1)
     size = sum(s.size for s in shipped)
     how = "as files" if isinstance(shipped[0], shipping.FileShard) else "broadcast"
     note["rows"] = len(refs.ids)
-    note["detail"] = f"{job.index} {job.metric}, {shards} shard(s), {size / 2**20:,.1f} MiB {how}"
+    note["detail"] = f"{job.index} {job.distance}, {shards} shard(s), {size / 2**20:,.1f} MiB {how}"
     return shipped, bg_shipped
 
 
@@ -308,7 +312,7 @@ def score_pairs(
     scoring = Scoring(
         gt,
         job.curve_points,
-        job.partitions,
+        job.sort_partitions,
         read_detail="searched pairs labelled and counted per query",
     )
     searched = outcome.searched if outcome.searched is not None else outcome.pairs

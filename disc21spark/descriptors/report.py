@@ -27,7 +27,7 @@ def write_predictions(pairs: DataFrame, target: Path) -> None:
 def run_inputs(job: Any, outcome: SearchOutcome) -> dict:
     """The settings of ``job`` (a DescriptorJob) that metrics.json records, and what the
     search found."""
-    norm = bool(job.score_norm)
+    norm = bool(job.score_norm_descriptors)
     return {
         "ground_truth": job.ground_truth,
         "query_descriptors": job.query_descriptors,
@@ -37,10 +37,10 @@ def run_inputs(job: Any, outcome: SearchOutcome) -> dict:
         "budgets": job.budgets or None,
         "knn_budgets": job.knn_budgets or None,
         "searched_budget": job.budget_request.search,
-        "metric": job.metric,
+        "metric": job.distance,
         "index": job.index,
         "nprobe": job.nprobe,
-        "score_norm": job.score_norm or None,
+        "score_norm": job.score_norm_descriptors or None,
         "score_norm_weight": job.score_norm_weight if norm else None,
         "score_norm_neighbors": list(job.score_norm_neighbors) if norm else None,
         "n_queries_searched": outcome.n_queries,

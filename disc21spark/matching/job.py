@@ -162,7 +162,7 @@ def score_frame(
     scoring = Scoring(
         gt,
         job.curve_points,
-        job.partitions,
+        job.sort_partitions,
         job.max_results,
         sources={0: source},
         resampling=job.resampling,

@@ -151,7 +151,7 @@ class ScoringJob(BaseJob):
     predictions: Any  # one path, or a pool's paths
     output: str | None
     max_results: int = config.from_defaults(int)
-    partitions: int | None = config.from_defaults(int)
+    sort_partitions: int | None = config.from_defaults(int)
     overwrite: bool = False
     curve_points: int = config.from_defaults(int)
     predictions_format: str = config.from_defaults()

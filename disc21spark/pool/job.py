@@ -276,7 +276,7 @@ def _score_one_sort(
         scoring = Scoring(
             gt,
             job.curve_points,
-            job.partitions,
+            job.sort_partitions,
             job.max_results,
             sources={i: _where(s) for i, s in enumerate(live)},
             read_detail=f"{len(live)} submissions parsed, checked and counted in one pass",

@@ -56,7 +56,7 @@ class QueryJob(BaseJob):
     images: list[str]
     output: str
     settings: Settings
-    partitions: int | None = config.value("make-queries", "partitions", int)
+    image_partitions: int | None = config.value("make-queries", "image_partitions", int)
     overwrite: bool = False
 
     @classmethod
@@ -74,7 +74,7 @@ class QueryJob(BaseJob):
             per_test=args.queries_per_test,
             distractors=args.distractors,
             seed=args.seed,
-            fmt=args.format,
+            fmt=args.query_format,
             sheet_per_test=args.sheet_per_test,
         )
         return cls(**fields_from_options(cls, args, settings=settings))
@@ -229,7 +229,9 @@ def run(spark: SparkSession, job: QueryJob) -> dict:
             folder = stage / "queries"
             folder.mkdir()
             try:
-                made = make_queries(spark, selection, job.settings, str(folder), job.partitions)
+                made = make_queries(
+                    spark, selection, job.settings, str(folder), job.image_partitions
+                )
             except Exception as exc:
                 raise InputError(
                     "--images", f"making the queries failed: {first_line(exc)}"

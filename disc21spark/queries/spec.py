@@ -27,7 +27,7 @@ class Settings:
     per_test: int
     distractors: float
     seed: int
-    fmt: str = config.value("make-queries", "format")  # conf/defaults.ini [make-queries]
+    fmt: str = config.value("make-queries", "query_format")  # conf/defaults.ini [make-queries]
     sheet_per_test: int = config.value("make-queries", "sheet_per_test", int)
 
     def __post_init__(self) -> None:

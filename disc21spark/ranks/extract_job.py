@@ -35,7 +35,7 @@ class ExtractJob(BaseJob):
     output: str
     images: list[str] | None = None
     bench: str | None = None
-    partitions: int | None = config.value("extract", "partitions", int)
+    image_partitions: int | None = config.value("extract", "image_partitions", int)
     overwrite: bool = False
 
     @classmethod
@@ -85,7 +85,7 @@ def run(spark: SparkSession, job: ExtractJob) -> dict:
         bench = bench_folder.read(job.bench)
         with staged_output(out, job.overwrite) as stage:
             with phases.phase("describe") as note:
-                sides = describe_bench(spark, bench, [method], job.partitions)[method.name]
+                sides = describe_bench(spark, bench, [method], job.image_partitions)[method.name]
                 write_set(stage, document, bench, sides)
                 note.update(rows=sum(len(d.ids) for d in sides.values()))
     else:
@@ -97,7 +97,7 @@ def run(spark: SparkSession, job: ExtractJob) -> dict:
             raise InputError(str(out), "is a folder (the output is one file)")
         check_writable(out.with_name(f".{out.name}.probe"), overwrite=False)  # before the work
         with phases.phase("describe") as note:
-            d = describe_files(spark, None, job.images, [method], job.partitions)[method.name]
+            d = describe_files(spark, None, job.images, [method], job.image_partitions)[method.name]
             note.update(rows=len(d.ids), detail=f"{len(d.skipped)} skipped")
         if not d.ids:
             raise InputError(" ".join(job.images or []), "no image could be described")

@@ -49,7 +49,7 @@ class RankJob(BaseJob):
     sizes: tuple[int, ...] = tuple(config.value("rank-eval", "sizes", config.parse_sizes) or ())
     seed: int = config.value("rank-eval", "seed", int)
     resamples: int = config.value("rank-eval", "resamples", int)
-    partitions: int | None = config.value("rank-eval", "partitions", int)
+    query_partitions: int | None = config.value("rank-eval", "query_partitions", int)
     ties: str = config.value("rank-eval", "ties", str)
     distances: dict = field(default_factory=dict)  # method name → distance, over its own
     overwrite: bool = False
@@ -57,7 +57,7 @@ class RankJob(BaseJob):
 
     @classmethod
     def from_args(cls, args: Namespace) -> RankJob:
-        methods = [m.strip() for m in args.descriptors.split(",") if m.strip()]
+        methods = [m.strip() for m in args.methods.split(",") if m.strip()]
         if not methods:
             raise InputError("--methods", "give at least one method")
         names = [parse_method(m)[0] for m in methods]
@@ -236,7 +236,7 @@ def _prepare(spark: SparkSession, job: RankJob, bench: bench_folder.Bench) -> _S
     n_refs = len(bench.references)
     _check_layout(job, n_refs, original)
     lay = layout(n_refs, original, job.subsets, tuple(job.sizes), job.seed)
-    partitions = job.partitions or 2 * spark.sparkContext.defaultParallelism
+    partitions = job.query_partitions or 2 * spark.sparkContext.defaultParallelism
     return _Setup(bench, q, original, tests, lay, partitions)
 
 
@@ -247,7 +247,9 @@ def _describe(
     with phases.phase("describe") as note:
         to_compute = [parse_method(t)[0] for t in job.methods if not parse_method(t)[1]]
         computed = (
-            compute_vectors(spark, to_compute, setup.bench, job.partitions) if to_compute else {}
+            compute_vectors(spark, to_compute, setup.bench, job.query_partitions)
+            if to_compute
+            else {}
         )
         note.update(
             rows=len(setup.bench.references) + len(setup.q), detail=", ".join(to_compute) or "none"
