@@ -260,7 +260,7 @@ def test_make_queries_and_rank_eval_as_functions(spark, tmp_path):
                 "rank-eval",
                 "--bench",
                 str(tmp_path / "bench"),
-                "--descriptors",
+                "--methods",
                 "colorhist",
                 "--output",
                 str(out),

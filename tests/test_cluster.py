@@ -87,7 +87,7 @@ def one_application(standalone, scene, tmp_path_factory, dev_gt_path) -> Applica
         "queries": ["make-queries", "--images", str(image_library(work / "library"))]
         + ["--output", (work / "queries").as_uri(), "--tests", QUERY_TESTS]
         + ["--queries-per-test", "10", "--distractors", "0.3", "--seed", "11"]
-        + ["--partitions", "3"],
+        + ["--image-partitions", "3"],
     }
     results = work / "results.json"
     proc = subprocess.run(

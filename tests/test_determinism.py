@@ -147,7 +147,7 @@ def test_one_submission_whatever_the_row_order_and_partitions(
                     str(preds),
                     "--engine",
                     "spark",
-                    "--partitions",
+                    "--sort-partitions",
                     str(partitions),
                     "--output",
                     f"{tmp}/out",
@@ -181,7 +181,7 @@ def test_a_pool_whatever_the_file_order_plan_and_partitions(
                 *files,
                 "--pool-plan",
                 plan,
-                "--partitions",
+                "--sort-partitions",
                 str(partitions),
                 "--output",
                 f"{tmp}/out",
@@ -269,7 +269,7 @@ def queries_argv(folders, partitions, out) -> list[str]:
         "--output",
         str(out),
     ]
-    return argv + (["--partitions", str(partitions)] if partitions else [])
+    return argv + (["--image-partitions", str(partitions)] if partitions else [])
 
 
 @pytest.fixture(scope="module")
@@ -305,7 +305,7 @@ def rank_argv(bench_folder: Path, partitions, out) -> list[str]:
         "rank-eval",
         "--bench",
         str(bench_folder),
-        "--descriptors",
+        "--methods",
         RANK_METHODS,
         "--subsets",
         "2",
@@ -316,7 +316,7 @@ def rank_argv(bench_folder: Path, partitions, out) -> list[str]:
         "--output",
         str(out),
     ]
-    return argv + (["--partitions", str(partitions)] if partitions else [])
+    return argv + (["--query-partitions", str(partitions)] if partitions else [])
 
 
 # a rank evaluation is the dearest run of this file: two partition counts besides the

@@ -76,7 +76,7 @@ def argv(kind: str, root: Path, out: Path) -> list[str]:
             "rank_eval.py",
             "--bench",
             str(root / "bench"),
-            "--descriptors",
+            "--methods",
             "colorhist",
             "--subsets",
             "2",

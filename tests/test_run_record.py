@@ -180,7 +180,7 @@ def test_every_job_writes_run_json(spark, tmp_path, dev_gt_path, preds):
             "rank-eval",
             "--bench",
             tmp_path / "bench",
-            "--descriptors",
+            "--methods",
             "tiny",
             "--output",
             tmp_path / "report",
