@@ -1747,6 +1747,33 @@ CASES += [
         [*MAKE_QUERIES, "--image-partitions", "0"],
         MQ_RANGE,
     ),
+    # an option of the other track is refused, not ignored
+    usage(
+        "opt-descriptor-resamples",
+        "descriptor track with --resamples 50 (it computes no interval)",
+        [*DESC, "--resamples", "50"],
+        "error: --resamples is for the matching track: the descriptor track computes no "
+        "interval (score its --write-predictions file for them)",
+    ),
+    usage(
+        "opt-descriptor-seed",
+        "descriptor track with --seed 3",
+        [*DESC, "--seed", "3"],
+        "error: --seed is for the matching track: the descriptor track computes no "
+        "interval (score its --write-predictions file for them)",
+    ),
+    usage(
+        "opt-descriptor-pool-plan",
+        "descriptor track with --pool-plan per-file",
+        [*DESC, "--pool-plan", "per-file"],
+        "error: --pool-plan is for a pool of predictions files, not the descriptor track",
+    ),
+    usage(
+        "opt-matching-knn",
+        "matching track with --knn 10 (a descriptor search option)",
+        [*EVAL, "--knn", "10"],
+        "error: --knn is for the descriptor track (--query-descriptors ...)",
+    ),
     usage(
         "opt-sheet",
         "make-queries --sheet-per-test -1",

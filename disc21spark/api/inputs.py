@@ -143,6 +143,7 @@ def command_options(command: str, **given: Any) -> argparse.Namespace:
     if unknown:
         raise TypeError(f"unknown option {unknown[0]!r} of {command}")
     vars(args).update(given)
+    args.given = frozenset(k for k, v in given.items() if v is not None)
     module.check(parser, args)
     return args
 

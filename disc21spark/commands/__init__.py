@@ -8,6 +8,8 @@ checks no single option can say, and ``build(args)``, the job handed to the one 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import sys
 from types import ModuleType
 
@@ -66,8 +68,20 @@ def parse(
         top, by_name = main_parser()
         args = top.parse_args(argv)
         parser = by_name[args.command]
+    args.given = given_options(args.command, argv[1:])
     COMMANDS[args.command].check(parser, args)
     return args
+
+
+def given_options(name: str, options: list[str]) -> frozenset[str]:
+    """The dests of the options ``options`` gives (``[--opt, value, ...]`` of command
+    ``name``), told from the defaults by parsing again with every default suppressed (an
+    old name's warning is said by the first parse only)."""
+    parser = command_parser(name, name)
+    for action in parser._actions:
+        action.default = argparse.SUPPRESS
+    with contextlib.redirect_stderr(io.StringIO()):
+        return frozenset(vars(parser.parse_args(options)))
 
 
 def main(

@@ -12,8 +12,15 @@ from typing import Any
 from disc21spark import engine
 
 # NAME and add_arguments: this command's, as in every command module (commands/__init__.py)
-from disc21spark.commands.evaluate_options import BUDGETS, add_arguments
+from disc21spark.commands.evaluate_options import (
+    BUDGETS,
+    DESCRIPTOR_TRACK,
+    INTERVALS,
+    POOLS,
+    option_groups,
+)
 from disc21spark.commands.evaluate_options import NAME as NAME
+from disc21spark.commands.evaluate_options import add_arguments as add_arguments
 
 SUMMARY = "score a submission, a pool of submissions, or descriptors"
 DESCRIPTION = """\
@@ -53,6 +60,7 @@ def check(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
         p.error("--resamples and --seed must be ≥ 0, --confidence between 0 and 1")
     _check_budgets(p, args, bool(descriptor))
     args.track = "descriptor" if descriptor else "matching"
+    _refuse_the_other_tracks(p, args)
     if (
         args.max_results < 0
         or (args.sort_partitions is not None and args.sort_partitions < 1)
@@ -84,6 +92,27 @@ def _check_budgets(p: argparse.ArgumentParser, args: argparse.Namespace, descrip
         p.error("--budgets cuts the global search (--max-results); with --knn give --knn-budgets")
     if args.knn_budgets is not None and args.knn is None:
         p.error("--knn-budgets cuts the kNN search: give --knn K as well")
+
+
+# why an option given on the other track is refused (``args.given``: the options given)
+OTHER_TRACK = {
+    "descriptor": {
+        INTERVALS: "is for the matching track: the descriptor track computes no interval "
+        "(score its --write-predictions file for them)",
+        POOLS: "is for a pool of predictions files, not the descriptor track",
+    },
+    "matching": {DESCRIPTOR_TRACK: "is for the descriptor track (--query-descriptors ...)"},
+}
+
+
+def _refuse_the_other_tracks(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """An option of the other track's groups, given, is refused with one line: no option
+    is silently ignored."""
+    groups = option_groups()
+    for title, why in OTHER_TRACK[args.track].items():
+        for dest, option in groups[title].items():
+            if dest in getattr(args, "given", ()):
+                p.error(f"{option} {why}")
 
 
 def _below_one(value: int | None) -> bool:
@@ -129,11 +158,8 @@ class Evaluation:
 
 def track_options(args: argparse.Namespace) -> dict[str, Any]:
     """The options of ``args`` less those of the other track's group of options."""
-    parser = argparse.ArgumentParser(add_help=False)
-    add_arguments(parser)
-    other = "pools" if args.track == "descriptor" else "descriptor track"
-    (group,) = [g for g in parser._action_groups if g.title == other]
-    dropped = {action.dest for action in group._group_actions}
+    other = POOLS if args.track == "descriptor" else DESCRIPTOR_TRACK
+    dropped = {*option_groups()[other], "given"}
     return {name: value for name, value in vars(args).items() if name not in dropped}
 
 

@@ -17,17 +17,37 @@ from disc21spark.commands.common import (
 from disc21spark.core.config import parse_counts, parse_limit, parse_size, parse_span
 
 NAME = "evaluate"
+# the groups of options that apply to one track only (evaluate.check refuses them on the
+# other): --help's group titles
+POOLS, DESCRIPTOR_TRACK, INTERVALS = (
+    "pools",
+    "descriptor track",
+    "intervals (bootstrap over queries)",
+)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     conf = defaults(NAME)
     _add_input_arguments(p, conf)
-    _add_pool_arguments(p.add_argument_group("pools"), conf)
-    _add_descriptor_arguments(p.add_argument_group("descriptor track"), conf)
+    _add_pool_arguments(p.add_argument_group(POOLS), conf)
+    _add_descriptor_arguments(p.add_argument_group(DESCRIPTOR_TRACK), conf)
     _add_scoring_arguments(p, conf)
     _add_engine_arguments(p, conf)
-    _add_bootstrap_arguments(p.add_argument_group("intervals (bootstrap over queries)"), conf)
+    _add_bootstrap_arguments(p.add_argument_group(INTERVALS), conf)
     add_run_arguments(p, NAME)
+
+
+def option_groups() -> dict[str, dict[str, str]]:
+    """Each group of options by its title: dest → the option as typed (its first name)."""
+    parser = argparse.ArgumentParser(add_help=False)
+    add_arguments(parser)
+    return {
+        g.title: {
+            a.dest: a.option_strings[0] for a in g._group_actions if a.help != argparse.SUPPRESS
+        }
+        for g in parser._action_groups
+        if g.title
+    }
 
 
 def _add_input_arguments(p: argparse.ArgumentParser, conf: dict[str, Any]) -> None:
