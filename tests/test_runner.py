@@ -3,6 +3,9 @@ and one line each failure gives; then the user mistakes the real jobs find befor
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from dataclasses import dataclass, field
 
 import pytest
@@ -183,3 +186,26 @@ def test_bad_values_the_jobs_find_are_input_errors():
     )
     with pytest.raises(InputError, match="^--methods: a method is named twice"):
         RankJob.from_args(parse("rank-eval", *MINIMAL["rank-eval"], "--methods", "tiny,tiny"))
+
+
+def test_a_reader_that_stops_early_ends_the_summary_quietly(tmp_path):
+    """``disc21spark evaluate ... | head -n 1``: the pipe is closed before the summary is
+    printed (its read end closed at once), and the run still exits 0 with its results
+    written, saying nothing of a BrokenPipeError."""
+    (tmp_path / "gt.csv").write_text("query_id,reference_id\nQ1,R1\nQ2,\n")
+    (tmp_path / "p.csv").write_text("Q1,R1,0.9\nQ2,R3,0.5\n")
+    read, write = os.pipe()
+    os.close(read)
+    command = [sys.executable, "-m", "disc21spark", "evaluate", "--ground-truth", "gt.csv"]
+    done = subprocess.run(
+        [*command, "--predictions", "p.csv", "--output", "out", "--resamples", "0"],
+        stdout=write,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    os.close(write)
+    assert done.returncode == 0, done.stderr
+    assert "BrokenPipe" not in done.stderr and "error" not in done.stderr
+    assert (tmp_path / "out" / "metrics.json").exists()

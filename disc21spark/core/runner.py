@@ -119,8 +119,7 @@ def run(
         run_record.files = files
         run_record.hash_inputs()
         result = job.execute(files.spark)
-        for line in job.summary(result):
-            print(line)
+        _print_summary(job.summary(result))
         if signals.received() is not None:
             return _signalled(files)
     except (InputError, OutputError) as exc:
@@ -147,6 +146,19 @@ def run(
         restore()
         signals.reset()
     return EXIT_OK
+
+
+def _print_summary(lines: list[str]) -> None:
+    """The run's summary on standard output. A reader that stops early (``| head``) has
+    what it wanted and the results are already written: its closed pipe ends the summary
+    quietly, and later writes go nowhere (no BrokenPipeError at exit)."""
+    try:
+        for line in lines:
+            print(line)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
 
 
 def _before_spark(job: Job, needs_spark: bool) -> int | None:
