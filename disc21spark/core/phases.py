@@ -6,9 +6,9 @@ import logging
 import sys
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 
-from disc21spark.core import faults, record
+from disc21spark.core import faults, progress, record
 
 log = logging.getLogger("disc21spark")
 
@@ -25,14 +25,18 @@ class Phases:
         return self.record.phase_seconds
 
     @contextmanager
-    def phase(self, name: str) -> Iterator[dict]:
+    def phase(self, name: str, unit: str = "tasks") -> Iterator[dict]:
+        """A phase; on Spark, how far its tasks are (``unit``: what a task is, such as
+        "files" when each file is one) shows while it runs (core/progress.py)."""
         faults.at(name)
         note: dict = {}
         start = time.perf_counter()
         sc = _active_context()
         sc.setJobDescription(name)  # the Spark UI names each job by the phase that ran it
+        shown = progress.spark_tasks(sc, name, unit) if sc is not _NO_CONTEXT else nullcontext()
         try:
-            yield note
+            with shown:
+                yield note
         finally:
             sc.setJobDescription(None)
         elapsed = time.perf_counter() - start
@@ -52,9 +56,12 @@ class _NoContext:
         pass
 
 
+_NO_CONTEXT = _NoContext()
+
+
 def _active_context():
     """The running SparkContext, else ``_NoContext``; PySpark is not imported for it (the
     in-process engine starts no JVM and does not pay for the import)."""
     pyspark = sys.modules.get("pyspark")
     context = getattr(pyspark, "SparkContext", None)
-    return (context and context._active_spark_context) or _NoContext()
+    return (context and context._active_spark_context) or _NO_CONTEXT

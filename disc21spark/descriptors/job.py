@@ -181,7 +181,7 @@ def _search_pairs(spark: SparkSession, job: DescriptorJob, phases: Phases, folde
     size = 0 if files else sum(s.size for s in shipped)
     cached = [queries]
     spec = job.spec
-    with phases.phase("search") as note:
+    with phases.phase("search", unit="query partitions") as note:
         pairs = descriptor_plan.candidate_pairs(queries, shipped, bg_shipped, spec)
         if spec.knn is None:
             pairs = pairs.persist(StorageLevel.MEMORY_AND_DISK)

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from disc21spark.core import memory
+from disc21spark.core import memory, progress
 from disc21spark.core.errors import InputError
 from disc21spark.core.memory import BATCH_BYTES
 from disc21spark.core.phases import Phases
@@ -130,9 +130,10 @@ def _scored(
     max_results, curve_points = limits
     encoder = BatchEncoder(gt)
     with Spill() as spill:
-        with phases.phase("read") as note:
+        with phases.phase("read") as note, progress.counter("read", "rows") as read:
             for pairs in iter_pairs(source, fmt, batch_bytes):
                 spill.write(*encoder.encode(pairs))
+                read.add(len(pairs.score))
             note["rows"] = spill.rows
             batches = len(spill.sizes)
             note["detail"] = "Arrow, in process" + (f", {batches:,} batches" if batches > 1 else "")

@@ -242,7 +242,7 @@ def _score(
     does is left for the one-sort plan."""
     files = [(s.source, sizes.get(s.source)) for s in subs]
     if engine.plan_for(job.choice, files, job.predictions_format) == "per-file":
-        with phases.phase("score") as note:
+        with phases.phase("score", unit="files") as note:
             outcomes = per_file.score_files(
                 spark,
                 [s.source for s in subs],

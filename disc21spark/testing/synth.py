@@ -141,7 +141,13 @@ def main(argv: list[str] | None = None) -> None:
     )
     p.add_argument("--ground-truth", required=True)
     p.add_argument("--output", help=".csv, .csv.gz or .parquet")
-    p.add_argument("--predictions", type=int, default=100_000)
+    p.add_argument(
+        "--predictions",
+        type=int,
+        default=100_000,
+        help="about this many pairs: at least one per query of the ground truth, fewer "
+        "when a random pair comes out twice (its repeat is dropped); it prints how many",
+    )
     p.add_argument("--descriptors", help="folder for queries.h5 and references.h5")
     p.add_argument("--references", type=int, default=50_000)
     p.add_argument("--dim", type=int, default=64)
