@@ -111,8 +111,9 @@ def spark_tasks(context: Any, name: str, unit: str = "tasks") -> Iterator[None]:
                         seen[stage] = (info.numCompletedTasks, info.numTasks)
             except Exception:  # the session stopping under us: nothing more to show
                 return
-            done, total = (sum(column) for column in zip(*seen.values() or [(0, 0)]))
-            shown.update(done, total)
+            if seen:  # nothing to show before the phase's first stage starts
+                done, total = (sum(column) for column in zip(*seen.values()))
+                shown.update(done, total)
 
     thread = threading.Thread(target=poll, name=f"progress-{name}", daemon=True)
     thread.start()
