@@ -51,9 +51,11 @@ lint: venv
 	$(BIN)/ruff format --check .
 
 # the documentation site in site/, from docs/ (mkdocs.yml): strict, so a warning, a broken
-# link or a broken reference fails; the CLI and API references are generated as it builds
-docs: venv
-	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
+# link or a broken reference fails; the CLI and API references are generated as it builds,
+# and the pictures (docs/img/generated/, git-ignored) are made fresh by the product's own
+# commands (docs/_hooks/pictures_hook.py): they need Java and Chromium
+docs: venv java chromium
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 # the leaderboard page test renders in Debian's headless Chromium; where apt-get cannot
 # install it (not root, no mirror) the test says so and is skipped
