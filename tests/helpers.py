@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 
@@ -45,3 +47,11 @@ def random_submission(rng, gt: GroundTruth, n: int, n_scores: int) -> pd.DataFra
     )
     frame = pd.concat([frame, planted], ignore_index=True)
     return frame.drop_duplicates(["query_id", "reference_id"]).reset_index(drop=True)
+
+
+def gt_csv(path: Path, gt: GroundTruth) -> Path:
+    """``gt`` written as a ground-truth CSV (header, positives, then the distractors)."""
+    rows = [f"{q},{r}" for q, r in zip(gt.positive_queries, gt.positive_references)]
+    rows += [f"{q}," for q in gt.query_ids if q not in set(gt.positive_queries)]
+    path.write_text("query_id,reference_id\n" + "\n".join(rows) + "\n")
+    return path

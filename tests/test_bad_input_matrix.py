@@ -23,7 +23,6 @@ from __future__ import annotations
 import gzip
 import io
 import json
-import logging
 import os
 import re
 import shutil
@@ -39,6 +38,7 @@ import numpy as np
 import pytest
 
 from tests.conftest import ROOT, cli_env, without_root_file_access
+from tests.running import Screen, in_process, quiet_log, snapshot
 
 # ------------------------------------------------------------------ shared inputs
 
@@ -2199,27 +2199,6 @@ TRACES = (
 )
 
 
-@dataclass
-class Screen:
-    code: int
-    out: str
-    err: str
-
-    @property
-    def text(self) -> str:
-        return self.out + self.err
-
-
-def snapshot(folder: Path) -> dict[str, bytes | None]:
-    """Every file (its bytes) and folder (None) under ``folder``."""
-    if not folder.exists():
-        return {}
-    return {
-        str(p.relative_to(folder)): (p.read_bytes() if p.is_file() else None)
-        for p in sorted(folder.rglob("*"))
-    }
-
-
 def fill(template: str, places: dict[str, str]) -> str:
     for key, value in places.items():
         template = template.replace("{" + key + "}", value)
@@ -2229,51 +2208,6 @@ def fill(template: str, places: dict[str, str]) -> str:
 def line_pattern(sees: str, places: dict[str, str]) -> re.Pattern:
     parts = [re.escape(fill(p, places)) for p in sees.split("…")]
     return re.compile(".+".join(parts))
-
-
-def quiet_log() -> None:
-    """The runner's log handler writes to the sys.stderr of its day (an earlier test's
-    capture): drop it, the next command line makes one for this test."""
-    for handler in list(logging.getLogger("disc21spark").handlers):
-        logging.getLogger("disc21spark").removeHandler(handler)
-
-
-def in_process(argv: list[str], capsys, session) -> Screen:
-    """``disc21spark ARGV`` in this process; ``session``: the SparkSession the runner gets
-    (None: the case must not start Spark)."""
-    from disc21spark import commands
-    from disc21spark.core import runner
-
-    def factory(*_, **__):
-        assert session is not None, "this case started Spark"
-        return session
-
-    saved = runner._spark_session
-    runner._spark_session = factory
-    quiet_log()
-    try:
-        code = commands.main(argv)
-    except SystemExit as exc:  # argparse: usage errors and --help
-        code = exc.code
-    finally:
-        runner._spark_session = saved
-    captured = capsys.readouterr()
-    return Screen(code, captured.out, captured.err)
-
-
-class NoCapture:
-    """Stands for capsys where there is none (a module-scoped fixture): nothing captured."""
-
-    def readouterr(self):
-        return type("Captured", (), {"out": "", "err": ""})()
-
-
-def succeed(session, argv: list[str], capsys=None) -> Screen:
-    """``disc21spark ARGV`` in this process (``session`` as in ``in_process``), which must
-    exit 0."""
-    screen = in_process(argv, capsys or NoCapture(), session)
-    assert screen.code == 0, screen.err[-3000:]
-    return screen
 
 
 def as_user(launcher: list[str], argv: list[str], cwd: Path) -> Screen:

@@ -324,7 +324,7 @@ def test_npy_without_ids_file_and_parquet_without_vectors(spark, tmp_path):
 
 
 def test_cli_descriptor_track_bad_file_is_one_line_and_exit_2(spark, tmp_path, capsys):
-    from tests.test_bad_input_matrix import in_process
+    from tests.running import in_process
 
     (tmp_path / "gt.csv").write_text("query_id,reference_id\nQ0,R0\n")
     q = h5(tmp_path / "q.h5", vectors=np.array([[np.nan, 0]], np.float32), image_names=names(1))

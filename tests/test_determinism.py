@@ -22,9 +22,9 @@ from PIL import Image
 
 from disc21spark.library import images as library
 from tests.conftest import ROOT, cli_env
-from tests.test_bad_input_matrix import succeed
+from tests.pool_helpers import GT, random_submission
+from tests.running import succeed
 from tests.test_descriptor_track import small  # noqa: F401  (a fixture)
-from tests.test_pool import GT, random_submission
 from tests.test_rank_eval import bench  # noqa: F401  (a fixture)
 
 FEW = settings(

@@ -21,7 +21,7 @@ from disc21spark.core.errors import InputError
 from disc21spark.matching.job import MatchingJob, run
 from disc21spark.matching.spec import evaluate
 from tests.conftest import cli_env
-from tests.helpers import assert_same, make_gt, random_submission
+from tests.helpers import assert_same, gt_csv, make_gt, random_submission
 from tests.test_evaluate_job import BAD_GROUND_TRUTH, BAD_PREDICTIONS, GT_LINES, write
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -37,13 +37,6 @@ def both(spark, gt, preds, **kw):
         except InputError as exc:
             out.append(f"InputError: {exc}")
     return out
-
-
-def gt_csv(path: Path, gt) -> Path:
-    rows = [f"{q},{r}" for q, r in zip(gt.positive_queries, gt.positive_references)]
-    rows += [f"{q}," for q in gt.query_ids if q not in set(gt.positive_queries)]
-    path.write_text("query_id,reference_id\n" + "\n".join(rows) + "\n")
-    return path
 
 
 @settings(

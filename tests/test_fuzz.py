@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.running import in_process
 from tests.test_bad_input_matrix import (
     CLEAN,
     GT,
@@ -38,7 +39,6 @@ from tests.test_bad_input_matrix import (
     XB,
     XQ,
     image_bytes,
-    in_process,
     picture,
 )
 

@@ -186,7 +186,7 @@ def test_both_pool_plans_and_the_leaderboard(spark, tmp_path):
     import json
 
     from disc21spark.pool import job as pool_job
-    from tests.test_engines import gt_csv
+    from tests.helpers import gt_csv
 
     gt = make_gt(30, 18)
     truth = gt_csv(tmp_path / "gt.csv", gt)
@@ -236,7 +236,7 @@ def test_the_command_line_writes_the_groups_and_refuses_a_bad_file(tmp_path, cap
     import json
 
     from disc21spark.commands import main
-    from tests.test_engines import gt_csv
+    from tests.helpers import gt_csv
 
     gt, frame, _ = hand_case(tmp_path)
     truth = gt_csv(tmp_path / "gt.csv", gt)

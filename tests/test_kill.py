@@ -24,8 +24,8 @@ from PIL import Image
 from disc21spark.core import faults
 from disc21spark.library import images as library
 from tests.conftest import ROOT, cli_env, held_pid
-from tests.test_bad_input_matrix import snapshot, succeed
-from tests.test_pool import GT, random_submission
+from tests.pool_helpers import GT, random_submission
+from tests.running import snapshot, succeed
 
 
 @pytest.fixture(scope="module")

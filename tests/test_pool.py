@@ -10,7 +10,6 @@ import os
 import shutil
 import subprocess
 import sys
-import uuid
 from pathlib import Path
 
 import numpy as np
@@ -21,35 +20,12 @@ from disc21spark import engine
 from disc21spark.core import faults
 from disc21spark.core.errors import InputError
 from disc21spark.matching import per_file
-from disc21spark.matching.model import GroundTruth, Submission
+from disc21spark.matching.model import Submission
 from disc21spark.matching.spec import evaluate
 from disc21spark.pool import job as pool
 from tests.conftest import ROOT, cli_env
-
-GT = pd.DataFrame(
-    {
-        "query_id": [f"Q{i}" for i in range(40)],
-        "reference_id": [f"R{i}" if i % 3 else "" for i in range(40)],  # a third distractors
-    }
-)
-
-
-def ground_truth() -> GroundTruth:
-    pos = GT[GT.reference_id != ""]
-    return GroundTruth(
-        "gt",
-        GT.query_id.to_numpy(dtype=object),
-        pos.query_id.to_numpy(dtype=object),
-        pos.reference_id.to_numpy(dtype=object),
-    )
-
-
-def random_submission(rng: np.random.Generator, n: int) -> pd.DataFrame:
-    """Pairs of known and unknown queries, true and false references, scores full of ties."""
-    q = np.array([f"Q{i}" for i in rng.integers(0, 46, n)], dtype=object)  # Q40+ unknown
-    r = np.array([f"R{i}" for i in rng.integers(0, 45, n)], dtype=object)
-    frame = pd.DataFrame({"query_id": q, "reference_id": r, "score": rng.integers(0, 6, n) / 5})
-    return frame.drop_duplicates(["query_id", "reference_id"])
+from tests.pool_helpers import GT, ground_truth, mount, random_submission
+from tests.running import in_process, succeed
 
 
 @pytest.fixture
@@ -162,7 +138,6 @@ def test_bad_submissions_are_marked_and_the_rest_scored(spark, tmp_path, gt_file
 def test_cli_pool_exit_codes_with_and_without_fail_on_invalid(spark, tmp_path, gt_file, capsys):
     """The command's exit codes, run in this process on the suite's session (a job of its
     own JVM adds nothing here: test_cluster.py and test_determinism.py start those)."""
-    from tests.test_bad_input_matrix import in_process
 
     bad_pool(tmp_path / "pool")
     common = [
@@ -302,7 +277,6 @@ def test_a_task_failing_once_is_retried_and_changes_nothing(spark, tmp_path, gt_
     """A task of the per-file plan fails on its first attempt (a test-only fault): Spark
     retries it (local[2,3]: three attempts) and the leaderboard equals an undisturbed run's
     (the suite's session's)."""
-    from tests.test_bad_input_matrix import succeed
 
     write_pool(tmp_path / "pool", 21, 5)
     marker = tmp_path / "failed.txt"
@@ -334,15 +308,6 @@ def test_a_task_failing_once_is_retried_and_changes_nothing(spark, tmp_path, gt_
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert marker.read_text() == "2\n"  # the fault happened, once
     assert leaderboard_rows(tmp_path / "faulty") == leaderboard_rows(tmp_path / "calm")
-
-
-def mount(spark, folder: Path) -> str:
-    """``viewfs://<table>/x``: a Hadoop mount table linking /x to a local folder, a
-    non-local scheme with no network (a fresh table name: Hadoop caches file systems)."""
-    table = f"pool{uuid.uuid4().hex[:10]}"
-    conf = spark.sparkContext._jsc.hadoopConfiguration()
-    conf.set(f"fs.viewfs.mounttable.{table}.link./x", folder.as_uri())
-    return f"viewfs://{table}/x"
 
 
 def test_a_pool_named_through_viewfs_takes_the_per_file_plan_with_the_local_figures(

@@ -14,7 +14,7 @@ from disc21spark import commands
 from disc21spark.core import runner
 from disc21spark.core.errors import InputError, OutputError
 from disc21spark.core.runner import Terminated
-from tests.test_commands import MINIMAL
+from tests.conftest import MINIMAL
 
 
 def parse(command: str, *options: str):

@@ -12,14 +12,8 @@ import numpy as np
 import pytest
 
 from tests.conftest import ROOT
-from tests.test_bad_input_matrix import (
-    CASES,
-    CLEAN_COLUMNS,
-    GT,
-    NoCapture,
-    in_process,
-    snapshot,
-)
+from tests.running import NoCapture, in_process, snapshot
+from tests.test_bad_input_matrix import CASES, CLEAN_COLUMNS, GT
 
 PACKAGE = ROOT / "disc21spark"
 

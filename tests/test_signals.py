@@ -33,8 +33,8 @@ import pytest
 from disc21spark.core import runner
 from disc21spark.core.output import staged_output
 from tests.conftest import ROOT, cli_env
-from tests.test_bad_input_matrix import snapshot
-from tests.test_pool import GT, random_submission
+from tests.pool_helpers import GT, random_submission
+from tests.running import snapshot
 
 RUNS = int(os.environ.get("DISC21SPARK_SIGNAL_RUNS", "6"))
 SEED = int(os.environ.get("DISC21SPARK_SIGNAL_SEED", "25"))

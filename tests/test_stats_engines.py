@@ -17,8 +17,7 @@ from disc21spark.matching.score import Scoring, score
 from disc21spark.matching.stats import spec
 from disc21spark.matching.stats.model import Resampling
 from disc21spark.pool import job as pool_job
-from tests.helpers import make_gt, random_submission
-from tests.test_engines import gt_csv
+from tests.helpers import gt_csv, make_gt, random_submission
 
 COLUMNS = ("query_id", "reference_id", "score")
 

@@ -26,8 +26,8 @@ import pytest
 
 from disc21spark.core import faults, lock
 from tests.conftest import ROOT, cli_env, error_lines, held_pid
-from tests.test_bad_input_matrix import snapshot
-from tests.test_pool import GT, random_submission
+from tests.pool_helpers import GT, random_submission
+from tests.running import snapshot
 
 
 @pytest.fixture(scope="module")
@@ -154,7 +154,7 @@ def test_a_lock_on_a_hadoop_file_system_says_who_holds_it_and_is_taken_over_when
     removed with its checksum file, a dead writer's taken over: its pid gone on this host,
     or (another host) its file untouched for ``lock.STALE`` seconds."""
     from disc21spark.core.errors import OutputError
-    from tests.test_pool import mount
+    from tests.pool_helpers import mount
 
     out = f"{mount(spark, tmp_path)}/out"
     assert lock.lock_path(out) is None and lock.lock_uri(out).endswith("/x/.out.lock")
