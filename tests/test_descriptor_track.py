@@ -71,15 +71,15 @@ def spec_pairs(small, job: D.DescriptorJob) -> set:
     xq, xb, qids, rids = small["xq"], small["xb"], small["qids"], small["rids"]
     ranks = S.reference_order(rids.astype(str))
     shift = None
-    if job.score_norm:
+    if job.score_norm_descriptors:
         bg = S.searcher(
-            S.serialize(S.filled(S.build_index("Flat", job.metric, small["bg"]), small["bg"])),
-            job.metric,
+            S.serialize(S.filled(S.build_index("Flat", job.distance, small["bg"]), small["bg"])),
+            job.distance,
             np.arange(len(small["bg"])),
         )
         a, b = job.score_norm_neighbors
         shift = S.offsets(bg, xq, a, b, job.score_norm_weight)
-    full = S.brute_force_pairs(xq, xb, job.metric, shift)
+    full = S.brute_force_pairs(xq, xb, job.distance, shift)
     if job.knn is not None:
         nq, nb = full.shape
         best = np.lexsort((np.broadcast_to(ranks, (nq, nb)), -full), axis=1)[:, : job.knn]
@@ -118,7 +118,7 @@ CASES = [
 def test_spark_pairs_equal_the_specification(spark, small, case):
     case = dict(case)
     if "score_norm_weight" in case:
-        case["score_norm"] = [str(small["root"] / "bg.h5")]
+        case["score_norm_descriptors"] = [str(small["root"] / "bg.h5")]
     job = job_for(small, **case)
     outcome = D.search_pairs(spark, job, Phases())
     try:

@@ -56,7 +56,7 @@ def evaluate_descriptors(
 ) -> DescriptorResult:
     """The descriptor track as ``disc21spark evaluate --query-descriptors ...``: every
     query vector searched against the references with FAISS on Spark, the pairs scored
-    by the matching track's scorer.
+    by the matching track's scorer (no interval: ``resamples`` is refused).
 
     Parameters
     ----------
@@ -82,9 +82,8 @@ def evaluate_descriptors(
     Returns
     -------
     DescriptorResult
-        ``metrics`` (MatchingMetrics, of ``max_results`` or ``knn``), ``pairs`` (None
-        unless ``return_pairs``) and ``budgets`` (a pandas DataFrame, None unless budgets
-        were given).
+        ``metrics`` (MatchingMetrics), ``pairs`` (None unless ``return_pairs``) and
+        ``budgets`` (a pandas DataFrame, None unless budgets were given).
 
     Raises
     ------
@@ -92,11 +91,10 @@ def evaluate_descriptors(
         The command line's messages (not vectors, dimensions that differ...); what the
         search caches is released before the call returns.
     """
-    norm = score_norm_descriptors or None
+    norm, cuts = score_norm_descriptors or None, (_listed(budgets), _listed(knn_budgets))
     given = _given(index=index, nprobe=nprobe, score_norm_descriptors=norm)
-    given.update(_given(budgets=_listed(budgets), knn_budgets=_listed(knn_budgets)))
-    searched = (knn, max_results, distance)
-    vectors = (query_descriptors, reference_descriptors)
+    given.update(_given(budgets=cuts[0], knn_budgets=cuts[1]))
+    vectors, searched = (query_descriptors, reference_descriptors), (knn, max_results, distance)
     job = _descriptor_job(ground_truth, *vectors, engine, *searched, **given, **options)
     return _search_and_score(job, ground_truth, engine, return_pairs)
 
