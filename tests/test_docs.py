@@ -21,12 +21,8 @@ import pytest
 
 from disc21spark import commands
 from disc21spark.core import invocation
+from tests.docs_blocks import PAGES, ROOT, fresh_shell
 
-ROOT = Path(__file__).resolve().parents[1]
-PAGES = [
-    ROOT / "README.md",
-    *sorted(p for p in (ROOT / "docs").rglob("*.md") if "_notes" not in p.parts),
-]
 BLOCK = re.compile(r"(?:<!-- (runnable(?:: spark)?) -->\n)?```(?:bash|sh)\n(.*?)\n```", re.S)
 SCRIPTS = {f"jobs/{script}": name for name, script in invocation.JOB_SCRIPTS.items()}
 
@@ -95,26 +91,6 @@ def test_every_documented_command_parses_with_todays_options(page, line, capsys)
     except SystemExit as exc:
         assert exc.code == 0, f"{page}: {shlex.join(line)}: {capsys.readouterr().err}"
     assert "deprecated" not in capsys.readouterr().err, f"{page} uses an old option name"
-
-
-def fresh_shell(tmp_path: Path) -> tuple[Path, dict[str, str]]:
-    """A folder that looks like the checkout (its files linked, no demo/), and the
-    environment of a new login shell: no virtualenv activated, nothing exported but
-    PYTHONPATH, which makes .venv's programs run this checkout's package (the virtualenv
-    may hold another checkout's editable install)."""
-    work = tmp_path / "checkout"
-    work.mkdir()
-    for entry in ROOT.iterdir():
-        if entry.name not in ("demo", "site", ".git"):
-            (work / entry.name).symlink_to(entry)
-    env = {
-        "PATH": "/usr/local/bin:/usr/bin:/bin",
-        "HOME": str(tmp_path),
-        "LANG": "C.UTF-8",
-        "PYTHONPATH": str(ROOT),
-        "TMPDIR": str(tmp_path),
-    }
-    return work, env
 
 
 RUNNABLE = [(page, marker, text) for page, marker, text in blocks() if marker]
