@@ -79,6 +79,7 @@ TOOL_OPTIONS = {
 # names of other projects the docs cite: name → why
 EXTERNAL_NAMES = {
     "METRIC_L1": "FAISS's distance constant (faiss.METRIC_L1)",
+    "find_operating_point": "isc2021's isc/metrics.py function (the P90 point)",
     "AIRFLOW_CONN_DISC21SPARK_SPARK": "Airflow's variable for the disc21spark_spark connection",
     "AIRFLOW__CORE__DAGS_FOLDER": "Airflow's setting of its DAG folder",
 }
