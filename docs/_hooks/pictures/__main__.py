@@ -24,12 +24,16 @@ sys.path.insert(0, str(ROOT))
 from pictures import FROM_OUTPUTS, concepts, outputs, screenshot  # noqa: E402
 
 # as the Makefile sets them for every Spark command: the workers run this interpreter,
-# Spark stays on the loopback, and log4j reads the package's quiet settings
+# Spark stays on the loopback, and log4j reads the package's quiet settings. The JVM
+# compiles with C1 only and collects with one thread, as the test suite's do: its jobs
+# here last seconds, and C2's compiler threads cost more CPU than they save (a third of
+# the build's CPU on this 2-core machine); no output depends on it
 SPARK_ENVIRONMENT = {
     "PYSPARK_PYTHON": sys.executable,
     "PYSPARK_DRIVER_PYTHON": sys.executable,
     "SPARK_LOCAL_IP": "127.0.0.1",
     "SPARK_CONF_DIR": str(ROOT / "disc21spark" / "conf"),
+    "SPARK_SUBMIT_OPTS": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
 }
 
 
@@ -97,12 +101,18 @@ def main(argv: list[str]) -> int:
 
 
 def _stop_spark() -> None:
-    if "pyspark" in sys.modules:  # only when a command started it
-        from pyspark.sql import SparkSession
+    """Stop the session the commands started, if they did, and wait for its JVM to end."""
+    if "pyspark" not in sys.modules:
+        return
+    from pyspark import SparkContext
 
-        session = SparkSession.getActiveSession()
-        if session is not None:
-            session.stop()
+    gateway = SparkContext._gateway
+    if SparkContext._active_spark_context is not None:
+        SparkContext._active_spark_context.stop()
+    if gateway is not None and getattr(gateway, "proc", None) is not None:
+        gateway.shutdown()
+        gateway.proc.stdin.close()  # the JVM ends when its launcher's pipe closes
+        gateway.proc.wait(timeout=60)
 
 
 if __name__ == "__main__":
