@@ -164,10 +164,9 @@ def _score_one(
         return score_predictions(engine.spark, job, gt, Phases())
     source = label(name, predictions)
     if not engine.choice.needs_spark:
-        # a table gets the intervals a file gets (resamples=0: none, unless its groups
-        # are asked for, which are reported with theirs)
-        wanted = job.resampling.resamples or job.groups is not None
-        r = job.resampling if wanted else None
+        # a table gets what a file gets: the intervals, and with resamples=0 the
+        # optimistic μAP (tie sensitivity needs no resample)
+        r = job.resampling
         return score_table(predictions, source, gt, job.max_results, job.curve_points, r)
     return score_frame(
         engine.spark, _spark_raw(engine.spark, predictions, source), source, gt, job, Phases()
