@@ -177,9 +177,10 @@ def _add_bootstrap_arguments(g: argparse._ArgumentGroup, conf: dict[str, Any]) -
     g.add_argument(
         "--query-groups",
         metavar="PATH",
-        help="matching track: a CSV query_id,group (one group per query, such as a bench "
-        "folder's query_groups.csv); each group's figures and intervals are reported over "
-        "its queries and every query in no group",
+        help="matching track: a CSV query_id,group (at most one group per query, such as "
+        "a bench folder's query_groups.csv); each group's figures and intervals are "
+        "reported over its queries and every query in no group (on DISC21, the "
+        "distractors left out of the file count in every group)",
     )
 
 

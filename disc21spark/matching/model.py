@@ -98,8 +98,8 @@ class MatchingMetrics:
 
     def to_dict(self) -> dict:
         """The figures of metrics.json, by name (the curve, the warnings and the
-        uncertainty are written on their own: pr_curve.csv, metrics.json's ``warnings``
-        and ``uncertainty``)."""
+        uncertainty are written on their own: pr_curve.csv, metrics.json's ``warnings``,
+        ``micro_ap_optimistic`` and ``bootstrap``)."""
         out = asdict(replace(self, uncertainty=None, groups=None))
         for key in ("curve", "warnings", "uncertainty", "groups"):
             out.pop(key)
