@@ -23,6 +23,7 @@ __all__ = [
     "evaluate",
     "evaluate_descriptors",
     "evaluate_pool",
+    "make_library",
     "make_queries",
     "rank_eval",
 ]

@@ -235,15 +235,12 @@ def test_descriptors_give_the_command_lines_figures(spark, case, tmp_path):
         ds.evaluate_descriptors(case["gt_path"], q, r, knn=0)
 
 
-def test_make_queries_and_rank_eval_as_functions(spark, tmp_path):
-    from PIL import Image
-
-    from disc21spark.library import images
-
+def test_make_library_make_queries_and_rank_eval_as_functions(spark, tmp_path):
     lib = tmp_path / "library"
-    lib.mkdir()
-    for i in range(16):
-        Image.fromarray(images.dead_leaves(5, i, 96, 72)).save(lib / f"dl_{i:03d}.png")
+    library = ds.make_library(lib, size=16, no_photos=True, width=96, height=72, seed=5)
+    assert (library["size"], library["deadleaves"]) == (16, 16) and (lib / "library.csv").is_file()
+    with pytest.raises(ds.InputError, match="size"):
+        ds.make_library(tmp_path / "none", size=0)
     made = ds.make_queries(
         lib,
         tmp_path / "bench",

@@ -21,6 +21,7 @@ COMMAND = {
     "evaluate": "evaluate",
     "evaluate_pool": "evaluate",
     "evaluate_descriptors": "evaluate",
+    "make_library": "make-library",
     "make_queries": "make-queries",
     "rank_eval": "rank-eval",
 }

@@ -2,7 +2,7 @@
 
 from disc21spark.api.matching import evaluate, evaluate_pool
 from disc21spark.api.results import DescriptorResult, Leaderboard
-from disc21spark.api.tracks import evaluate_descriptors, make_queries, rank_eval
+from disc21spark.api.tracks import evaluate_descriptors, make_library, make_queries, rank_eval
 
 __all__ = [
     "DescriptorResult",
@@ -10,6 +10,7 @@ __all__ = [
     "evaluate",
     "evaluate_descriptors",
     "evaluate_pool",
+    "make_library",
     "make_queries",
     "rank_eval",
 ]

@@ -136,9 +136,14 @@ def command_options(command: str, **given: Any) -> argparse.Namespace:
     module = COMMANDS[command]
     parser = _Parser(prog=f"disc21spark {command}", add_help=False)
     module.add_arguments(parser)
-    # required options get a placeholder, replaced by ``given`` below
-    required = [a for a in parser._actions if a.required]
-    args = parser.parse_args([item for a in required for item in (a.option_strings[0], "-")])
+    # required options get a placeholder that their type takes (the given value, else
+    # "-"), replaced by ``given`` below
+    words = []
+    for action in (a for a in parser._actions if a.required):
+        value = given.get(action.dest)
+        values = list(value) if isinstance(value, (list, tuple)) and value else [value]
+        words += [action.option_strings[0], *("-" if v is None else str(v) for v in values)]
+    args = parser.parse_args(words)
     unknown = sorted(set(given) - set(vars(args)))
     if unknown:
         raise TypeError(f"unknown option {unknown[0]!r} of {command}")

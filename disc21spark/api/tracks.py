@@ -1,6 +1,7 @@
 """The descriptor track and the image side from Python: ``evaluate_descriptors``,
-``make_queries``, ``rank_eval``. Each builds the command's own job from the command's
-options (defaults from conf/defaults.ini) and runs the job's functions on Spark."""
+``make_library``, ``make_queries``, ``rank_eval``. Each builds the command's own job from
+the command's options (defaults from conf/defaults.ini) and runs the job's functions on
+Spark."""
 
 from __future__ import annotations
 
@@ -186,6 +187,58 @@ def _run_command(command: str, engine: Any, **given: Any) -> dict:
     job.check()
     check_writable(job.output_folder(), job.overwrite)
     return job.execute(inputs.spark_session(engine, []))
+
+
+def make_library(
+    output: str | os.PathLike,
+    *,
+    size: int,
+    seed: int | None = None,
+    width: int | None = None,
+    height: int | None = None,
+    leaves: str | None = None,
+    no_photos: bool = False,
+    overwrite: bool = False,
+    engine: Any = "spark",
+) -> dict:
+    """Write an image library as ``disc21spark make-library``: the photographs
+    scikit-image ships and seeded dead-leaves images, rendered on Spark, nothing
+    downloaded (the same seed, the same bytes).
+
+    Parameters
+    ----------
+    output : path
+        The library folder (the images and library.csv), written whole or not at all.
+    size : int
+        Images in the library.
+    seed, width, height, leaves, no_photos
+        As the command's options (None: its default from conf/defaults.ini).
+    overwrite : bool
+        Replace a non-empty ``output``.
+    engine : "spark" or SparkSession
+
+    Returns
+    -------
+    dict
+        library.json's content (counts, settings) and ``seconds`` per phase.
+
+    Raises
+    ------
+    InputError
+        An option out of range. OutputError: ``output`` is not empty and ``overwrite``
+        is False.
+    """
+    given = _given(seed=seed, width=width, height=height, leaves=leaves)
+    folder = os.fspath(output)
+    return _run_command(
+        "make-library",
+        engine,
+        output=folder,
+        size=size,
+        no_photos=no_photos,
+        overwrite=overwrite,
+        **given,
+    )
 
 
 @old_keywords
