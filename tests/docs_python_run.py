@@ -64,19 +64,12 @@ def bash_step(page: str, step: dict) -> str | None:
 
 
 def stop_spark() -> None:
-    """Stop a session a block started, and wait for its JVM: the JVM is then a child this
-    process reaped, so the test's CPU count (its children's rusage) includes it."""
-    if "pyspark" not in sys.modules:
-        return
-    from pyspark import SparkContext
+    """Stop a session a block started, and wait for its JVM (the package's own shutdown):
+    the JVM is then a child this process reaped, so the test's CPU count (its children's
+    rusage) includes it."""
+    from disc21spark.core import gateway
 
-    gateway = SparkContext._gateway
-    if SparkContext._active_spark_context is not None:
-        SparkContext._active_spark_context.stop()
-    if gateway is not None and getattr(gateway, "proc", None) is not None:
-        gateway.shutdown()
-        gateway.proc.stdin.close()  # the JVM ends when its launcher's pipe closes
-        gateway.proc.wait(timeout=60)
+    gateway.stop_all()
 
 
 def main(plan_path: str, result_path: str) -> None:

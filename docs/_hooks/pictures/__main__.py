@@ -101,18 +101,11 @@ def main(argv: list[str]) -> int:
 
 
 def _stop_spark() -> None:
-    """Stop the session the commands started, if they did, and wait for its JVM to end."""
-    if "pyspark" not in sys.modules:
-        return
-    from pyspark import SparkContext
+    """Stop the session the commands started, if they did, and wait for its JVM to end
+    (the package's own shutdown: the JVM's stdin closed, then its process group)."""
+    from disc21spark.core import gateway
 
-    gateway = SparkContext._gateway
-    if SparkContext._active_spark_context is not None:
-        SparkContext._active_spark_context.stop()
-    if gateway is not None and getattr(gateway, "proc", None) is not None:
-        gateway.shutdown()
-        gateway.proc.stdin.close()  # the JVM ends when its launcher's pipe closes
-        gateway.proc.wait(timeout=60)
+    gateway.stop_all()
 
 
 if __name__ == "__main__":
