@@ -211,16 +211,17 @@ def make_library(
         The library folder (the images and library.csv), written whole or not at all.
     size : int
         Images in the library.
-    seed, width, height, leaves, no_photos
-        As the command's options (None: its default from conf/defaults.ini).
-    overwrite : bool
-        Replace a non-empty ``output``.
+    seed, width, height, leaves : int, int, int, {"textured", "flat"} or None
+        ``--seed`` (the same seed, the same bytes), the dead-leaves images' size in
+        pixels, their kind (None: each one's default in conf/defaults.ini).
+    no_photos, overwrite : bool
+        Dead-leaves images only; replace a non-empty ``output``.
     engine : "spark" or SparkSession
 
     Returns
     -------
     dict
-        library.json's content (counts, settings) and ``seconds`` per phase.
+        library.json's content (size, seed, photos, deadleaves...) and ``seconds``.
 
     Raises
     ------
