@@ -37,14 +37,23 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.bad_inputs import (
+    CLEAN,
+    CLEAN_COLUMNS,
+    GT,
+    HEADER,
+    QIDS,
+    RIDS,
+    XB,
+    XQ,
+    image_bytes,
+    picture,
+)
 from tests.conftest import ROOT, cli_env, without_root_file_access
 from tests.running import Screen, in_process, quiet_log, snapshot
 
 # ------------------------------------------------------------------ shared inputs
 
-GT = "query_id,reference_id\nQ1,R1\nQ2,R2\nQ3,\nQ4,R4\nQ5,R5\n"
-CLEAN = "Q1,R1,0.9\nQ2,R9,0.8\nQ2,R2,0.7\nQX,R4,0.6\nQ5,R1,0.5\nQ4,R4,0.4\n"
-HEADER = "query_id,reference_id,score\n"
 PADDED = "".join(" " + line.replace(",", " ,\t") + " \n" for line in CLEAN.splitlines())
 WHITESPACE = " \t\r"
 LIB_SIZE = 8  # good images in the shared library
@@ -204,10 +213,6 @@ def matching(
 
 
 T, Q, G = "predictions (text)", "predictions (Parquet)", "ground truth"
-CLEAN_COLUMNS = {
-    k: [row.split(",")[i] if i < 2 else float(row.split(",")[i]) for row in CLEAN.splitlines()]
-    for i, k in enumerate(("query_id", "reference_id", "score"))
-}
 # a damaged Parquet or gzip file: core/damage.py's words, the same on both engines
 GZIP_CUT = "cannot be read as gzip (truncated: the compressed stream ends before its end)"
 GZIP_NOT = "cannot be read as gzip (not gzip: no gzip magic number at its start)"
@@ -1050,9 +1055,6 @@ CASES += [
 ]
 
 # ------------------------------------------------------------------- descriptors
-QIDS, RIDS = ["Q1", "Q2", "Q3", "Q4"], ["R1", "R2", "R3", "R4", "R5"]
-XQ = np.array([[1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1]], dtype=np.float32) * 0.9
-XB = np.array([[1, 0, 0, 0], [0, 1, 0, 0], [1, 1, 1, 1], [0, 0, 0, 2], [2, 0, 1, 0]], np.float32)
 
 
 def h5(name: str, ids=None, vectors=None, *, drop: str = "", dtype=np.float32):
@@ -1282,21 +1284,6 @@ CASES += [
 
 
 # ------------------------------------------------------------------------ images
-
-
-def picture(seed: int, h: int = 48, w: int = 48) -> np.ndarray:
-    rng = np.random.default_rng(seed)
-    y, x = np.mgrid[0:h, 0:w]
-    base = np.stack([x * 5 + y, y * 3, (x * y) % 256], -1) + rng.integers(0, 60, size=3)
-    return (base % 256).astype(np.uint8)
-
-
-def image_bytes(img, fmt: str = "PNG", **kw) -> bytes:
-    from PIL import Image
-
-    out = io.BytesIO()
-    (img if isinstance(img, Image.Image) else Image.fromarray(img)).save(out, format=fmt, **kw)
-    return out.getvalue()
 
 
 def png_chunk(kind: bytes, data: bytes) -> bytes:

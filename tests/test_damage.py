@@ -9,7 +9,7 @@ import io
 
 import pytest
 
-from tests.test_fuzz import parquet_bytes
+from tests.bad_inputs import parquet_bytes
 
 
 def test_a_damaged_parquet_files_reason_is_told_from_its_size_and_ends():

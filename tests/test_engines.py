@@ -3,7 +3,6 @@ give the same figures, bit for bit, and the same errors, word for word."""
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -21,8 +20,8 @@ from disc21spark.core.errors import InputError
 from disc21spark.matching.job import MatchingJob, run
 from disc21spark.matching.spec import evaluate
 from tests.conftest import cli_env
+from tests.evaluate_inputs import BAD_GROUND_TRUTH, BAD_PREDICTIONS, GT_LINES, args_for, write
 from tests.helpers import assert_same, gt_csv, make_gt, random_submission
-from tests.test_evaluate_job import BAD_GROUND_TRUTH, BAD_PREDICTIONS, GT_LINES, write
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -115,17 +114,6 @@ def test_parquet_and_limits_same_on_both_engines(spark, tmp_path):
     empty = write(tmp_path / "empty.csv", "")
     first, second = both(spark, gt, empty)
     assert_same(first, second)
-
-
-def args_for(
-    tmp_path: Path, *extra: str, predictions: list[str] | None = None
-) -> argparse.Namespace:
-    from disc21spark import commands
-
-    gt = write(tmp_path / "gt.csv", GT_LINES)
-    preds = predictions or [write(tmp_path / "p.csv", "Q1,R1,0.5\n")]
-    argv = ["evaluate", "--ground-truth", gt, "--output", str(tmp_path / "o"), *extra]
-    return commands.parse([*argv, "--predictions", *preds])
 
 
 def test_auto_engine_choice(tmp_path, monkeypatch):

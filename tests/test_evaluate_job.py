@@ -16,14 +16,9 @@ from disc21spark.matching.job import MatchingJob, run
 from disc21spark.matching.spec import evaluate
 from disc21spark.testing.synth import read_ground_truth_csv, simulate_submission
 from tests.conftest import run_evaluate, spark_submit
+from tests.evaluate_inputs import BAD_GROUND_TRUTH, BAD_PREDICTIONS, GT_LINES, write
 
 ROOT = Path(__file__).resolve().parents[1]
-GT_LINES = "query_id,reference_id\nQ1,R1\nQ2,R2\nQ3,\nQ4,R4\n"
-
-
-def write(path: Path, text: str) -> str:
-    path.write_text(text)
-    return str(path)
 
 
 @pytest.fixture
@@ -106,18 +101,6 @@ def test_empty_predictions_score_zero(spark, tmp_path, gt_file):
     assert m.micro_ap == 0.0 and m.n_predictions == 0 and m.recall_at_p90 is None
 
 
-BAD_PREDICTIONS = [
-    ("Q1,R1,0.9\nQ2,R2\n", r"p\.csv: line 2: missing score"),
-    ("Q1,R1,0.9\nQ2,R2,0.5,extra\n", r"p\.csv: line 2: expected 3 fields.*found more"),
-    ("Q1,R1,0.9\n\nQ2,R2,abc\n", r"p\.csv: line 3: score 'abc' is not a number"),
-    ("Q1,R1,0.9\nQ2,R2,NaN\n", r"p\.csv: line 2: score 'NaN' is not finite"),
-    ("Q1,R1,-inf\n", r"p\.csv: line 1: score '-inf' is not finite"),
-    ("Q1,R1,1e999\n", r"p\.csv: line 1: score '1e999' is not finite"),
-    ("Q1,,0.5\n", r"p\.csv: line 1: empty reference_id"),
-    ("Q1,R1,0.5\nQ2,R2,0.1\nQ1,R1,0.7\n", r"p\.csv: lines 1 and 3: duplicate pair \(Q1, R1\)"),
-]
-
-
 @pytest.mark.parametrize("text,message", BAD_PREDICTIONS)
 def test_bad_predictions_get_one_line_naming_file_row_and_reason(
     spark, tmp_path, gt_file, text, message
@@ -162,17 +145,6 @@ def test_parquet_non_finite_score_names_the_row(spark, tmp_path, gt_file):
         match=r"p\.parquet: row query_id='Q2', reference_id='R2': score 'Infinity' is not finite",
     ):
         run(spark, job(gt_file, tmp_path / "p.parquet"))
-
-
-BAD_GROUND_TRUTH = [
-    ("", r"ground truth is empty"),
-    ("query_id,reference_id\n", r"ground truth is empty"),
-    ("Q1,\nQ2,\n", r"ground truth has no positive pair"),
-    ("Q1,R1\nQ2,R2\nQ1,R1\n", r"line 3: duplicate ground-truth row \(Q1, R1\), also on line 1"),
-    ("Q1,R1\nQ1,\n", r"line 2: query Q1 is listed both as a distractor and with a reference"),
-    ("Q1,R1,0.5\n", r"line 1: expected 2 fields: query_id,reference_id, found 3"),
-    ("Q1,R1\n,R2\n", r"line 2: empty query_id"),
-]
 
 
 @pytest.mark.parametrize("text,message", BAD_GROUND_TRUTH)

@@ -29,8 +29,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.running import in_process
-from tests.test_bad_input_matrix import (
+from tests.bad_inputs import (
     CLEAN,
     GT,
     HEADER,
@@ -39,8 +38,10 @@ from tests.test_bad_input_matrix import (
     XB,
     XQ,
     image_bytes,
+    parquet_bytes,
     picture,
 )
+from tests.running import in_process
 
 SEED = int(os.environ.get("DISC21SPARK_FUZZ_SEED", "25"))
 SECONDS = float(os.environ.get("DISC21SPARK_FUZZ_SECONDS", "30"))
@@ -122,23 +123,6 @@ def mutate(rng: random.Random, data: bytes) -> tuple[str, bytes]:
 
 
 # ------------------------------------------------------------------------- valid inputs
-
-
-def parquet_bytes() -> bytes:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    rows = [line.split(",") for line in CLEAN.splitlines()]
-    table = pa.table(
-        {
-            "query_id": [r[0] for r in rows],
-            "reference_id": [r[1] for r in rows],
-            "score": [float(r[2]) for r in rows],
-        }
-    )
-    out = io.BytesIO()
-    pq.write_table(table, out)
-    return out.getvalue()
 
 
 KINDS = ["p.csv", "p.csv.gz", "p.csv.gz", "p.parquet", "gt.csv"]  # .gz twice: text, bytes

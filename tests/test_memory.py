@@ -9,7 +9,7 @@ import pytest
 from disc21spark import engine
 from disc21spark.commands import evaluate as evaluate_command
 from disc21spark.core import config, memory
-from tests.test_engines import args_for
+from tests.evaluate_inputs import args_for
 
 GiB = 1 << 30
 
