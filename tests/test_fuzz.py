@@ -29,18 +29,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.bad_inputs import (
-    CLEAN,
-    GT,
-    HEADER,
-    QIDS,
-    RIDS,
-    XB,
-    XQ,
-    image_bytes,
-    parquet_bytes,
-    picture,
-)
+from tests import bad_inputs as shared
 from tests.running import in_process
 
 SEED = int(os.environ.get("DISC21SPARK_FUZZ_SEED", "25"))
@@ -132,7 +121,7 @@ def matching_case(rng: random.Random, kind: str | None = None) -> tuple[str, dic
     """(what was done, the case's files, the predictions' name): one mutated file, of
     ``kind`` (a name of KINDS) or one drawn."""
     kind = kind or rng.choice(KINDS)
-    valid = {"p.csv": (HEADER + CLEAN).encode(), "gt.csv": GT.encode()}
+    valid = {"p.csv": (shared.HEADER + shared.CLEAN).encode(), "gt.csv": shared.GT.encode()}
     case = dict(valid)
     preds = "p.csv" if kind == "gt.csv" else kind
     if kind == "p.csv.gz":
@@ -145,7 +134,7 @@ def matching_case(rng: random.Random, kind: str | None = None) -> tuple[str, dic
         what = f"{'text' if text_first else 'gzip'} {what}"
     elif kind == "p.parquet":
         del case["p.csv"]
-        what, case[kind] = mutate(rng, parquet_bytes())
+        what, case[kind] = mutate(rng, shared.parquet_bytes())
     else:
         what, case[kind] = mutate(rng, valid[kind])
     return f"{kind}: {what}", case, preds
@@ -280,13 +269,16 @@ def descriptor_case(rng: random.Random, fmt: str) -> tuple[str, dict[str, bytes]
     """One mutated descriptor file of ``fmt`` (h5 or npy), the query's or the reference's."""
     files = {"gt.csv": b"Q1,R1\nQ2,R2\nQ3,\nQ4,R4\n"}
     if fmt == "h5":
-        files |= {"q.h5": h5_bytes(QIDS, XQ), "r.h5": h5_bytes(RIDS, XB)}
+        files |= {
+            "q.h5": h5_bytes(shared.QIDS, shared.XQ),
+            "r.h5": h5_bytes(shared.RIDS, shared.XB),
+        }
     else:
         files |= {
-            "q.npy": npy_bytes(XQ),
-            "q_ids.txt": "\n".join(QIDS).encode() + b"\n",
-            "r.npy": npy_bytes(XB),
-            "r_ids.txt": "\n".join(RIDS).encode() + b"\n",
+            "q.npy": npy_bytes(shared.XQ),
+            "q_ids.txt": "\n".join(shared.QIDS).encode() + b"\n",
+            "r.npy": npy_bytes(shared.XB),
+            "r_ids.txt": "\n".join(shared.RIDS).encode() + b"\n",
         }
     target = rng.choice([f"q.{fmt}", f"r.{fmt}"])
     what, files[target] = mutate(rng, files[target])
@@ -325,12 +317,12 @@ def test_fuzz_images_on_spark(spark, tmp_path, capsys):
     codes = []
     for i in range(SPARK_SAMPLE):
         fmt = ("PNG", "JPEG")[i % 2]  # both, in turn
-        what, data = mutate(rng, image_bytes(picture(50 + i), fmt))
+        what, data = mutate(rng, shared.image_bytes(shared.picture(50 + i), fmt))
         folder = tmp_path / f"case{i:03d}"
         write_case(folder, {})
         (folder / "lib").mkdir()
         for k in range(4):
-            (folder / "lib" / f"good_{k}.png").write_bytes(image_bytes(picture(k)))
+            (folder / "lib" / f"good_{k}.png").write_bytes(shared.image_bytes(shared.picture(k)))
         (folder / "lib" / f"odd.{fmt.lower()}").write_bytes(data)
         args = [
             "make-queries",
@@ -350,7 +342,7 @@ def test_fuzz_images_on_spark(spark, tmp_path, capsys):
 
 
 def test_mutations_are_seeded_and_change_the_bytes():
-    data = (HEADER + CLEAN).encode()
+    data = (shared.HEADER + shared.CLEAN).encode()
     first = [mutate(random.Random(7), data) for _ in range(3)]
     assert first == [mutate(random.Random(7), data) for _ in range(3)]
     rng = random.Random(3)
@@ -363,7 +355,7 @@ def test_a_parquet_id_whose_bytes_are_not_utf8_is_refused_naming_its_row(tmp_pat
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    rows = [line.split(",") for line in CLEAN.splitlines()]
+    rows = [line.split(",") for line in shared.CLEAN.splitlines()]
     out = io.BytesIO()  # plain pages, uncompressed: the ids' bytes as they are
     pq.write_table(
         pa.table(
@@ -381,7 +373,8 @@ def test_a_parquet_id_whose_bytes_are_not_utf8_is_refused_naming_its_row(tmp_pat
     data = out.getvalue()
     at = data.index(b"QX")  # row 4's query id, in the data page
     write_case(
-        tmp_path / "c", {"gt.csv": GT.encode(), "p.parquet": data[:at] + b"\xd1" + data[at + 1 :]}
+        tmp_path / "c",
+        {"gt.csv": shared.GT.encode(), "p.parquet": data[:at] + b"\xd1" + data[at + 1 :]},
     )
     screen = in_process(evaluate_args(tmp_path / "c", "p.parquet", "local"), capsys, None)
     assert verdict(tmp_path / "c", screen, "not UTF-8") == (
@@ -418,7 +411,7 @@ def test_a_gzip_bomb_is_refused_in_one_line_and_bounded_memory(tmp_path):
     from tests.conftest import ROOT, cli_env
 
     gzip_bomb(tmp_path / "p.csv.gz")
-    (tmp_path / "gt.csv").write_text(GT)
+    (tmp_path / "gt.csv").write_text(shared.GT)
     args = evaluate_args(tmp_path, "p.csv.gz", "local")[1:]
     # a launcher of its own: its children's peak memory is the job's alone
     measure = (
@@ -450,7 +443,7 @@ def test_a_multi_gigabyte_line_is_refused_in_one_line(tmp_path, capsys):
     path = tmp_path / "p.csv"
     path.write_bytes(b"Q1,R1,")
     os.truncate(path, 3 * 2**30)  # one line of NUL bytes
-    (tmp_path / "gt.csv").write_text(GT)
+    (tmp_path / "gt.csv").write_text(shared.GT)
     screen = in_process(evaluate_args(tmp_path, "p.csv", "local"), capsys, None)
     assert verdict(tmp_path, screen, "3 GB line") == (
         2,
