@@ -232,6 +232,26 @@ def test_paired_comparison_by_hand():
     assert compare.compare(None, uncertain([0.1]), 0.0).p_value is None
 
 
+def test_the_difference_a_query_set_can_detect_by_hand():
+    # d = 0.1, 0, -0.1, 0.4: mean 0.1, sd (ddof 1) = sqrt((0 + 0.01 + 0.04 + 0.09) / 3)
+    n = compare.compare(uncertain([0.5, 0.6, 0.4, 0.7]), uncertain([0.4, 0.6, 0.5, 0.3]), 0.05)
+    sd = np.sqrt(0.14 / 3)
+    z = 1.959963984540054 + 0.8416212335729143  # z(0.975) + z(0.8): 95 %, 80 % power
+    assert n.detectable == pytest.approx(z * sd, rel=1e-12)
+    # the spread falls as 1/sqrt(n): a difference half the detectable one needs 4n queries
+    assert compare.queries_needed(100, n.detectable, n.detectable) == 100
+    assert compare.queries_needed(100, n.detectable, -n.detectable / 2) == 400
+    assert compare.queries_needed(100, n.detectable, 0.0) is None
+    assert compare.queries_needed(100, None, 0.1) is None
+    assert compare.detectable(np.array([0.1]), 0.95) is None  # one replicate: no spread
+    keys = [(-0.6, -1.0, "a"), (-0.55, -1.0, "b")]
+    found = [uncertain([0.5, 0.6, 0.4, 0.7]), uncertain([0.4, 0.6, 0.5, 0.3])]
+    first, last = compare.board_columns([0.6, 0.55], keys, found, n_queries=25_000)
+    assert first["next_detectable"] == n.detectable
+    assert first["next_queries_needed"] == compare.queries_needed(25_000, n.detectable, 0.05)
+    assert last["next_detectable"] is None and last["next_queries_needed"] is None
+
+
 def test_holm_and_tiers_by_hand():
     # p 0.01, 0.04, 0.03 (m = 3): 3·0.01 = 0.03, then max(0.03, 2·0.03) = 0.06, then
     # max(0.06, 1·0.04) = 0.06

@@ -64,6 +64,7 @@ def records(subs: list) -> list[dict]:
         [s.metrics.micro_ap for s in ok],
         [board_key(s) for s in ok],
         [s.metrics.uncertainty for s in ok],
+        ok[0].metrics.n_queries if ok else None,
     )
     for rank, s in enumerate(board, start=1):
         figures = s.metrics.to_dict() if s.metrics is not None else {}

@@ -10,15 +10,26 @@ never 0). Tiers: the m neighbour pairs' p-values are adjusted by Holm's step-dow
 (1979), which holds the chance of any false separation on the board at most α = 1 −
 confidence; a new tier starts after each pair whose adjusted p-value is below α. A tier
 is thus a run of places the data cannot tell apart at that level.
+
+How many queries a difference needs (Sakai's topic-set-size design, 2016, on μAP's
+query resampling): the bootstrap spread sd(d_b) of a neighbour difference makes the
+smallest true difference a two-sided test at α detects with 80 % power,
+δ_min = (z_{1−α/2} + z_{0.8}) · sd(d_b); as sd shrinks with the square root of the
+queries, the observed difference δ would need n · (δ_min / δ)² queries of the same kind.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from statistics import NormalDist
 
 import numpy as np
 
 from disc21spark.matching.stats.model import STATISTICS, Uncertainty
+
+# the power a difference is to be detected with, as in Sakai's topic-set-size design
+POWER = 0.8
 
 
 @dataclass(frozen=True)
@@ -31,6 +42,7 @@ class Neighbour:
     flip_share: float | None
     p_value: float | None
     p_adjusted: float | None = None
+    detectable: float | None = None  # the smallest difference detected with POWER
 
 
 def compare(above: Uncertainty | None, below: Uncertainty | None, diff: float) -> Neighbour:
@@ -45,7 +57,27 @@ def compare(above: Uncertainty | None, below: Uncertainty | None, diff: float) -
     low, high = np.quantile(d, [tail, 1.0 - tail])
     flips = (np.count_nonzero(d < 0) + 0.5 * np.count_nonzero(d == 0)) / d.size
     p = (1 + np.count_nonzero(d <= 0)) / (1 + d.size)
-    return Neighbour(diff, float(low), float(high), float(flips), float(p))
+    least = detectable(d, above.resampling.confidence)
+    return Neighbour(diff, float(low), float(high), float(flips), float(p), detectable=least)
+
+
+def detectable(d: np.ndarray, confidence: float) -> float | None:
+    """The smallest true difference a two-sided test at α = 1 − confidence detects with
+    ``POWER``, from the replicates ``d`` (float64 (B,)) of an observed difference:
+    (z_{1−α/2} + z_power) · sd(d). None with fewer than two replicates."""
+    if d.size < 2:
+        return None
+    z = NormalDist().inv_cdf(1.0 - (1.0 - confidence) / 2) + NormalDist().inv_cdf(POWER)
+    return float(z * np.std(d, ddof=1))
+
+
+def queries_needed(n_queries: int, least: float | None, difference: float) -> int | None:
+    """The queries (of the same kind as the ground truth's ``n_queries``) for
+    ``difference`` to be detectable: the spread shrinks as 1/√n. None when the
+    difference is 0 or nothing was measured."""
+    if least is None or difference == 0:
+        return None
+    return math.ceil(n_queries * (least / abs(difference)) ** 2)
 
 
 def neighbours(points: list[float], found: list[Uncertainty | None]) -> list[Neighbour]:
@@ -84,10 +116,14 @@ def optimistic_places(keys: list[tuple], optimistic: list[float | None]) -> list
 
 
 def board_columns(
-    points: list[float], keys: list[tuple], found: list[Uncertainty | None]
+    points: list[float],
+    keys: list[tuple],
+    found: list[Uncertainty | None],
+    n_queries: int | None = None,
 ) -> list[dict]:
     """The statistics columns of each scored place, in board order: the intervals, the
-    optimistic μAP and its place, the tie flag, the tier, and the comparison with the next place."""
+    optimistic μAP and its place, the tie flag, the tier, and the comparison with the
+    next place (with ``n_queries``, the ground truth's, the queries its difference needs)."""
     pairs = neighbours(points, found)
     drawn = [u for u in found if u is not None and u.replicates]
     tier_of = tiers(pairs, drawn[0].resampling.confidence) if drawn else [None] * len(found)
@@ -110,6 +146,8 @@ def board_columns(
             next_difference_high=None if n is None else n.high,
             next_flip_share=None if n is None else n.flip_share,
             next_p_adjusted=None if n is None else n.p_adjusted,
+            next_detectable=None if n is None else n.detectable,
+            next_queries_needed=_needed(n, n_queries),
         )
         out.append(row)
     return out
@@ -126,7 +164,15 @@ COLUMNS = [
     "next_difference_high",
     "next_flip_share",
     "next_p_adjusted",
+    "next_detectable",
+    "next_queries_needed",
 ]
+
+
+def _needed(n: Neighbour | None, n_queries: int | None) -> int | None:
+    if n is None or n_queries is None:
+        return None
+    return queries_needed(n_queries, n.detectable, n.difference)
 
 
 def holm(p_values: list[float]) -> list[float]:
