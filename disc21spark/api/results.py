@@ -32,11 +32,13 @@ class Leaderboard:
     def table(self) -> pd.DataFrame:
         """The leaderboard as leaderboard.csv holds it: one row per submission, the
         columns ``pool.report.COLUMNS`` (rank, submission, status, reason, ..., warnings);
-        rank as pandas Int64 (<NA> for an invalid submission), figures float64 / int64."""
+        rank and next_queries_needed as pandas Int64 (<NA>: an invalid submission, the last
+        place), figures float64 / int64."""
         import pandas as pd
 
         table = pd.DataFrame(self.to_dict()["submissions"], columns=pool_report.COLUMNS)
-        return table.astype({"rank": "Int64"})  # invalid submissions have no rank
+        # whole numbers with gaps: invalid submissions have no rank, the last place no next
+        return table.astype({"rank": "Int64", "next_queries_needed": "Int64"})
 
     def to_dict(self) -> dict:
         """What leaderboard.json holds but for its ``run``: ``{"submissions": [...]}``."""
