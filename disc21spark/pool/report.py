@@ -111,7 +111,7 @@ def write(folder: Path, subs: list, run: dict) -> None:
             cells = {k: _csv_cell(row[k]) for k in COLUMNS}
             cells.update(zip(by_group, map(_csv_cell, _group_values(row))))
             writer.writerow(cells)
-    text = markdown(rows)
+    text = markdown(rows) + _detectable_note(rows)
     if by_group:
         text += "\n\n" + group_markdown(rows)
     (folder / "leaderboard.md").write_text(text + "\n")
@@ -199,6 +199,20 @@ def markdown(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def _detectable_note(rows: list[dict]) -> str:
+    """A line under the board: the gap between neighbours these queries can tell apart
+    (the median of ``next_detectable``; docs/statistics.md); "" without intervals."""
+    gaps = [r["next_detectable"] for r in rows if r.get("next_detectable") is not None]
+    if not gaps:
+        return ""
+    n = next(r["n_queries"] for r in rows if r["status"] == "ok")
+    return (
+        f"\n\nWith these {n:,} queries, a μAP gap between neighbours under "
+        f"{float(np.median(gaps)):.4f} is too small to tell apart (the median "
+        "next_detectable: 80 % power at the intervals' confidence)"
+    )
+
+
 def _group_values(row: dict) -> list[float | None]:
     return [g["micro_ap"] for g in row["groups"]["groups"]] if row["groups"] else []
 
@@ -253,6 +267,7 @@ def format_table(subs: list, limit: int = 20) -> str:
     text = markdown(rows[:limit])
     if len(rows) > limit:
         text += f"\n… {len(rows) - limit} more in leaderboard.md"
+    text += _detectable_note(rows)
     if group_names(rows):
         text += "\n\n" + group_markdown(rows[:limit])
     return text
