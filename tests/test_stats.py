@@ -277,3 +277,18 @@ def test_tie_flags_by_hand():
     columns = compare.board_columns([0.6, 0.5, 0.4], keys, [*found[:2], None])
     assert [c["tie_sensitive"] for c in columns] == [None, None, None]
     assert columns[1]["next_p_adjusted"] is None and columns[1]["tier"] == columns[2]["tier"]
+
+
+def test_the_board_says_the_gap_its_queries_tell_apart():
+    from disc21spark.pool import report
+
+    rows = [
+        {"status": "ok", "n_queries": 25_000, "next_detectable": 0.03},
+        {"status": "ok", "n_queries": 25_000, "next_detectable": 0.01},
+        {"status": "ok", "n_queries": 25_000, "next_detectable": 0.02},
+        {"status": "ok", "n_queries": 25_000, "next_detectable": None},  # the last place
+        {"status": "invalid", "n_queries": None, "next_detectable": None},
+    ]
+    note = report._detectable_note(rows)
+    assert "With these 25,000 queries, a μAP gap between neighbours under 0.0200 " in note
+    assert report._detectable_note([{**r, "next_detectable": None} for r in rows]) == ""
