@@ -68,16 +68,15 @@ def parse(
         top, by_name = main_parser()
         args = top.parse_args(argv)
         parser = by_name[args.command]
-    args.given = given_options(args.command, argv[1:])
+    args.given = given_options(parser, argv[1:])
     COMMANDS[args.command].check(parser, args)
     return args
 
 
-def given_options(name: str, options: list[str]) -> frozenset[str]:
-    """The dests of the options ``options`` gives (``[--opt, value, ...]`` of command
-    ``name``), told from the defaults by parsing again with every default suppressed (an
-    old name's warning is said by the first parse only)."""
-    parser = command_parser(name, name)
+def given_options(parser: argparse.ArgumentParser, options: list[str]) -> frozenset[str]:
+    """The dests of the options ``options`` gives (``[--opt, value, ...]``), told from the
+    defaults by parsing them again with ``parser`` (the command's, already used: its
+    defaults are suppressed for this) and an old name's warning said once."""
     for action in parser._actions:
         action.default = argparse.SUPPRESS
     with contextlib.redirect_stderr(io.StringIO()):

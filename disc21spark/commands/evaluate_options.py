@@ -4,7 +4,7 @@ descriptor track, scoring, engine, intervals); commands/evaluate.py checks them.
 from __future__ import annotations
 
 import argparse
-from functools import partial
+from functools import cache, partial
 from typing import Any
 
 from disc21spark.commands.common import (
@@ -37,8 +37,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_run_arguments(p, NAME)
 
 
+@cache
 def option_groups() -> dict[str, dict[str, str]]:
-    """Each group of options by its title: dest → the option as typed (its first name)."""
+    """Each group of options by its title: dest → the option as typed (its first name).
+    Built once a process: the names do not depend on the defaults. Read only."""
     parser = argparse.ArgumentParser(add_help=False)
     add_arguments(parser)
     return {
