@@ -297,8 +297,10 @@ def retry_settings() -> dict[str, Any]:
 
 def _methods(params: dict) -> str:
     """rank-eval's methods: the ``methods`` param, or its 0.1.0 name ``descriptors`` (a
-    trigger's conf written for 0.1.0), with a warning in the task's log."""
-    if "descriptors" in params and "methods" not in params:
+    trigger's conf written for 0.1.0), with a warning in the task's log. The old name
+    wins when it is there: Airflow merges a trigger's conf over the DAG's defaults, so
+    ``methods`` is always there and cannot tell what the trigger gave."""
+    if "descriptors" in params:
         log.warning("the param 'descriptors' is deprecated, use 'methods'")
         return params["descriptors"]
     return params["methods"]

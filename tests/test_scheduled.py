@@ -182,6 +182,19 @@ def test_bench_plan_chains_the_three_jobs_in_one_folder(tmp_path):
     assert plan["applications"]["rank_eval"] == "/srv/disc21spark/jobs/rank_eval.py"
 
 
+def test_a_trigger_of_0_1_0_names_the_methods_descriptors(tmp_path, caplog):
+    """Airflow merges the trigger's conf over the DAG's defaults: ``methods`` (the DAG's
+    default) and the old ``descriptors`` (the trigger's) are both there; the trigger's
+    wins, with a warning."""
+    bench = dict(library_size=30, seed=3, tests="crop:50", queries_per_test=4, distractors=0)
+    given = params(tmp_path, **bench, methods="colorhist,tiny", descriptors="pdq")
+    with caplog.at_level("WARNING", logger="disc21spark"):
+        plan = scheduled.plan_bench_run(given, DAY)
+    rank = plan["args"]["rank_eval"]
+    assert rank[rank.index("--methods") + 1] == "pdq"
+    assert "'descriptors' is deprecated, use 'methods'" in caplog.text
+
+
 def test_exit_codes_decide_retries():
     """Exit 2 (bad input or output) is never retried; 143 (stopped, a lost machine or
     executor) and 1 are; the code is read from the SparkSubmitHook's error."""
