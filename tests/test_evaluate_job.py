@@ -196,7 +196,7 @@ def test_spark_submit_end_to_end(tmp_path, dev_gt_path):
     said = proc.stdout + proc.stderr
     for phase in ("read:", "validate:", "score:", "(Arrow, in process)", "no Spark session"):
         assert phase in said
-    assert "sort:" not in said
+    assert "count:" not in said
     doc = json.loads((out / "metrics.json").read_text())
     assert doc["n_predictions"] == len(frame) and doc["n_positives"] == 4991
     assert doc["run"]["engine"] == "local" and doc["run"]["spark_master"] is None

@@ -110,7 +110,7 @@ def job(args: list[str], **env: str) -> subprocess.Popen:
 # session's start), the report being staged, and the staged output not yet in place
 # ("publish", the step after the last phase)
 POINTS = {
-    "evaluate": ["sort", "report", "publish"],
+    "evaluate": ["count", "report", "publish"],
     # the other jobs where their harm differs from evaluate's: a pool's leaderboard and
     # a rank report staged whole (their Spark work, like evaluate's, writes nothing), and
     # the altered images that make-queries' executors write into its staging folder

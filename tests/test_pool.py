@@ -324,7 +324,7 @@ def test_a_pool_named_through_viewfs_takes_the_per_file_plan_with_the_local_figu
     assert all(s.source.startswith(f"{remote}/") for s in result.submissions)
     # the per-file plan only: one scoring phase, no sort of the rows
     phases = json.loads((there / "leaderboard.json").read_text())["run"]["phase_seconds"]
-    assert "score" in phases and "sort" not in phases and "read" not in phases, phases
+    assert "score" in phases and "count" not in phases and "read" not in phases, phases
     for name in ("leaderboard.csv", "leaderboard.md"):
         local_text = (here / name).read_text().replace(str(folder), remote)
         assert (there / name).read_text() == local_text, name
@@ -360,7 +360,7 @@ def test_one_submission_through_viewfs_is_scored_in_one_task_as_the_local_file(
     assert got.to_dict() == want.to_dict()
     assert np.array_equal(got.curve.precision, want.curve.precision)
     phases = json.loads((tmp_path / "o" / "metrics.json").read_text())["run"]["phase_seconds"]
-    assert "sort" not in phases and "read" not in phases, phases
+    assert "count" not in phases and "read" not in phases, phases
     (folder / "bad.csv").write_text("Q1,R1,0.5\nQ2,R2,nan\n")
     with pytest.raises(InputError) as info:
         run_one(spark, MatchingJob(gt_file, f"{remote}/bad.csv", None, choice=auto))

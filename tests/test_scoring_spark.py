@@ -23,7 +23,7 @@ def pairs_frame(spark, frame: pd.DataFrame):
 
 
 def compact_rows(spark, frame: pd.DataFrame, gt: GroundTruth):
-    return labels.encoded(pairs_frame(spark, frame), gt)
+    return labels.labelled(pairs_frame(spark, frame), gt)
 
 
 def spark_metrics(spark, frame: pd.DataFrame, gt: GroundTruth, partitions: int, curve_points=5000):
@@ -72,10 +72,13 @@ def test_spark_equals_specification_for_1_2_7_50_partitions(spark, seed, n, n_sc
     assert_same(spark_metrics(spark, frame, gt, partitions), spec_metrics(frame, gt))
 
 
-def counted_rows(spark, rows):
-    """The counting pass of ``rows`` as the plan runs it, with its broadcast."""
-    truths = scoring.true_scores(rows)
-    return scoring.counted(rows, spark.sparkContext.broadcast(truths)), truths
+def counted_rows(rows):
+    """The counting job of ``rows`` as the plan runs it, against the census's true pairs."""
+    from disc21spark.matching.census import census
+
+    truths = {s: c.truth for s, c in census(rows).items()}
+    grid = scoring.Grid.of(truths)
+    return scoring.counted(rows, grid, truths), truths, grid
 
 
 def test_all_equal_scores_count_against_one_true_score(spark):
@@ -87,30 +90,36 @@ def test_all_equal_scores_count_against_one_true_score(spark):
     assert expected.micro_ap < 0.1  # the pessimistic order: a constant score earns little
     assert_same(spark_metrics(spark, frame, gt, 7), expected)
     rows = compact_rows(spark, frame, gt).repartition(3)
-    counts, truths = counted_rows(spark, rows)
-    parts = counts.collect()
-    # every true pair ties with every miss: each sits after all of them
-    assert len(truths[0].levels) == 1 and len(parts) <= 3
+    counts, truths, grid = counted_rows(rows)
+    misses = [r for r in counts.collect() if r["kind"] == scoring.MISSES]
+    # every true pair ties with every miss: one bucket, the one holding 0.25 only
+    assert len(truths[0].levels) == 1 and len(misses) == 1
+    assert grid.splits[misses[0]["at"]] == 0.25 < grid.splits[misses[0]["at"] + 1]
     n_true = int(
         frame.merge(
             pd.DataFrame({"query_id": gt.positive_queries, "reference_id": gt.positive_references})
         ).shape[0]
     )
-    assert sum(p["misses_ge"][0] for p in parts) == len(frame) - n_true
-    assert sum(p["n"] for p in parts) == len(frame)
+    assert misses[0]["n"] == len(frame) - n_true == len(frame) - len(truths[0])
 
 
-def test_positions_are_counted_without_shuffling_the_rows(spark):
+def test_positions_are_counted_in_the_jvm_without_shuffling_the_rows(spark):
     gt = make_gt(40, 25)
     frame = random_submission(np.random.default_rng(1), gt, 300, 10)
     rows = compact_rows(spark, frame, gt).repartition(5)
-    counts, _ = counted_rows(spark, rows)
+    counts, truths, grid = counted_rows(rows)
     plan = counts._jdf.queryExecution().executedPlan().toString()
     assert "Window" not in plan and "rangepartitioning" not in plan
-    shuffles = plan.count("Exchange") - plan.count("BroadcastExchange")
-    assert shuffles <= 1  # only the test's own repartition(5)
-    # the driver receives one row per partition (one submission here)
-    assert counts.count() <= 5
+    # no row crosses into Python: no Python UDF, no mapInArrow, no Arrow evaluation
+    assert "Python" not in plan and "Arrow" not in plan
+    # what the aggregations shuffle is their partial counts (the other exchanges are the
+    # test's own repartition(5), once per branch of the job)
+    lines = [line.strip(" :+-") for line in plan.splitlines()]
+    hashed = [i for i, line in enumerate(lines) if line.startswith("Exchange hashpartitioning")]
+    assert len(hashed) == 2
+    assert all("partial_count" in lines[i + 1] for i in hashed)
+    # the driver receives counts: buckets and true pairs, never rows
+    assert counts.count() <= len(grid.splits) + len(truths[0])
 
 
 def test_thinned_curve_is_the_same_on_both_sides(spark):
@@ -138,122 +147,115 @@ def test_realistic_submission_on_dev_ground_truth(spark, dev_gt_path, partitions
     assert_same(spark_metrics(spark, frame, gt, partitions), spec)
 
 
-def test_partition_counts_of_a_pool_equal_the_specification():
-    """The executors' function alone (no Spark): partitions that mix submissions, in
-    Arrow batches, add up to each submission's sorted positions and ranks."""
-    import pyarrow as pa
-
+def test_counts_of_a_pool_mixed_over_partitions_equal_the_specification(spark):
+    """Partitions that mix submissions (a one-table pool) count each submission's sorted
+    positions, ranks and optimistic buckets, with many ties and -0.0 beside 0.0."""
     from disc21spark.matching import positions
+    from disc21spark.matching.census import census
     from disc21spark.matching.spec import pessimistic_order, true_pair_ranks
+    from disc21spark.matching.stats.spec import buckets, levels_of
 
     rng = np.random.default_rng(1)
     n = 3000
     sub = rng.integers(0, 4, n).astype(np.int32)
     query, label = rng.integers(0, 30, n), rng.random(n) < 0.2
-    score = np.round(rng.random(n), 2)  # many ties
-    truths = {
-        k: positions.TrueScores.of(query[(sub == k) & label], score[(sub == k) & label])
-        for k in range(4)
-    }
-    totals = {k: positions.Counts.zero(t) for k, t in truths.items()}
-    for a, b in ((0, 700), (700, 1500), (1500, n)):
-        batches = [
-            pa.RecordBatch.from_pydict(
-                {
-                    "submission": sub[i:j],
-                    "query_index": query[i:j],
-                    "label": label[i:j],
-                    "score": score[i:j],
-                }
-            )
-            for i, j in zip(range(a, b, 100), range(a + 100, b + 100, 100))
-        ]
-        for batch in scoring.count_partition(iter(batches), truths):
-            (r,) = batch.to_pylist()
-            part = positions.Counts(
-                r["n"], r["bottom"], np.array(r["misses_ge"]), np.array(r["ranks_ge"])
-            )
-            totals[r["submission"]].add(part)
-    for k, truth in truths.items():
+    score = np.round(rng.random(n), 2) * rng.choice([-1.0, 1.0], n)  # ties, -0.0 and 0.0
+    frame = pd.DataFrame(
+        {
+            "submission": sub,
+            "query_index": query,
+            "label": label,
+            "score": score,
+            "pair": np.arange(n),
+        }
+    )
+    rows = spark.createDataFrame(frame).repartition(3)
+    censuses = census(rows)
+    totals, optimistic = scoring.counts_of(rows, censuses)
+    for k, c in censuses.items():
         mine = sub == k
-        order = pessimistic_order(score[mine], label[mine])
-        pos, _ = positions.positions(truth, totals[k])
+        s = score[mine] + 0.0
+        order = pessimistic_order(s, label[mine])
+        pos, _ = positions.positions(c.truth, totals[k])
         np.testing.assert_array_equal(pos, np.flatnonzero(label[mine][order]) + 1)
-        expected = np.sort(true_pair_ranks(query[mine], score[mine], label[mine]))
+        expected = np.sort(true_pair_ranks(query[mine], s, label[mine]))
         np.testing.assert_array_equal(np.sort(positions.ranks(totals[k])), expected)
-        assert totals[k].n == mine.sum() and totals[k].bottom == score[mine].min()
+        levels = levels_of(s[label[mine]])
+        by_hand = np.bincount(buckets(levels, s[~label[mine]], False), minlength=len(levels) + 1)
+        np.testing.assert_array_equal(optimistic[k], by_hand[: len(levels)])
+        assert totals[k].n == mine.sum() and totals[k].bottom == s.min()
 
 
-@settings(max_examples=50, deadline=None)
+@settings(
+    max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(
     seed=st.integers(0, 2**32 - 1),
     n=st.integers(0, 300),
     parts=st.sampled_from([1, 2, 7]),
 )
-def test_census_of_partitions_adds_up_to_counting_by_hand(seed, n, parts):
-    """The executors' census (no Spark): partitions holding whole (submission, query)
-    groups, as the shuffle makes them, add up to each submission's counts by hand."""
+def test_census_of_partitions_adds_up_to_counting_by_hand(spark, seed, n, parts):
+    """The census of compact rows spread over partitions equals each submission's counts
+    by hand: rows, bad rows, unknown queries, distinct known queries, repeats (a pair's
+    copies beyond its first) and the smallest query holding one, its true pairs."""
     from collections import Counter
 
-    from disc21spark.matching.census import FIGURES, partition_census
+    from disc21spark.matching.census import census
 
     rng = np.random.default_rng(seed)
     sub = rng.integers(0, 3, n).astype(np.int32)
     query, pair = rng.integers(-3, 12, n), rng.integers(0, 20, n)
-    bad = rng.random(n) < 0.1
-    part = (sub * 31 + query) % parts
-    totals: dict[int, dict] = {}
-    for k in range(parts):
-        m = part == k
-        for r in partition_census(sub[m], query[m], pair[m], bad[m]):
-            mine = totals.setdefault(r["submission"], {f: 0 for f in FIGURES} | {"at": []})
-            for f in FIGURES:
-                mine[f] += r[f]
-            mine["at"] += [] if r["repeating"] is None else [r["repeating"]]
-    assert set(totals) == set(sub.tolist())
-    for s, got in totals.items():
+    bad, label = rng.random(n) < 0.1, rng.random(n) < 0.2
+    frame = pd.DataFrame(
+        {
+            "submission": sub,
+            "query_index": query,
+            "label": label,
+            "score": rng.random(n),
+            "pair": pair,
+            "bad": bad,
+        }
+    )
+    rows = spark.createDataFrame(frame, schema=COMPACT_SCHEMA).repartition(parts)
+    found = census(rows, pairs=rows.withColumn("bad", F.lit(None)))
+    assert set(found) == set(sub.tolist())
+    for s, got in found.items():
         m = sub == s
         copies = Counter(zip(query[m].tolist(), pair[m].tolist()))
         repeating = sorted(q for (q, _), c in copies.items() if c > 1)
-        assert got["n"] == m.sum() and got["bad"] == bad[m].sum()
-        assert got["unknown"] == (query[m] < 0).sum()
-        assert got["known_queries"] == len({q for q in query[m].tolist() if q >= 0})
-        assert got["repeats"] == sum(c - 1 for c in copies.values())
-        assert min(got["at"], default=None) == (repeating[0] if repeating else None)
+        assert got.n_predictions == m.sum() and got.n_bad == bad[m].sum()
+        assert got.n_unknown_query_predictions == (query[m] < 0).sum()
+        assert got.n_known_queries == len({q for q in query[m].tolist() if q >= 0})
+        assert got.n_repeated_pairs == sum(c - 1 for c in copies.values())
+        assert got.repeating_query == (repeating[0] if repeating else None)
+        true = sorted(zip(query[m & label].tolist(), frame["score"][m & label].tolist()))
+        assert sorted(zip(got.truth.query.tolist(), got.truth.score.tolist())) == true
 
 
-def test_labels_of_arrow_batches_are_the_ground_truths(monkeypatch):
-    """The executors' labelling (no Spark): a query's index, or the unknown key of its
-    hash, and a true pair exactly when the ground truth lists it; null ids are unknown."""
-    import pyarrow as pa
+COMPACT_SCHEMA = (
+    "submission int, query_index long, label boolean, score double, pair long, bad boolean"
+)
 
+
+def test_labels_are_the_ground_truths(spark):
+    """The labelling: a query's index, or the unknown key of its hash, and a true pair
+    exactly when the ground truth lists it; null ids are unknown; -0.0 becomes 0.0."""
     gt = make_gt(30, 12)
     rng = np.random.default_rng(4)
     n = 500
     q = [f"Q{i:03d}" for i in rng.integers(0, 35, n)]
     r = [f"R{i:03d}" for i in rng.integers(0, 15, n)]
     q[3], r[4] = None, None
-    hashes = rng.integers(-(2**63), 2**63 - 1, n, dtype=np.int64)
-    batch = pa.RecordBatch.from_pydict(
-        {
-            "submission": pa.array(np.zeros(n, np.int32)),
-            "query_id": q,
-            "reference_id": r,
-            "score": rng.random(n),
-            "query_hash": hashes,
-            "pair": np.arange(n),
-        }
-    )
-    dictionary = labels.Dictionary.of(gt)
-    monkeypatch.setattr(labels, "GROUP_ROWS", 250)  # Spark's batches of 100 joined by 250
-    pieces = [batch.slice(0, 0)] + [batch.slice(i, 100) for i in range(0, n, 100)]
-    outs = list(labels.encode_batches(iter(pieces), dictionary))
-    assert [b.num_rows for b in outs] == [300, 200]
-    out = pa.Table.from_batches(outs)
+    score = rng.random(n)
+    score[5] = -0.0
+    frame = pd.DataFrame({"query_id": q, "reference_id": r, "score": score})
+    got = compact_rows(spark, frame, gt).toPandas()
     index = {x: i for i, x in enumerate(gt.query_ids)}
     true = set(zip(gt.positive_queries, gt.positive_references))
-    got = out.to_pydict()
-    unknown = [-1 - (int(h) % 2**62) for h in hashes]  # Spark's pmod
-    assert got["query_index"] == [index.get(x, u) for x, u in zip(q, unknown)]
-    assert got["label"] == [(x, y) in true for x, y in zip(q, r)]
-    assert got["pair"] == list(range(n))
+    hashes = spark.createDataFrame(frame[["query_id"]], "query_id string").select(
+        F.xxhash64("query_id").alias("h")
+    )
+    unknown = [-1 - (int(h) % 2**62) for h in hashes.toPandas()["h"]]  # Spark's pmod
+    assert got["query_index"].tolist() == [index.get(x, u) for x, u in zip(q, unknown)]
+    assert got["label"].tolist() == [(x, y) in true for x, y in zip(q, r)]
+    assert np.signbit(got["score"]).sum() == 0 and got["score"][5] == 0.0

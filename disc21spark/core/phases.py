@@ -14,7 +14,7 @@ log = logging.getLogger("disc21spark")
 
 
 class Phases:
-    """Times phases; each ends with a line such as ``sort: 5,000,000 rows in 3.12 s``."""
+    """Times phases; each ends with a line such as ``count: 5,000,000 rows in 3.12 s``."""
 
     def __init__(self) -> None:
         self.record = record.for_phases()

@@ -1,16 +1,19 @@
-"""The checking pass of the distributed plan: counts, bad rows and repeated pairs.
+"""The checking pass of the distributed plan: counts, bad rows, repeated pairs and the true pairs.
 
-A repeated pair shares its query, so one shuffle of the compact rows' keys, hashed by
-(submission, query), puts every copy of a pair, and every row of a query, in one
-partition. There each partition sorts its keys in numpy (``partition_census``) and sends
-the driver one row per submission: its rows, bad rows, rows of unknown queries, distinct
-known queries, repeats and the smallest query holding a repeat. Every figure is a sum
-(or a minimum) over disjoint sets of queries, so the driver's total is the same for any
-partitioning. What moves: 21 bytes a row (submission, query, pair hash, a bad-row flag),
-instead of three hash aggregations over as many groups as there are rows.
+One aggregation in the JVM reads the labelled rows once (it is also the pass that fills
+the plan's cache of them). A repeated pair shares its query and its 64-bit pair hash, so
+the rows are grouped by (submission, query, a slice of the pair hashes): each group
+collects its hashes in a list, and a repeat is a list holding fewer distinct values than
+values. Map-side partial aggregation builds those lists where the rows are, so what a
+shuffle moves is about the hashes themselves (8 bytes a row, in few records), not a
+record per row; the slices (``SLICES``) bound a list to a share of one query's rows.
+Two small aggregations then sum the groups per query and per submission: the driver gets
+one row per submission, with its counts and its predicted true pairs (at most the ground
+truth's positives; every row of the plan that follows is counted against them).
 
 The first bad row itself (its file, line and reason) is looked up in the parsed input
-only for a submission that has one.
+only for a submission that has one; a repeat is confirmed on the strings
+(``validate.duplicate_error``), so a hash collision cannot reject a good submission.
 """
 
 from __future__ import annotations
@@ -22,11 +25,18 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from disc21spark.matching.labels import SUBMISSION
+from disc21spark.matching.positions import EMPTY, TrueScores
+
+# slices of a query's pair hashes, each collected in a list of its own: a query of 500M
+# rows (nothing in the format forbids one) gives lists of 31M hashes, 250 MB, not 4 GB
+SLICES = 16
 
 
 @dataclass(frozen=True)
 class Census:
-    """One submission as the checking pass sees it."""
+    """One submission as the checking pass sees it: its counts, and its predicted true
+    pairs (``truth``) and lowest score (``bottom``, +inf without rows), which the
+    counting pass needs."""
 
     n_predictions: int
     n_bad: int
@@ -35,62 +45,96 @@ class Census:
     n_known_queries: int
     n_repeated_pairs: int
     repeating_query: int | None  # index of a query with a repeated pair hash
+    truth: TrueScores = EMPTY
+    bottom: float = float("inf")
 
 
 EMPTY_CENSUS = Census(0, 0, None, 0, 0, 0, None)
-
-CENSUS_SCHEMA = (
-    f"{SUBMISSION} int, n long, bad long, unknown long, known_queries long, "
-    "repeats long, repeating long"
-)
-FIGURES = ("n", "bad", "unknown", "known_queries", "repeats")
 
 
 def census(
     rows: DataFrame, pairs: DataFrame | None = None, partitions: int | None = None
 ) -> dict[int, Census]:
-    """Counts and checks of every submission of compact rows (``labels.encoded``), from
-    one shuffle of their keys into ``partitions`` (None: as Spark's adaptive execution
-    sizes them). ``pairs``: the parsed predictions the rows come from, when they need
-    checking: then the rows carry ``bad`` (a boolean) and the first bad row of a
-    submission is looked up in ``pairs`` (its ``bad`` struct)."""
+    """Counts, checks and true pairs of every submission of compact rows
+    (``labels.labelled``). ``partitions``: the rows' keys are first shuffled into that
+    many partitions by (submission, query) (None: no such shuffle; Spark's adaptive
+    execution sizes the aggregation's). ``pairs``: the parsed predictions the rows come
+    from, when they need checking: then the rows carry ``bad`` (a boolean) and the first
+    bad row of a submission is looked up in ``pairs`` (its ``bad`` struct)."""
     flag = F.col("bad") if pairs is not None else F.lit(False)
-    keys = rows.select(SUBMISSION, "query_index", "pair", flag.alias("is_bad"))
+    keys = rows.select(SUBMISSION, "query_index", "label", "score", "pair", flag.alias("is_bad"))
     if partitions:
         # beyond 64 tasks a core, more partitions only add tasks (a value larger than the
         # rows, say, would schedule that many empty ones)
         most = 64 * rows.sparkSession.sparkContext.defaultParallelism
         keys = keys.repartition(min(partitions, most), SUBMISSION, "query_index")
-    elif rows.rdd.getNumPartitions() > 1:
-        keys = keys.repartition(SUBMISSION, "query_index")
-    # else one partition holds every row already: a shuffle would cost two Spark jobs
-    totals: dict[int, dict] = {}
-    for r in keys.mapInArrow(_census_batches, CENSUS_SCHEMA).collect():
-        mine = totals.setdefault(r[SUBMISSION], {f: 0 for f in FIGURES} | {"repeating": None})
-        for f in FIGURES:
-            mine[f] += r[f]
-        if r["repeating"] is not None:
-            found = mine["repeating"]
-            mine["repeating"] = r["repeating"] if found is None else min(found, r["repeating"])
-    first_bad = _first_bad(pairs, [s for s, t in totals.items() if t["bad"]])
-    return {
-        sub: Census(
-            n_predictions=t["n"],
-            n_bad=t["bad"],
-            first_bad=first_bad.get(sub),
-            n_unknown_query_predictions=t["unknown"],
-            n_known_queries=t["known_queries"],
-            n_repeated_pairs=t["repeats"],
-            repeating_query=t["repeating"],
-        )
-        for sub, t in totals.items()
-    }
+    found = {r[SUBMISSION]: r for r in _per_submission(_per_query(keys)).collect()}
+    first_bad = _first_bad(pairs, [s for s, r in found.items() if r["bad"]])
+    return {sub: _of(r, first_bad.get(sub)) for sub, r in found.items()}
+
+
+def _per_query(keys: DataFrame) -> DataFrame:
+    """One row per (submission, query): rows, bad rows, lowest score, repeats and the
+    scores of its true pairs."""
+    hashes = F.collect_list("pair")
+    slices = keys.groupBy(
+        SUBMISSION, "query_index", F.pmod("pair", F.lit(SLICES)).alias("slice")
+    ).agg(
+        F.count(F.lit(1)).alias("n"),
+        F.count_if("is_bad").alias("bad"),
+        F.min("score").alias("bottom"),
+        (F.size(hashes) - F.size(F.array_distinct(hashes))).alias("repeats"),
+        # collect_list leaves the nulls out: the scores of the true pairs only
+        F.collect_list(F.when(F.col("label"), F.col("score"))).alias("true"),
+    )
+    return slices.groupBy(SUBMISSION, "query_index").agg(
+        F.sum("n").alias("n"),
+        F.sum("bad").alias("bad"),
+        F.min("bottom").alias("bottom"),
+        F.sum("repeats").alias("repeats"),
+        F.flatten(F.collect_list("true")).alias("true"),
+    )
+
+
+def _per_submission(queries: DataFrame) -> DataFrame:
+    """One row per submission from its queries' rows (``_per_query``)."""
+    known = F.col("query_index") >= 0
+    return queries.groupBy(SUBMISSION).agg(
+        F.sum("n").alias("n"),
+        F.sum("bad").alias("bad"),
+        F.sum(F.when(~known, F.col("n")).otherwise(0)).alias("unknown"),
+        F.count_if(known).alias("known_queries"),
+        F.sum("repeats").alias("repeats"),
+        F.min(F.when(F.col("repeats") > 0, F.col("query_index"))).alias("repeating"),
+        F.min("bottom").alias("bottom"),
+        F.collect_list(
+            F.when(F.size("true") > 0, F.struct(F.col("query_index").alias("q"), "true"))
+        ).alias("truths"),
+    )
+
+
+def _of(r, first_bad) -> Census:
+    """A submission's Census from its ``_per_submission`` row."""
+    query = [t["q"] for t in r["truths"] for _ in t["true"]]
+    score = [s for t in r["truths"] for s in t["true"]]
+    return Census(
+        n_predictions=r["n"],
+        n_bad=r["bad"],
+        first_bad=first_bad,
+        n_unknown_query_predictions=r["unknown"],
+        n_known_queries=r["known_queries"],
+        n_repeated_pairs=r["repeats"],
+        repeating_query=r["repeating"],
+        truth=TrueScores.of(np.array(query, np.int64), np.array(score, np.float64)),
+        # + 0.0: a lowest score of -0.0 is reported as 0.0, as the specification does
+        bottom=float(r["bottom"]) + 0.0 if r["n"] else float("inf"),
+    )
 
 
 def _first_bad(pairs: DataFrame | None, subs: list[int]) -> dict[int, object]:
     """The earliest bad row (the ``bad`` struct's minimum: ``order`` first) of each of
     ``subs``: one more read of the input, only when a submission has one (the struct
-    stays out of the compact rows, the cache and the Python workers)."""
+    stays out of the compact rows and the cache)."""
     if not subs or pairs is None:
         return {}
     found = (
@@ -100,80 +144,3 @@ def _first_bad(pairs: DataFrame | None, subs: list[int]) -> dict[int, object]:
         .collect()
     )
     return {r[SUBMISSION]: r["first_bad"] for r in found}
-
-
-def _census_batches(batches):
-    """Runs on the executors: one partition's Arrow batches in, its census rows out."""
-    import pyarrow as pa
-
-    tables = [pa.Table.from_batches([b]) for b in batches if b.num_rows]
-    if not tables:
-        return
-    table = pa.concat_tables(tables).combine_chunks()
-    columns = [table.column(c).to_numpy() for c in (SUBMISSION, "query_index", "pair")]
-    flags = table.column("is_bad").to_numpy(zero_copy_only=False)
-    for row in partition_census(*columns, flags):
-        yield pa.RecordBatch.from_pylist([row], schema=_ARROW_SCHEMA())
-
-
-def _ARROW_SCHEMA():  # noqa: N802 - built lazily: pyarrow is imported on the executors
-    import pyarrow as pa
-
-    return pa.schema(
-        [(SUBMISSION, pa.int32())]
-        + [(f, pa.int64()) for f in FIGURES]
-        + [("repeating", pa.int64())]
-    )
-
-
-def partition_census(
-    sub: np.ndarray, query: np.ndarray, pair: np.ndarray, bad: np.ndarray
-) -> list[dict]:
-    """The census rows of one partition whose rows hold every row of their (submission,
-    query): int32 submissions, int64 query indexes (< 0: unknown) and pair hashes, bool
-    bad-row flags. One dict per submission present, with ``SUBMISSION`` and ``FIGURES``
-    as ints and ``repeating`` the smallest query index holding a repeat (None: none)."""
-    if not len(sub):
-        return []
-    if sub.min() == sub.max():  # one submission (a single file): no sort to find them
-        subs, code = sub[:1], np.zeros(len(sub), np.int64)
-    else:
-        subs, code = np.unique(sub, return_inverse=True)
-    per_sub = lambda mask: np.bincount(code[mask], minlength=len(subs))  # noqa: E731
-    known = query >= 0
-    # distinct (submission, known query): one sort of one int64 key
-    width = int(query[known].max()) + 1 if known.any() else 1
-    queries = np.unique(code[known].astype(np.int64) * width + query[known]) // width
-    repeats, repeating = _repeats(code, query, pair, len(subs))
-    figures = zip(
-        np.bincount(code, minlength=len(subs)),
-        per_sub(bad),
-        per_sub(~known),
-        np.bincount(queries, minlength=len(subs)),
-        repeats,
-        repeating,
-    )
-    return [
-        {SUBMISSION: int(s), **dict(zip(FIGURES, map(int, f[:5]))), "repeating": f[5]}
-        for s, f in zip(subs, figures)
-    ]
-
-
-def _repeats(code: np.ndarray, query: np.ndarray, pair: np.ndarray, n_subs: int):
-    """Per submission code: repeated rows (a pair's copies beyond its first) and the
-    smallest query holding one (None: none). One sort of the pair hashes; only rows whose
-    hash occurs twice are compared on (submission, query, hash)."""
-    repeats, repeating = np.zeros(n_subs, np.int64), [None] * n_subs
-    order = np.argsort(pair)
-    equal = pair[order][1:] == pair[order][:-1]
-    if not equal.any():
-        return repeats, repeating
-    twice = order[np.unique(np.r_[np.flatnonzero(equal), np.flatnonzero(equal) + 1])]
-    c, q, p = code[twice], query[twice], pair[twice]
-    rank = np.lexsort((p, q, c))
-    c, q, p = c[rank], q[rank], p[rank]
-    again = (c[1:] == c[:-1]) & (q[1:] == q[:-1]) & (p[1:] == p[:-1])
-    np.add.at(repeats, c[1:][again], 1)
-    for k in np.unique(c[1:][again]):
-        repeating[k] = int(q[1:][again & (c[1:] == k)].min())
-    return repeats, repeating

@@ -1,34 +1,26 @@
-"""The distributed plan of the matching-track metrics: global positions by counting.
+"""The distributed plan of the matching-track metrics: global positions by counting, in the JVM.
 
 The contract (after Spark MLlib's BinaryClassificationMetrics) is one global sort of all
 pairs by decreasing score, non-matching pairs first among equal scores (the pessimistic
 order), and cumulative counts along it. This plan computes exactly those global positions
-without moving the rows: μAP, the P90 operating point and the curve need only the
-position of each true pair, and that position is a count (``positions.py``): the k-th true
-pair by decreasing score sits at k + the non-matching pairs scoring at least as high. So
+without sorting or moving the rows: μAP, the P90 operating point and the curve need only
+the position of each true pair, and that position is a count (``positions.py``): the k-th
+true pair by decreasing score sits at k + the non-matching pairs scoring at least as high.
+So, after ``census.census`` (the checks, and each submission's true pairs):
 
-1. ``census.census``: one pass over the labelled rows for the checks and counts (bad rows,
-   pairs, unknown queries, distinct queries, repeated pairs), with its own shuffle of the
-   rows' keys only (submission, query, pair hash), sorted per partition in numpy;
-2. ``true_scores``: the true pairs (at most one per ground-truth pair per submission: the
-   checks reject repeats) collected to the driver and broadcast;
-3. ``counted``: every partition counts its rows against them in numpy over Arrow batches
-   (``mapInArrow``): per submission its rows, lowest score, non-matching rows scoring ≥
-   each true score, and per true pair its query's rows scoring ≥ it (recall@1/@10);
-4. the driver adds the partitions' integer counts (one row per partition and submission)
-   and ``positions.finish`` turns positions into figures, term by term as ``spec.py`` does.
+1. ``Grid``: the true scores of every submission, and the smallest double above each,
+   as the splits of one Spark ML ``Bucketizer`` (a binary search per row in the JVM): a
+   row's bucket says which true scores it reaches and whether it ties one;
+2. ``counted``: one Spark job, two aggregations: the non-matching rows per (submission,
+   bucket), and for each true pair the rows of its query scoring at least as high (a
+   broadcast hash join of the rows with the true pairs on (submission, query)): the
+   rank behind recall@1/@10;
+3. the driver turns the few counts (buckets and true pairs, never rows) into positions,
+   and ``positions.finish`` into figures, term by term as ``spec.py`` does.
 
-The driver holds O(partitions + true pairs) values, never O(predictions); no row is
-shuffled but the pair hashes of the repeat check. The figures of ``metrics.py`` follow:
-
-* at the k-th true positive, at global position i, precision = k / i and
-  recall = k / n_positives; μAP adds (k/P − (k−1)/P) · k/i over the true positives
-  (the terms of non-matching rows are exactly zero);
-* the best operating point at precision ≥ 0.9 is always at a true positive (the
-  precision peaks there), so the true positives alone decide it too.
-
-Integer counts add up the same in any order, so the figures are the same bits for any
-number of partitions; tests hold them equal to the specification.
+No row crosses into Python and no row is shuffled: the aggregations shuffle their
+partial counts only. Integer counts add up the same in any order, so the figures are the
+same bits for any number of partitions; tests hold them equal to the specification.
 """
 
 from __future__ import annotations
@@ -47,96 +39,135 @@ from disc21spark.matching.model import GroundTruth, MatchingMetrics
 from disc21spark.matching.positions import Counts, QueryStats, TrueScores, metrics_from_parts
 
 
-def true_scores(rows: DataFrame) -> dict[int, TrueScores]:
-    """The predicted true pairs of every submission (query index, score), from the driver's
-    side: at most one per ground-truth pair per submission once repeats are rejected."""
-    table = rows.where(F.col("label")).select(SUBMISSION, "query_index", "score").toArrow()
-    sub = table.column(SUBMISSION).to_numpy()
-    query = table.column("query_index").to_numpy()
-    score = table.column("score").to_numpy()
-    order = np.argsort(sub, kind="stable")
-    sub, query, score = sub[order], query[order], score[order]
-    heads = np.flatnonzero(np.r_[True, sub[1:] != sub[:-1]]) if len(sub) else np.zeros(0, int)
-    ends = np.r_[heads[1:], len(sub)]
-    return {int(sub[a]): TrueScores.of(query[a:b], score[a:b]) for a, b in zip(heads, ends)}
-
-
 @dataclass(frozen=True)
 class TruePairs:
     """One submission's predicted true pairs, sorted by (query, score): int64 query
     indices, float64 scores and int64 ranks (how many of the query's predictions score at
-    least as high, the pair itself excluded: 0 = first)."""
+    least as high, the pair itself excluded: 0 = first); and ``optimistic``, int64 (T,):
+    the non-matches in each optimistic bucket of the levels taken decreasing
+    (``stats.spec.buckets(..., pessimistic=False)``), which the optimistic μAP needs."""
 
     query: np.ndarray
     score: np.ndarray
     rank: np.ndarray
+    optimistic: np.ndarray
 
 
-COUNT_SCHEMA = "submission int, n long, bottom double, misses_ge array<long>, ranks_ge array<long>"
+@dataclass(frozen=True)
+class Grid:
+    """The buckets every row's score falls in: ``splits``, float64, strictly increasing,
+    -inf first and +inf last, holding every true score of every submission and the
+    smallest double above each. A bucket is [splits[b], splits[b + 1]); one that starts
+    at a true score holds that score only."""
+
+    splits: np.ndarray
+
+    @classmethod
+    def of(cls, truths: dict[int, TrueScores]) -> Grid:
+        levels = np.unique(np.concatenate([t.levels for t in truths.values()] or [[]]))
+        above = np.nextafter(levels, np.inf)
+        return cls(np.unique(np.concatenate([[-np.inf], levels, above, [np.inf]])))
+
+    def bucketed(self, rows: DataFrame) -> DataFrame:
+        """``rows`` with ``bucket`` (double) from a Bucketizer whose splits travel to the
+        JVM as bytes in one call (not one py4j call a split)."""
+        from pyspark.ml.feature import Bucketizer
+
+        spark = rows.sparkSession
+        gateway = spark.sparkContext._gateway
+        splits = gateway.new_array(gateway.jvm.double, len(self.splits))
+        data = bytearray(self.splits.astype(">f8").tobytes())
+        gateway.jvm.java.nio.ByteBuffer.wrap(data).asDoubleBuffer().get(splits)
+        bucketizer = Bucketizer(inputCol="score", outputCol="bucket", handleInvalid="keep")
+        bucketizer._java_obj.setSplits(splits)
+        return bucketizer.transform(rows)
+
+    def at_least(self, levels: np.ndarray, counts: np.ndarray) -> np.ndarray:
+        """int64: for each of ``levels`` (ascending, all in the grid), the rows of
+        ``counts`` (per bucket) scoring at least as high."""
+        ge = np.cumsum(counts[::-1])[::-1]
+        return ge[np.searchsorted(self.splits, levels)].astype(np.int64)
+
+    def above(self, levels: np.ndarray, counts: np.ndarray) -> np.ndarray:
+        """int64: for each of ``levels``, the rows of ``counts`` scoring higher (the
+        bucket after a level's own holds the smallest double above it)."""
+        ge = np.append(np.cumsum(counts[::-1])[::-1], 0)
+        return ge[np.searchsorted(self.splits, levels) + 1].astype(np.int64)
 
 
-def counted(rows: DataFrame, truth) -> DataFrame:
-    """One row per (partition, submission): its counts against the broadcast ``truth``
-    (a Broadcast of dict[int, TrueScores]); no shuffle."""
-    columns = rows.select(SUBMISSION, "query_index", "label", "score")
-    return columns.mapInArrow(lambda batches: count_partition(batches, truth.value), COUNT_SCHEMA)
+COUNTED = f"{SUBMISSION} int, kind int, at long, n long"
+MISSES, RANKS = 0, 1  # the two kinds of counts ``counted`` returns
 
 
-def count_partition(batches, truth: dict[int, TrueScores]):
-    """The counts of one partition's rows, per submission (runs on the executors)."""
+def counted(rows: DataFrame, grid: Grid, truths: dict[int, TrueScores]) -> DataFrame:
+    """One frame of COUNTED: (submission, MISSES, bucket, non-matching rows) and
+    (submission, RANKS, true pair j of its ``truths``, rows of its query scoring ≥ it)."""
+    # + 0.0: -0.0 ties with 0.0 (the Bucketizer's binary search would put it below)
+    score = (F.col("score") + F.lit(0.0)).alias("score")
+    scored = rows.select(SUBMISSION, "query_index", "label", score)
+    missed = scored.where(~F.col("label"))
+    # without a true score anywhere there is one bucket (and a Bucketizer needs two)
+    missed = (
+        grid.bucketed(missed) if len(grid.splits) > 2 else missed.withColumn("bucket", F.lit(0))
+    )
+    misses = (
+        missed.groupBy(SUBMISSION, F.col("bucket").cast("long").alias("at"))
+        .agg(F.count(F.lit(1)).alias("n"))
+        .select(SUBMISSION, F.lit(MISSES).alias("kind"), "at", "n")
+    )
+    pairs = _true_pairs_table(rows.sparkSession, truths)
+    if pairs is None:
+        return misses
+    reached = (
+        scored.join(F.broadcast(pairs), [SUBMISSION, "query_index"])
+        .where(F.col("score") >= F.col("true_score"))
+        .groupBy(SUBMISSION, F.col("j").alias("at"))
+        .agg(F.count(F.lit(1)).alias("n"))
+        .select(SUBMISSION, F.lit(RANKS).alias("kind"), "at", "n")
+    )
+    return misses.unionByName(reached)
+
+
+def _true_pairs_table(spark, truths: dict[int, TrueScores]) -> DataFrame | None:
+    """Every true pair as (submission, query_index, true_score, j), built from Arrow in one
+    call; None without any."""
     import pyarrow as pa
 
-    tables = [pa.Table.from_batches([b]) for b in batches if b.num_rows]
-    if not tables:
-        return
-    table = pa.concat_tables(tables).combine_chunks()
-    sub = table.column(SUBMISSION).to_numpy()
-    query = table.column("query_index").to_numpy()
-    label = table.column("label").to_numpy(zero_copy_only=False)
-    score = table.column("score").to_numpy()
-    if np.any(sub[1:] < sub[:-1]):  # a pool's partition may mix submissions
-        order = np.argsort(sub, kind="stable")
-        sub, query, label, score = sub[order], query[order], label[order], score[order]
-    heads = np.flatnonzero(np.r_[True, sub[1:] != sub[:-1]])
-    for a, b in zip(heads, np.r_[heads[1:], len(sub)]):
-        found = positions.count_rows(
-            truth.get(int(sub[a]), positions.EMPTY), query[a:b], label[a:b], score[a:b]
-        )
-        yield pa.RecordBatch.from_arrays(
-            [
-                pa.array([sub[a]], pa.int32()),
-                pa.array([found.n], pa.int64()),
-                pa.array([found.bottom], pa.float64()),
-                pa.array([found.misses_ge], pa.list_(pa.int64())),
-                pa.array([found.ranks_ge], pa.list_(pa.int64())),
-            ],
-            schema=pa.schema(
-                [
-                    (SUBMISSION, pa.int32()),
-                    ("n", pa.int64()),
-                    ("bottom", pa.float64()),
-                    ("misses_ge", pa.list_(pa.int64())),
-                    ("ranks_ge", pa.list_(pa.int64())),
-                ]
-            ),
-        )
+    subs = [s for s, t in truths.items() if len(t)]
+    if not subs:
+        return None
+    table = pa.table(
+        {
+            SUBMISSION: pa.array(np.repeat(subs, [len(truths[s]) for s in subs]), pa.int32()),
+            "query_index": pa.array(np.concatenate([truths[s].query for s in subs]), pa.int64()),
+            "true_score": pa.array(np.concatenate([truths[s].score for s in subs]), pa.float64()),
+            "j": pa.array(np.concatenate([np.arange(len(truths[s])) for s in subs]), pa.int64()),
+        }
+    )
+    return spark.createDataFrame(table)
 
 
-def added_counts(rows: DataFrame, truth, truths: dict[int, TrueScores]) -> dict[int, Counts]:
-    """Every submission's counts, the partitions' added on the driver."""
-    totals: dict[int, Counts] = {}
-    for r in counted(rows, truth).collect():
-        sub = r[SUBMISSION]
-        part = Counts(
-            r["n"],
-            r["bottom"],
-            np.array(r["misses_ge"], np.int64),
-            np.array(r["ranks_ge"], np.int64),
-        )
-        if sub not in totals:
-            totals[sub] = Counts.zero(truths.get(sub, positions.EMPTY))
-        totals[sub].add(part)
-    return totals
+def counts_of(
+    rows: DataFrame, censuses: dict[int, Census]
+) -> tuple[dict[int, Counts], dict[int, np.ndarray]]:
+    """Every submission's Counts, and its optimistic bucket counts (``TruePairs``), from
+    one Spark job over ``rows`` against the true pairs of ``censuses``."""
+    truths = {s: c.truth for s, c in censuses.items()}
+    grid = Grid.of(truths)
+    buckets = {s: np.zeros(len(grid.splits) - 1, np.int64) for s in censuses}
+    ranks_ge = {s: np.zeros(len(t), np.int64) for s, t in truths.items()}
+    for r in counted(rows, grid, truths).collect():
+        target = buckets if r["kind"] == MISSES else ranks_ge
+        target[r[SUBMISSION]][r["at"]] += r["n"]
+    totals, optimistic = {}, {}
+    for s, c in censuses.items():
+        levels = truths[s].levels
+        misses_ge = grid.at_least(levels, buckets[s])
+        totals[s] = Counts(c.n_predictions, c.bottom, misses_ge, ranks_ge[s])
+        # the optimistic bucket i (levels decreasing) holds the scores in (l_i, l_(i-1)]
+        higher = grid.above(levels, buckets[s])[::-1]
+        optimistic[s] = np.diff(np.r_[0, higher]).astype(np.int64)
+    return totals, optimistic
 
 
 def unknown_query_counts(pairs: DataFrame, gt: GroundTruth) -> dict[int, int]:
@@ -175,38 +206,33 @@ def score_rows(
     gt: GroundTruth,
     max_curve_points: int,
     stats: dict[int, QueryStats],
-    truths: dict[int, TrueScores],
+    censuses: dict[int, Census],
     phases: Phases | None = None,
     gt_of: dict[int, GroundTruth] | None = None,
 ) -> tuple[dict[int, MatchingMetrics], dict[int, TruePairs]]:
-    """Metrics of every submission of compact rows (labels.encoded) by counting positions
-    against ``truths`` (from ``true_scores``); ``stats`` from the census. ``gt_of``: a
-    submission's own ground truth when it answers only part of ``gt`` (rank evaluation
-    scores each test alone; the labels, from ``gt``, are the same). Also each
-    submission's true pairs with their ranks, which the bootstrap needs again."""
+    """Metrics of every submission of ``censuses`` (its true pairs, rows and lowest
+    score) from compact rows (``labels.labelled``) by counting positions; ``stats`` from
+    the census. ``gt_of``: a submission's own ground truth when it answers only part of
+    ``gt`` (rank evaluation scores each test alone; the labels, from ``gt``, are the
+    same). Also each submission's true pairs with their ranks, which the bootstrap needs."""
     gt_of = gt_of or {}
     phases = phases or Phases()
-    with phases.phase("sort") as note:
-        spark = rows.sparkSession
-        shipped = spark.sparkContext.broadcast(truths)
-        try:
-            totals = added_counts(rows, shipped, truths)
-        finally:
-            shipped.unpersist()
+    with phases.phase("count") as note:
+        totals, optimistic = counts_of(rows, censuses)
         note["rows"] = sum(c.n for c in totals.values())
         note["detail"] = (
-            f"global positions counted in {rows.rdd.getNumPartitions()} partitions against "
-            f"{sum(len(t) for t in truths.values()):,} true scores, no shuffle"
+            f"rows bucketed in the JVM against "
+            f"{sum(len(c.truth.levels) for c in censuses.values()):,} true scores, no row shuffled"
         )
     with phases.phase("aggregate") as note:
         results, ranked = {}, {}
         for sub, sub_stats in stats.items():
-            truth = truths.get(sub, positions.EMPTY)
-            counts = totals.get(sub) or Counts.zero(truth)
+            truth = censuses[sub].truth
             results[sub] = metrics_from_parts(
-                gt_of.get(sub, gt), truth, counts, sub_stats, max_curve_points
+                gt_of.get(sub, gt), truth, totals[sub], sub_stats, max_curve_points
             )
-            ranked[sub] = TruePairs(truth.query, truth.score, positions.ranks(counts))
+            ranks = positions.ranks(totals[sub])
+            ranked[sub] = TruePairs(truth.query, truth.score, ranks, optimistic[sub])
         note["rows"] = sum(m.n_true_positives for m in results.values())
         note["detail"] = "true positives"
     return results, ranked

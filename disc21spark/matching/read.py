@@ -21,7 +21,9 @@ from disc21spark.matching.rows import (
 def read_predictions(
     spark: SparkSession, path: str | list[str], fmt: str = "auto", keep: tuple[str, ...] = ()
 ) -> DataFrame:
-    """Raw predictions: file, from_csv, query_id, reference_id, score_raw (text or null), score, extra.
+    """Raw predictions: file, order, from_csv, query_id, reference_id, score_raw (text or
+    null), score, extra. ``order`` grows with the rows of a file split (Spark's
+    ``monotonically_increasing_id``): the earliest bad row is the one of least order.
 
     CSV (any Hadoop codec, header line optional): a line is stripped and split on commas,
     as the official reader does; ``score`` is null and ``extra`` holds a fourth field when
@@ -38,20 +40,24 @@ def read_predictions(
     # the official reader's rule: strip the line, split on commas (no quoting); a plain
     # text scan with split is also ~40% faster here than Spark's CSV parser
     line = F.trim(F.col("value"), F.lit(WHITESPACE))
-    fields = F.split(line, ",", -1)
+    lines = spark.read.text(paths).select(
+        F.col("_metadata.file_path").alias("file"),
+        F.split(line, ",", -1).alias("fields"),
+        # nondeterministic, so no filter is pushed below this projection: each line is
+        # split once (a filter pushed down would split it again for every field it reads)
+        F.monotonically_increasing_id().alias("order"),
+    )
+    fields = F.col("fields")
     field = lambda i: F.nullif(F.trim(F.get(fields, i), F.lit(WHITESPACE)), F.lit(""))  # noqa: E731
-    return (
-        spark.read.text(paths)
-        .where(line != "")
-        .select(
-            F.col("_metadata.file_path").alias("file"),
-            F.lit(True).alias("from_csv"),
-            field(0).alias("query_id"),
-            field(1).alias("reference_id"),
-            field(2).alias("score_raw"),
-            F.lit(None).cast("double").alias("score"),
-            F.when(F.size(fields) > 3, F.get(fields, 3)).alias("extra"),
-        )
+    return lines.where((F.size(fields) > 1) | (F.get(fields, 0) != "")).select(
+        "file",
+        "order",
+        F.lit(True).alias("from_csv"),
+        field(0).alias("query_id"),
+        field(1).alias("reference_id"),
+        field(2).alias("score_raw"),
+        F.lit(None).cast("double").alias("score"),
+        F.when(F.size(fields) > 3, F.get(fields, 3)).alias("extra"),
     )
 
 
@@ -79,6 +85,7 @@ def typed_table(df: DataFrame, file: Column, keep: tuple[str, ...] = ()) -> Data
     return df.select(
         *keep,
         file.alias("file"),
+        F.monotonically_increasing_id().alias("order"),
         F.lit(False).alias("from_csv"),
         F.col("query_id").cast("string").alias("query_id"),
         F.col("reference_id").cast("string").alias("reference_id"),

@@ -4,7 +4,9 @@ Every caller (the matching job, pools, the descriptor track, rank evaluation) ha
 one frame of the input schema below and gets each submission's metrics, or the one-line
 error that makes it invalid. This module owns the whole sequence (label → census →
 checks → count positions → aggregate) and the rows it caches: they are persisted once,
-after the labelling, and released before it returns, whatever happens (as MLlib's
+on local disk (``DISK_ONLY``: the heap holds none of them, whatever their number), by
+the census, which is the only pass that reads the input, and released before it returns,
+whatever happens (as MLlib's
 ``BinaryClassificationMetrics`` owns its cumulative-count pipeline).
 
 Input schema (``PAIRS``): ``submission int, query_id string, reference_id string,
@@ -56,7 +58,7 @@ class Scoring:
     ground_truths: dict[int, GroundTruth] = field(default_factory=dict)
     # how a submission is named in a --max-results message (its file); default "predictions"
     sources: dict[int, str] = field(default_factory=dict)
-    read_detail: str = "parsed, checked, labelled in numpy, repeats found in one shuffle of keys"
+    read_detail: str = "parsed, checked, labelled by broadcast joins, repeats found per query"
     # intervals and tie sensitivity (stats/): None, or when each submission has its own
     # ground truth (rank evaluation), none
     resampling: Resampling | None = None
@@ -84,8 +86,8 @@ def score(
     checked = all(c in pairs.columns for c in CHECKED)
     # only a flag per row moves on: the wording of a bad row is read again if there is one
     flagged = pairs.withColumn("bad", F.col("bad").isNotNull()) if checked else pairs
-    rows = labels.encoded(flagged, scoring.gt, *(("bad",) if checked else ()))
-    rows = rows.persist(StorageLevel.MEMORY_AND_DISK)
+    rows = labels.labelled(flagged, scoring.gt, *(("bad",) if checked else ()))
+    rows = rows.persist(StorageLevel.DISK_ONLY)
     try:
         censuses = _census(rows, submissions, pairs if checked else None, scoring, phases)
         result = Scored()
@@ -176,11 +178,10 @@ def _metrics(
 ) -> tuple[dict[int, MatchingMetrics], dict[int, plan.TruePairs]]:
     with phases.phase("label") as note:
         stats = plan.query_stats(censuses, pairs, scoring.gt)
-        truths = plan.true_scores(rows)
         note["rows"] = sum(s.n_predictions for s in stats.values())
         if len(censuses) == 1:
             ((sub, only),) = stats.items()
-            found = len(truths.get(sub, ()))
+            found = len(censuses[sub].truth)
             note["detail"] = (
                 f"{found:,} true pairs found, "
                 f"{only.n_unknown_query_predictions:,} predictions for unknown queries"
@@ -190,7 +191,7 @@ def _metrics(
         scoring.gt,
         scoring.curve_points,
         stats,
-        truths,
+        censuses,
         phases,
         gt_of=scoring.ground_truths,
     )

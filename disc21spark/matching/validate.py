@@ -68,7 +68,7 @@ def typed_predictions(raw: DataFrame, keep: tuple[str, ...] = ()) -> DataFrame:
     # ``order`` first: the earliest bad row is the struct's minimum (the message names the
     # first bad line, as the in-process engine does; within one split, rows keep file order)
     bad = F.struct(
-        F.monotonically_increasing_id().alias("order"),
+        "order",
         "file",
         "from_csv",
         "query_id",

@@ -42,13 +42,14 @@ def attach(
 ) -> dict[int, MatchingMetrics]:
     """``metrics`` with each submission's Uncertainty (and group table, with ``r.groups``).
     ``rows``: the scored submissions' compact labelled rows (``submission int, query_index
-    long, label boolean, score double``: ``matching/labels.encoded``), query_index < 0 for
+    long, label boolean, score double``: ``matching/labels.labelled``), query_index < 0 for
     an unknown query; ``true_pairs``: each one's, from the metrics (``plan.score_rows``)."""
 
     with phases.phase("bootstrap") as note:
         found = measure(spark, rows, {s: true_pairs[s] for s in metrics}, gt, r)
         note["rows"] = sum(m.n_predictions for m in metrics.values())
-        note["detail"] = f"{r.resamples:,} resamples, one counting pass"
+        passes = "one counting pass" if r.resamples or r.groups else "no pass over the rows"
+        note["detail"] = f"{r.resamples:,} resamples, {passes}"
     return {s: replace(m, uncertainty=found[s][0], groups=found[s][1]) for s, m in metrics.items()}
 
 
@@ -73,7 +74,11 @@ def measure(
             s: groups.code_levels(true[s].score, codes[true[s].query], r.groups.none) for s in subs
         }
     )
-    counts, code_counts = _miss_counts(spark, rows, levels, by_code, keys, r)
+    if r.resamples or codes is not None:
+        counts, code_counts = _miss_counts(spark, rows, levels, by_code, keys, r)
+    else:  # no resample, no group: the plan's own counts hold the optimistic buckets
+        counts = {s: (np.zeros((len(levels[s]), 0), np.int64), true[s].optimistic) for s in subs}
+        code_counts = {}
     positives = spec.positive_keys(gt, r.seed)
     owners = None if codes is None else groups.positive_codes(gt, codes)
     out = {}
