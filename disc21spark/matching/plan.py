@@ -64,7 +64,12 @@ class Grid:
 
     @classmethod
     def of(cls, truths: dict[int, TrueScores]) -> Grid:
-        levels = np.unique(np.concatenate([t.levels for t in truths.values()] or [[]]))
+        return cls.of_levels([t.levels for t in truths.values()])
+
+    @classmethod
+    def of_levels(cls, levels: list[np.ndarray]) -> Grid:
+        """The grid of the true scores of every array of ``levels`` (float64, any order)."""
+        levels = np.unique(np.concatenate(levels or [[]]).astype(np.float64) + 0.0)
         above = np.nextafter(levels, np.inf)
         return cls(np.unique(np.concatenate([[-np.inf], levels, above, [np.inf]])))
 

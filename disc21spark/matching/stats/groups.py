@@ -46,18 +46,23 @@ def code_miss_counts(
     fixed: np.ndarray,
     code: np.ndarray,
     r: Resampling,
+    count: np.ndarray | None = None,
 ) -> list[np.ndarray]:
     """What non-matching rows (scores float64 (n,), query keys uint64 (n,), ``fixed`` bool
-    (n,): weight 1 in every resample, ``code`` int (n,)) contribute, additive over any
-    split of the rows: [rows per code int64 (G+1,), then per code c its weighted counts
-    int64 (T_c, B) and plain counts int64 (T_c,) per pessimistic bucket of levels[c]]."""
+    (n,): weight 1 in every resample, ``code`` int (n,); ``count`` int (n,): how many rows
+    each stands for, None: one) contribute, additive over any split of the rows: [rows
+    per code int64 (G+1,), then per code c its weighted counts int64 (T_c, B) and plain
+    counts int64 (T_c,) per pessimistic bucket of levels[c]]."""
     code = np.asarray(code, dtype=np.int64)
-    out = [np.bincount(code, minlength=len(levels)).astype(np.int64)]
+    many = None if count is None else np.asarray(count, np.float64)
+    out = [np.rint(np.bincount(code, weights=many, minlength=len(levels))).astype(np.int64)]
     for c, lv in enumerate(levels):
         mine = code == c
         bucket = spec.buckets(lv, score[mine])
-        out.append(spec.weighted_counts(bucket, keys[mine], fixed[mine], len(lv), r))
-        out.append(np.bincount(bucket, minlength=len(lv) + 1)[: len(lv)].astype(np.int64))
+        part = None if many is None else many[mine]
+        out.append(spec.weighted_counts(bucket, keys[mine], fixed[mine], len(lv), r, part))
+        plain = np.bincount(bucket, weights=part, minlength=len(lv) + 1)[: len(lv)]
+        out.append(np.rint(plain).astype(np.int64))
     return out
 
 

@@ -23,7 +23,7 @@ from pyspark.sql import functions as F
 from disc21spark.core.phases import Phases
 from disc21spark.matching.labels import SUBMISSION
 from disc21spark.matching.model import GroundTruth, MatchingMetrics
-from disc21spark.matching.plan import TruePairs
+from disc21spark.matching.plan import Grid, TruePairs
 from disc21spark.matching.stats import groups, payload, spec, weights
 from disc21spark.matching.stats.groups_table import GroupTable
 from disc21spark.matching.stats.model import Resampling, Uncertainty
@@ -113,12 +113,13 @@ def _miss_counts(
     wanted = {s: lv for s, lv in levels.items() if len(lv) or s in by_code}
     if not wanted:
         return {}, {}
-    shared = spark.sparkContext.broadcast((wanted, by_code, keys, r))
+    grid = Grid.of_levels(list(wanted.values()))
+    shared = spark.sparkContext.broadcast((wanted, by_code, keys, r, grid.splits))
 
     def count(batches):
         import pyarrow as pa
 
-        wanted, by_code, keys, r = shared.value
+        wanted, by_code, keys, r, splits = shared.value
         # every query's weights drawn once per worker, not once per partition
         weights.remember(keys, r.resamples)
         # the partition's rows counted at once: the weights of each of its queries are
@@ -130,19 +131,26 @@ def _miss_counts(
         whole = pa.Table.from_batches(listed).combine_chunks().to_batches()[0]
         found = [
             (s, number, data)
-            for s, parts in _batch_counts(whole, wanted, by_code, keys, r).items()
+            for s, parts in _batch_counts(whole, splits, wanted, by_code, keys, r).items()
             for number, data in payload.blocks(parts)
         ]
         if found:
             yield _blocks_batch(found)
 
-    misses = rows.where(~F.col("label")).select(SUBMISSION, "query_index", "score")
+    # the non-matches counted per (submission, query, bucket of the grid) in the JVM:
+    # what reaches Python is those counts, whatever the number of rows
+    score = (F.col("score") + F.lit(0.0)).alias("score")
+    misses = rows.where(~F.col("label")).select(SUBMISSION, "query_index", score)
+    bucketed = (
+        grid.bucketed(misses) if len(grid.splits) > 2 else misses.withColumn("bucket", F.lit(0))
+    )
+    grouped = bucketed.groupBy(
+        SUBMISSION, "query_index", F.col("bucket").cast("int").alias("bucket")
+    )
     try:
-        counted = misses.mapInArrow(count, BLOCKS_SCHEMA)
-        if rows.rdd.getNumPartitions() > 1:
-            # each block added up on the executors: the driver receives it once
-            counted = counted.groupBy(SUBMISSION, "block").applyInArrow(_add_blocks, BLOCKS_SCHEMA)
-        # else one partition's blocks are the sums already: a shuffle would cost a stage
+        counted = grouped.agg(F.count(F.lit(1)).alias("n")).mapInArrow(count, BLOCKS_SCHEMA)
+        # each block added up on the executors: the driver receives it once
+        counted = counted.groupBy(SUBMISSION, "block").applyInArrow(_add_blocks, BLOCKS_SCHEMA)
         sent: dict[tuple[int, int], list[bytes]] = {}
         for s, number, data in counted.collect():
             sent.setdefault((s, number), []).append(data)
@@ -191,13 +199,17 @@ def _add_blocks(table):
 
 
 def _batch_counts(
-    batch, wanted: dict, by_code: dict, keys: np.ndarray, r: Resampling
+    batch, splits: np.ndarray, wanted: dict, by_code: dict, keys: np.ndarray, r: Resampling
 ) -> dict[int, list]:
-    """One Arrow batch of non-matching rows (all of a partition's): per submission,
-    [weighted, optimistic], then its ``groups.code_miss_counts`` when it has groups."""
+    """One Arrow batch of non-matches counted per (submission, query, bucket of the grid
+    of ``splits``) (a partition's): per submission, [weighted, optimistic], then its
+    ``groups.code_miss_counts`` when it has groups. A bucket's rows stand at its lower
+    split: every level is a split, so each falls in the buckets of any set of the levels
+    (a submission's, a group's) as its rows do."""
     sub = batch.column(0).to_numpy(zero_copy_only=False)
     query_index = batch.column(1).to_numpy(zero_copy_only=False)
-    score = batch.column(2).to_numpy(zero_copy_only=False)
+    score = splits[batch.column(2).to_numpy(zero_copy_only=False)]
+    many = batch.column(3).to_numpy(zero_copy_only=False)
     out = {}
     for s in np.unique(sub):
         levels = wanted.get(int(s))
@@ -207,9 +219,13 @@ def _batch_counts(
         qi = query_index[mine]
         fixed = qi < 0
         at = np.where(fixed, 0, qi)
-        parts = list(spec.miss_counts(levels, score[mine], keys[at], fixed, r))
+        n = many[mine]
+        parts = list(spec.miss_counts(levels, score[mine], keys[at], fixed, r, n))
         if int(s) in by_code:
             code = np.where(fixed, r.groups.none, r.groups.codes[at])
-            parts += groups.code_miss_counts(by_code[int(s)], score[mine], keys[at], fixed, code, r)
+            more = groups.code_miss_counts(
+                by_code[int(s)], score[mine], keys[at], fixed, code, r, n
+            )
+            parts += more
         out[int(s)] = parts
     return out

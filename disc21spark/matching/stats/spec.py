@@ -69,19 +69,24 @@ def weighted_counts(
     fixed: np.ndarray,
     n_buckets: int,
     resampling: Resampling,
+    count: np.ndarray | None = None,
 ) -> np.ndarray:
     """int64 (n_buckets, resamples): per bucket and resample, the sum of the rows' weights.
     ``bucket`` int (n,), rows at n_buckets or more are left out; ``keys`` uint64 (n,) the
-    rows' query keys; ``fixed`` bool (n,): rows of weight 1 in every resample. Executors
-    call this on their own rows and the partial counts add up to the whole."""
+    rows' query keys; ``fixed`` bool (n,): rows of weight 1 in every resample; ``count``
+    int (n,): how many rows each row stands for (None: one). Executors call this on their
+    own rows and the partial counts add up to the whole."""
     b = resampling.resamples
     out = np.zeros((n_buckets, b), dtype=np.int64)
     if not b:  # no resample: nothing to weigh (and no scipy to import)
         return out
+    many = np.ones(len(bucket)) if count is None else np.asarray(count, np.float64)
     keep = bucket < n_buckets
     ones = keep & fixed
     if ones.any():
-        out += np.bincount(bucket[ones], minlength=n_buckets)[:, None]
+        # float64 sums of integers stay exact below 2^53
+        fixed_sum = np.bincount(bucket[ones], weights=many[ones], minlength=n_buckets)
+        out += np.rint(fixed_sum).astype(np.int64)[:, None]
     drawn = keep & ~fixed
     if not drawn.any():
         return out
@@ -90,7 +95,7 @@ def weighted_counts(
     # integer sums: the order of the columns changes no count
     unique, column = factorize(keys[drawn])
     counts = sparse.csr_matrix(
-        (np.ones(int(drawn.sum())), (bucket[drawn], column)),
+        (many[drawn], (bucket[drawn], column)),
         shape=(n_buckets, len(unique)),
     )
     counts.sum_duplicates()
@@ -190,14 +195,22 @@ class Sample:
 
 
 def miss_counts(
-    levels: np.ndarray, score: np.ndarray, keys: np.ndarray, fixed: np.ndarray, r: Resampling
+    levels: np.ndarray,
+    score: np.ndarray,
+    keys: np.ndarray,
+    fixed: np.ndarray,
+    r: Resampling,
+    count: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """What the non-matching rows contribute, additive over any split of the rows:
-    int64 (T, B) weighted per pessimistic bucket, int64 (T,) unweighted per optimistic one."""
+    int64 (T, B) weighted per pessimistic bucket, int64 (T,) unweighted per optimistic one.
+    ``count``: how many rows each row stands for (None: one)."""
     t = len(levels)
-    weighted = weighted_counts(buckets(levels, score), keys, fixed, t, r)
-    optimistic = np.bincount(buckets(levels, score, pessimistic=False), minlength=t + 1)[:t]
-    return weighted, optimistic.astype(np.int64)
+    weighted = weighted_counts(buckets(levels, score), keys, fixed, t, r, count)
+    optimistic = np.bincount(
+        buckets(levels, score, pessimistic=False), weights=count, minlength=t + 1
+    )[:t]
+    return weighted, np.rint(optimistic).astype(np.int64)
 
 
 def true_counts(
