@@ -65,6 +65,11 @@ def test_a_jvm_that_ended_with_sparks_out_of_memory_status_is_named(monkeypatch)
     assert line is not None and line.startswith(
         "Spark ran out of memory (the JVM ended with Spark's out-of-memory status 52)"
     )
+    # a call the exiting JVM left unanswered (py4j's bare Py4JError) is named alike
+    from py4j.protocol import Py4JError
+
+    unanswered = Py4JError("An error occurred while calling o1624.collectToPython")
+    assert runner.out_of_memory_line(unanswered) == line
     # a JVM that ended otherwise, or an error that is not a lost JVM: not this line
     monkeypatch.setattr(gateway, "_LAUNCHED", [subprocess.Popen([sys.executable, "-c", "0"])])
     assert runner.out_of_memory_line(gone) is None

@@ -94,8 +94,8 @@ def _add_scoring_arguments(p: argparse.ArgumentParser, conf: dict[str, Any]) -> 
         "--sort-partitions",
         type=int,
         metavar="N",
-        help="partitions of the repeat check's shuffle on Spark, at most 64 "
-        "per core (default: adaptive)",
+        help="on Spark's distributed plan, shuffle the rows' keys into N partitions by "
+        "query before the checks, at most 64 per core (default: no such shuffle)",
     )
     add_old_name(p, "--partitions", sort)
     add_option(

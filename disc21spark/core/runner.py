@@ -239,11 +239,12 @@ def out_of_memory_line(exc: BaseException) -> str | None:
 
 
 def _jvm_gone(exc: BaseException) -> bool:
-    """Whether ``exc`` is py4j's word that the JVM is gone (its connection broken)."""
+    """Whether ``exc`` may be py4j's word that the JVM is gone (its connection broken, or
+    a call that got no answer: a bare ``Py4JError``, as a ``collectToPython`` gets when
+    the JVM exits under it); the JVM's exit status then decides."""
     names = {type(e).__name__ for e in (exc, exc.__cause__, exc.__context__) if e is not None}
-    return bool(names & {"Py4JNetworkError", "ConnectionRefusedError", "ConnectionResetError"}) or (
-        "Answer from Java side is empty" in str(exc)
-    )
+    lost = {"Py4JNetworkError", "Py4JError", "ConnectionRefusedError", "ConnectionResetError"}
+    return bool(names & lost) or ("Answer from Java side is empty" in str(exc))
 
 
 def internal_error_line(exc: BaseException) -> str:
