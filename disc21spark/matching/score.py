@@ -127,3 +127,81 @@ def _release(rows: DataFrame) -> None:
     except Exception as exc:
         if exc.__context__ is None:  # nothing else on its way: this is the error
             raise
+
+
+def _census(
+    rows: DataFrame,
+    submissions: Sequence[int],
+    pairs: DataFrame | None,
+    scoring: Scoring,
+    phases: Phases,
+) -> dict[int, census.Census]:
+    """The first pass over the input (Spark is lazy: reading happens here)."""
+    with phases.phase("read") as note:
+        try:
+            found = census.census(rows, pairs, scoring.partitions)
+        except Exception as exc:
+            if is_read_failure(exc):
+                raise UnreadableInput(exc) from None
+            raise
+        stray = set(found) - set(submissions)
+        if stray:  # a row that no submission claims: never score silently
+            raise RuntimeError(
+                f"internal error: {sum(found[s].n_predictions for s in stray)} rows "
+                f"of no listed submission"
+            )
+        censuses = {s: found.get(s, census.EMPTY_CENSUS) for s in submissions}
+        note["rows"] = sum(c.n_predictions for c in censuses.values())
+        note["detail"] = scoring.read_detail
+    return censuses
+
+
+def _problems(
+    spark: SparkSession, pairs: DataFrame, censuses: dict[int, census.Census], scoring: Scoring
+) -> dict[int, InputError]:
+    """The single-file scorer's error of each invalid submission: bad row, then too many
+    predictions, then a repeated pair (the order a user fixing a file meets them)."""
+    errors: dict[int, InputError] = {}
+    for sub, found in censuses.items():
+        error = None
+        if found.n_bad:
+            error = validate.problem_error(spark, found.first_bad)
+        if error is None:
+            source = scoring.sources.get(sub, "predictions")
+            error = max_results_error(source, found.n_predictions, scoring.max_results)
+        if error is None and found.n_repeated_pairs:
+            suspect = labels.query_key(found.repeating_query, scoring.gt)
+            mine = pairs.where(F.col(labels.SUBMISSION) == sub)
+            error = validate.duplicate_error(spark, mine, suspect)
+        if error is not None:
+            errors[sub] = error
+    return errors
+
+
+def _metrics(
+    spark: SparkSession,
+    rows: DataFrame,
+    pairs: DataFrame,
+    censuses: dict[int, census.Census],
+    scoring: Scoring,
+    phases: Phases,
+) -> tuple[dict[int, MatchingMetrics], dict[int, plan.TruePairs]]:
+    with phases.phase("label") as note:
+        stats = plan.query_stats(censuses, pairs, scoring.gt)
+        note["rows"] = sum(s.n_predictions for s in stats.values())
+        if len(censuses) == 1:
+            ((sub, only),) = stats.items()
+            found = len(censuses[sub].truth)
+            note["detail"] = (
+                f"{found:,} true pairs found, "
+                f"{only.n_unknown_query_predictions:,} predictions for unknown queries"
+            )
+    return plan.score_rows(
+        rows,
+        scoring.gt,
+        scoring.curve_points,
+        stats,
+        censuses,
+        phases,
+        gt_of=scoring.ground_truths,
+    )
