@@ -1,12 +1,12 @@
 """make bench (pools): one Spark job scoring a pool of submissions beside the numpy
 specification run once per submission, interleaved, medians of N.
 
-    BENCH_POOL=100 BENCH_POOL_ROWS=500000 BENCH_REPEAT=1 BENCH_POOL_ONE_SORT=1
+    BENCH_POOL=100 BENCH_POOL_ROWS=500000 BENCH_REPEAT=1 BENCH_POOL_DISTRIBUTED=1
 
 The per-file plan runs twice: on the folder's local paths, and on the same files named
 through Hadoop's viewfs:// mount table (a non-local scheme: the bytes are read through
-Spark's binaryFile source), which must give the same leaderboard. BENCH_POOL_ONE_SORT=0
-leaves the one-sort plan out. Wall time includes start-up (the JVM for Spark); peak
+Spark's binaryFile source), which must give the same leaderboard. BENCH_POOL_DISTRIBUTED=0
+leaves the distributed plan out. Wall time includes start-up (the JVM for Spark); peak
 memory is the whole process tree.
 """
 
@@ -44,8 +44,8 @@ def main() -> None:
     env = spark_env()
     total = sum(1 for _ in folder.glob("*.csv")) * rows
     plans = ["per-file", "viewfs"]
-    if os.environ.get("BENCH_POOL_ONE_SORT", "1") != "0":
-        plans.append("one-sort")
+    if os.environ.get("BENCH_POOL_DISTRIBUTED", "1") != "0":
+        plans.append("distributed")
     outs = {plan: RESULTS / f"pool_out_{plan}" for plan in plans}
     mount = f"spark.hadoop.fs.viewfs.mounttable.bench.link./pool={folder.as_uri()}"
 
@@ -78,7 +78,7 @@ def main() -> None:
     names = {
         "per-file": "disc21spark pool, per-file plan (one Spark job)",
         "viewfs": "disc21spark pool, files named viewfs://, --pool-plan auto (one Spark job)",
-        "one-sort": "disc21spark pool, one-sort plan (one Spark job)",
+        "distributed": "disc21spark pool, distributed plan (one Spark job)",
     }
     contenders = {
         **{names[plan]: pool_job(plan) for plan in plans},

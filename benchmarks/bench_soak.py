@@ -4,8 +4,8 @@
     BENCH_SOAK_POOL=400 BENCH_SOAK_ROWS=500000 BENCH_SOAK_MEMORY=1g
 
 In local mode the executors are threads of the driver's JVM, so ``spark.driver.memory``
-is also the executors' heap: 1 GB cannot hold the one-sort plan's global sort of 200
-million rows, and Spark must spill. Both pool plans run; each writes a Spark event log,
+is also the executors' heap: 1 GB cannot hold the pair hashes of 200 million rows that
+the distributed plan's repeat check shuffles, and Spark must spill. Both pool plans run; each writes a Spark event log,
 from which the spill bytes are summed (``Memory Bytes Spilled``: the in-memory size of
 what was spilled; ``Disk Bytes Spilled``: what reached the disk). Peak memory is the
 resident set of the whole process tree (JVM and Python workers), sampled every 50 ms.
@@ -68,7 +68,7 @@ def main() -> None:
     env = spark_env()
     results = {}
     aps = {}
-    for plan in ("one-sort", "per-file"):
+    for plan in ("distributed", "per-file"):
         out = RESULTS / f"soak_out_{plan}"
         events = Path(tempfile.mkdtemp(prefix="soak-events-"))
         cmd = [
@@ -114,7 +114,7 @@ def main() -> None:
         "peak_mb": round(peak),
     }
     aps["numpy"] = json.loads(stdout.strip().splitlines()[-1])
-    equal = {plan: aps[plan] == aps["numpy"] for plan in ("one-sort", "per-file")}
+    equal = {plan: aps[plan] == aps["numpy"] for plan in ("distributed", "per-file")}
     mb = 2**20
     lines = [
         f"Soak: a pool of {n_subs} submissions × {rows:,} predictions ({total:,} rows) vs the "

@@ -8,7 +8,7 @@ Engines: ``local`` (this process: Arrow and the numpy specification, no JVM) and
   bytes: in this process (the local engine; one local file on Spark's driver) or in a
   Spark task of its own that reads the bytes through Spark (``binaryFile``: every path
   Spark reads, hdfs://, s3a://, gs://, abfs://, viewfs://...);
-* ``one-sort``: the distributed plan (``matching/plan.py``, ``score.py``): the rows
+* ``distributed``: the distributed plan (``matching/plan.py``, ``score.py``): the rows
   spread over the cluster, for files larger than one Python worker holds comfortably.
 
 The rule (``--engine``, ``--pool-plan``, ``--local-max-bytes``; the docs hold it as a table):
@@ -22,7 +22,7 @@ The rule (``--engine``, ``--pool-plan``, ``--local-max-bytes``; the docs hold it
 2. on Spark, plan ``auto`` is ``per-file`` when every submission file is read alike by
    Arrow (by its name: CSV, .gz, .bz2, Parquet with string ids) and at most
    ``local_max_bytes`` (auto: ``TASK_MAX_BYTES``, a task's share), whatever its file
-   system; else ``one-sort``. One submission with ``--engine spark`` asked for keeps
+   system; else ``distributed``. One submission with ``--engine spark`` asked for keeps
    the distributed plan unless per-file is asked.
 
 ``choose`` takes plain values (for ``disc21spark.evaluate`` as for the command line);
@@ -33,7 +33,8 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Sequence
+import warnings
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -47,7 +48,10 @@ if TYPE_CHECKING:
     from disc21spark.matching.rows import Row
 
 ENGINES = ("auto", "spark", "local")
-PLANS = ("auto", "per-file", "one-sort")
+PLANS = ("auto", "per-file", "distributed")
+# 0.1.0's name of the distributed plan (it sorted the rows then, and no longer does): it
+# still works for one release, with a warning (``plan_named``)
+OLD_PLANS = {"one-sort": "distributed"}
 INPUT_KINDS = ("path", "pandas", "arrow", "spark-dataframe")
 # None: auto (in_process_limit in this process, TASK_MAX_BYTES in a Spark task)
 LOCAL_MAX_BYTES: int | None = value("evaluate", "local_max_bytes", parse_limit)
@@ -63,7 +67,7 @@ log = logging.getLogger("disc21spark")
 @dataclass(frozen=True)
 class Choice:
     """The engine of a run (``local`` or ``spark``) and its plan as asked (``auto``,
-    ``per-file``, ``one-sort``; ``plan_for`` settles ``auto`` on Spark)."""
+    ``per-file``, ``distributed``; ``plan_for`` settles ``auto`` on Spark)."""
 
     engine: str
     plan: str = "auto"
@@ -73,13 +77,31 @@ class Choice:
     # ``batch_bytes``); None: no file (a table in memory), or not the local engine
     batch_bytes: int | None = None
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "plan", plan_named(self.plan))
+
     @property
     def needs_spark(self) -> bool:
         return self.engine == "spark"
 
 
+def plan_named(name: str, warn: Callable[[str], None] | None = None) -> str:
+    """``name`` as PLANS names it: an old name (``OLD_PLANS``) becomes its new one, after
+    one warning: ``warn(text)`` (the command line's warning line), else a FutureWarning
+    (the API, a job object)."""
+    new = OLD_PLANS.get(name)
+    if new is None:
+        return name
+    text = f"the plan {name!r} is now called {new!r} (the old name will be removed in the next release)"
+    if warn is not None:
+        warn(text)
+    else:
+        warnings.warn(text, FutureWarning, stacklevel=3)
+    return new
+
+
 LOCAL = Choice("local", "per-file", "local")
-DISTRIBUTED = Choice("spark", "one-sort", "spark")
+DISTRIBUTED = Choice("spark", "distributed", "spark")
 
 
 def choose(
@@ -108,13 +130,14 @@ def choose(
     Raises InputError when ``engine="local"`` cannot score these inputs (the message
     names the input and says to use the Spark engine).
     """
+    plan = plan_named(plan)
     if engine not in ENGINES or plan not in PLANS or input_kind not in INPUT_KINDS:
         raise InputError("", f"unknown engine {engine!r}, plan {plan!r} or input {input_kind!r}")
     spark = Choice("spark", plan, engine, local_max_bytes)
     if input_kind == "spark-dataframe":
         if engine == "local":
             raise InputError("--engine local", "a Spark DataFrame is scored on Spark")
-        return Choice("spark", "one-sort" if plan == "auto" else plan, engine, local_max_bytes)
+        return Choice("spark", "distributed" if plan == "auto" else plan, engine, local_max_bytes)
     if engine == "spark":
         return spark
     why = _not_local(
@@ -207,7 +230,7 @@ def _missing_local_file(paths: Sequence[str]) -> str | None:
 def plan_for(
     choice: Choice, files: Sequence[tuple[str, int | None]], fmt: str = "auto", pool: bool = True
 ) -> str:
-    """``per-file`` or ``one-sort`` for the submission files ``(path or "table:<name>",
+    """``per-file`` or ``distributed`` for the submission files ``(path or "table:<name>",
     size in bytes or None)`` of a run on ``choice``; ``pool``: several submissions (one
     submission on an asked-for Spark engine keeps the distributed plan under ``auto``).
 
@@ -215,15 +238,19 @@ def plan_for(
     if choice.engine == "local":
         return "per-file"
     plan = choice.plan
-    if plan == "one-sort" or not files or (plan == "auto" and not pool and choice.asked == "spark"):
-        return "one-sort"
+    if (
+        plan == "distributed"
+        or not files
+        or (plan == "auto" and not pool and choice.asked == "spark")
+    ):
+        return "distributed"
     limit = (choice.local_max_bytes or TASK_MAX_BYTES) if plan == "auto" else None
     why = next(filter(None, (_not_per_file(path, size, fmt, limit) for path, size in files)), None)
     if why is None:
         return "per-file"
     if plan == "per-file":
-        raise InputError("--pool-plan per-file", f"{why}; use --pool-plan one-sort")
-    return "one-sort"
+        raise InputError("--pool-plan per-file", f"{why}; use --pool-plan distributed")
+    return "distributed"
 
 
 def _not_per_file(path: str, size: int | None, fmt: str, max_bytes: int | None) -> str | None:

@@ -68,7 +68,7 @@ def image_library(folder: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def one_application(standalone, scene, tmp_path_factory, dev_gt_path) -> Application:  # noqa: F811
-    """A bad submission, one submission, a pool (one-sort plan) and make-queries into a
+    """A bad submission, one submission, a pool (distributed plan) and make-queries into a
     ``file:`` URI: four commands in one spark-submit (tests/cluster_commands.py), so the
     cluster starts its executors once, not four times."""
     master = standalone[0]
@@ -83,7 +83,7 @@ def one_application(standalone, scene, tmp_path_factory, dev_gt_path) -> Applica
         + ["--engine", "spark", "--pool-plan", "auto", "--output", str(work / "single")],
         "pool": [*evaluate, str(root / "gt.csv"), "--predictions"]
         + sorted(str(root / f"{n}.csv") for n in subs)
-        + ["--pool-plan", "one-sort", "--output", str(work / "pool")],
+        + ["--pool-plan", "distributed", "--output", str(work / "pool")],
         "queries": ["make-queries", "--images", str(image_library(work / "library"))]
         + ["--output", (work / "queries").as_uri(), "--tests", QUERY_TESTS]
         + ["--queries-per-test", "10", "--distractors", "0.3", "--seed", "11"]
@@ -184,7 +184,7 @@ def test_cluster_descriptor_track_gives_the_local_result(cluster, tmp_path, dev_
 # the pool's per-file plan is the next test's run: a killed worker, the calm bytes
 @pytest.mark.parametrize("kind", ["single", "pool"])
 def test_cluster_writes_the_bytes_of_local_mode(one_application, baseline, kind):  # noqa: F811
-    """One submission (the distributed plan) and a pool (the one-sort plan; the per-file
+    """One submission (the distributed plan) and a pool (the distributed plan; the per-file
     one in the next test) on the cluster, executors of their own: the same bytes as the
     suite's local[2] session and test_determinism's local[1] job, less the run record."""
     app = one_application

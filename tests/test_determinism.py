@@ -162,7 +162,7 @@ def test_one_submission_whatever_the_row_order_and_partitions(
 @FEW
 @given(
     order=st.permutations(range(5)),
-    plan=st.sampled_from(["per-file", "one-sort"]),
+    plan=st.sampled_from(["per-file", "distributed"]),
     partitions=st.integers(1, 6),
 )
 def test_a_pool_whatever_the_file_order_plan_and_partitions(

@@ -182,6 +182,35 @@ def test_spark_plan_equals_the_definition(spark, tmp_path_factory, seed, n, n_sc
         assert scored.metrics[0].groups == wanted
 
 
+@pytest.mark.parametrize("partitions", [2, 7, 50])
+def test_figures_intervals_and_groups_at_every_partitioning(spark, tmp_path, partitions):
+    """The distributed plan's figures, intervals and group table in one scoring, at the
+    partitionings the random draws above leave out (many of 50 partitions hold a pair or
+    none): each equal to its specification bit for bit, with ties, -0.0, distractors and
+    unknown queries (``random_submission``)."""
+    from disc21spark.matching import labels
+    from disc21spark.matching.score import Scoring, score
+    from disc21spark.matching.spec import evaluate
+    from disc21spark.matching.stats import spec
+    from tests.helpers import assert_same
+
+    rng = np.random.default_rng(partitions)
+    gt = make_gt(30, 18)
+    frame = random_submission(rng, gt, 300, 7)
+    frame.loc[frame["score"] == 0.0, "score"] = -0.0  # ties with 0.0 in the official order
+    r = Resampling(25, 0.9, 3, random_groups(tmp_path, rng, gt, 3))
+    pairs = spark.createDataFrame(frame, "query_id string, reference_id string, score double")
+    pairs = pairs.repartition(partitions).withColumn(labels.SUBMISSION, labels.F.lit(0))
+    found = score(spark, pairs, [0], Scoring(gt, 50, partitions, resampling=r)).metrics[0]
+    columns = [frame[c].to_numpy() for c in COLUMNS]
+    assert_same(found, evaluate(*columns, gt, 50))
+    wanted = spec.bootstrap(*columns, gt, r)
+    assert found.uncertainty.to_dict() == wanted.to_dict()
+    for name, values in wanted.replicates.items():
+        assert found.uncertainty.replicates[name].tobytes() == values.tobytes(), name
+    assert found.groups == spec_table(frame, gt, r)
+
+
 def test_both_pool_plans_and_the_leaderboard(spark, tmp_path):
     import json
 
@@ -200,26 +229,26 @@ def test_both_pool_plans_and_the_leaderboard(spark, tmp_path):
     common = dict(
         max_results=0, resamples=30, confidence=0.95, seed=3, query_groups=str(tmp_path / "g.csv")
     )
-    for plan in ("per-file", "one-sort"):
+    for plan in ("per-file", "distributed"):
         out = tmp_path / plan
         job = pool_job.PoolJob(
             str(truth), [str(tmp_path / "team*.csv")], str(out), pool_plan=plan, **common
         )
         for s in pool_job.run(spark, job).submissions:
             assert s.metrics.groups == spec_table(frames[s.name], gt, r)
-    board = json.loads((tmp_path / "one-sort" / "leaderboard.json").read_text())
+    board = json.loads((tmp_path / "distributed" / "leaderboard.json").read_text())
     first = board["submissions"][0]
     assert [g["group"] for g in first["groups"]["groups"]] == list(groups.names)
-    assert "μAP by query group" in (tmp_path / "one-sort" / "leaderboard.md").read_text()
-    assert 'id="groups"' in (tmp_path / "one-sort" / "leaderboard.html").read_text()
-    header = (tmp_path / "one-sort" / "leaderboard.csv").read_text().splitlines()[0]
+    assert "μAP by query group" in (tmp_path / "distributed" / "leaderboard.md").read_text()
+    assert 'id="groups"' in (tmp_path / "distributed" / "leaderboard.html").read_text()
+    header = (tmp_path / "distributed" / "leaderboard.csv").read_text().splitlines()[0]
     assert header.endswith(",".join(f"micro_ap:{n}" for n in groups.names))
     # a previous run's group figures are reused as they were written
     again = pool_job.PoolJob(
         str(truth),
         [str(tmp_path / "team*.csv")],
         str(tmp_path / "again"),
-        previous=str(tmp_path / "one-sort"),
+        previous=str(tmp_path / "distributed"),
         **common,
     )
     result = pool_job.run(spark, again)

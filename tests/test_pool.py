@@ -53,9 +53,9 @@ def write_pool(folder: Path, seed: int, n_subs: int) -> dict[str, pd.DataFrame]:
 @pytest.mark.parametrize(
     "seed,partitions,plan",
     [
-        (1, 1, "one-sort"),
-        (2, 3, "one-sort"),
-        (3, 8, "one-sort"),
+        (1, 1, "distributed"),
+        (2, 3, "distributed"),
+        (3, 8, "distributed"),
         (1, 1, "per-file"),
         (4, 2, "auto"),
     ],
@@ -115,7 +115,7 @@ def bad_pool(folder: Path) -> dict[str, str]:
     }
 
 
-@pytest.mark.parametrize("plan", ["one-sort", "per-file"])
+@pytest.mark.parametrize("plan", ["distributed", "per-file"])
 def test_bad_submissions_are_marked_and_the_rest_scored(spark, tmp_path, gt_file, plan):
     expected = bad_pool(tmp_path / "pool")
     out = tmp_path / "out"
@@ -174,8 +174,8 @@ def test_incremental_run_equals_full_run(spark, tmp_path, gt_file):
     subs = write_pool(folder, 11, 6)
     (folder / "bad.csv").write_text("Q1,R1,0.5\nQ1,R1,0.6\n")
     first = tmp_path / "first"
-    # the first run by the one-sort plan, the next ones per file: reuse is plan-blind
-    pool.run(spark, pool.PoolJob(gt_file, [str(folder)], str(first), pool_plan="one-sort"))
+    # the first run by the distributed plan, the next ones per file: reuse is plan-blind
+    pool.run(spark, pool.PoolJob(gt_file, [str(folder)], str(first), pool_plan="distributed"))
     # add one, change one, remove one
     random_submission(np.random.default_rng(99), 80).to_csv(folder / "newcomer.csv", index=False)
     changed = subs["team01"].assign(score=subs["team01"].score[::-1].to_numpy())
@@ -231,31 +231,58 @@ def test_plan_auto_goes_by_name_and_size_on_any_file_system(tmp_path):
         return engine.plan_for(choice, items, "auto", pool)
 
     assert plan("auto", 1 << 20) == "per-file"
-    assert plan("one-sort", 1 << 20) == "one-sort"
-    assert plan("auto", 10) == "one-sort"  # over the size
+    assert plan("distributed", 1 << 20) == "distributed"
+    assert plan("auto", 10) == "distributed"  # over the size
     assert plan("per-file", 10) == "per-file"  # size: auto's rule
     # the scheme decides nothing: files named through Hadoop are read through Spark
     remote = [(f"viewfs://pool/x/{Path(p).name}", size) for p, size in files]
     assert plan("auto", 1 << 20, remote) == "per-file"
-    assert plan("auto", 1 << 20, [(remote[0][0], None)]) == "one-sort"  # size unknown
+    assert plan("auto", 1 << 20, [(remote[0][0], None)]) == "distributed"  # size unknown
     (folder / "z.csv.zst").write_bytes(b"")
     odd = [*files, (str(folder / "z.csv.zst"), 0)]
-    assert plan("auto", 1 << 20, odd) == "one-sort"
-    with pytest.raises(InputError, match=r"--pool-plan per-file: .*z.csv.zst.*one-sort"):
+    assert plan("auto", 1 << 20, odd) == "distributed"
+    with pytest.raises(InputError, match=r"--pool-plan per-file: .*z.csv.zst.*distributed"):
         plan("per-file", 1 << 20, odd)
-    assert plan("auto", 1 << 20, [("table:t", None)]) == "one-sort"
+    assert plan("auto", 1 << 20, [("table:t", None)]) == "distributed"
     # one submission: per-file when it fits, unless the Spark engine itself was asked for
     assert plan("auto", 1 << 20, files[:1], pool=False) == "per-file"
-    assert plan("auto", 1 << 20, files[:1], pool=False, engine_asked="spark") == "one-sort"
+    assert plan("auto", 1 << 20, files[:1], pool=False, engine_asked="spark") == "distributed"
     assert plan("per-file", 1 << 20, files[:1], pool=False, engine_asked="spark") == "per-file"
     assert engine.plan_for(engine.LOCAL, odd) == "per-file"
     # auto (None): a task's fixed share, whatever the driver's memory
     big = [(files[0][0], engine.TASK_MAX_BYTES + 1)]
     assert plan("auto", None, [(files[0][0], engine.TASK_MAX_BYTES)]) == "per-file"
-    assert plan("auto", None, big) == "one-sort"
+    assert plan("auto", None, big) == "distributed"
 
 
-def test_odd_parquet_types_send_the_pool_to_the_one_sort_plan(spark, tmp_path, gt_file):
+def test_the_plan_s_old_name_still_works_for_one_release(capsys):
+    """0.1.0's ``one-sort`` is the distributed plan: on the command line after one warning
+    line, in the API and the job objects after a FutureWarning."""
+    import argparse
+
+    from disc21spark.commands.evaluate_options import add_arguments
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    capsys.readouterr()
+    args = parser.parse_args(
+        ["--ground-truth", "g.csv", "--output", "o", "--pool-plan", "one-sort"]
+    )
+    assert args.pool_plan == "distributed"
+    assert capsys.readouterr().err == (
+        "warning: the plan 'one-sort' is now called 'distributed' "
+        "(the old name will be removed in the next release)\n"
+    )
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--ground-truth", "g.csv", "--output", "o", "--pool-plan", "one-pass"])
+    with pytest.warns(FutureWarning, match="'one-sort' is now called 'distributed'"):
+        assert engine.Choice("spark", "one-sort").plan == "distributed"
+    with pytest.warns(FutureWarning):
+        choice = engine.choose(["a.csv", "b.csv"], plan="one-sort")
+    assert (choice.engine, choice.plan) == ("spark", "distributed")
+
+
+def test_odd_parquet_types_send_the_pool_to_the_distributed_plan(spark, tmp_path, gt_file):
     """Integer ids: Arrow and Spark read them differently, so Spark reads the pool."""
     folder = tmp_path / "pool"
     folder.mkdir()
@@ -268,7 +295,7 @@ def test_odd_parquet_types_send_the_pool_to_the_one_sort_plan(spark, tmp_path, g
     result = pool.run(spark, pool.PoolJob(gt_file, [str(folder)], None, pool_plan="auto"))
     by_name = {s.name: s for s in result.submissions}
     sources = [(s.source, 1) for s in result.submissions]
-    assert engine.plan_for(engine.Choice("spark"), sources) == "one-sort"
+    assert engine.plan_for(engine.Choice("spark"), sources) == "distributed"
     assert by_name["plain"].metrics.n_true_positives == 2
     assert by_name["ints"].status == "ok" and by_name["ints"].metrics.n_predictions == 1
 

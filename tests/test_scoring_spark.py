@@ -194,6 +194,8 @@ def test_counts_of_a_pool_mixed_over_partitions_equal_the_specification(spark):
     n=st.integers(0, 300),
     parts=st.sampled_from([1, 2, 7]),
 )
+# 50 partitions (most hold a row or none) once: a repeat's copies split across them
+@example(seed=5, n=300, parts=50)
 def test_census_of_partitions_adds_up_to_counting_by_hand(spark, seed, n, parts):
     """The census of compact rows spread over partitions equals each submission's counts
     by hand: rows, bad rows, unknown queries, distinct known queries, repeats (a pair's

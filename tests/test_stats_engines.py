@@ -82,7 +82,7 @@ def test_both_pool_plans_equal_the_specification_whatever_the_file_order(spark, 
         # rows written in another order than the specification reads them
         frame.iloc[::-1].to_csv(tmp_path / f"team{i}.csv", index=False)
         frames[f"team{i}"] = frame
-    for plan in ("per-file", "one-sort"):
+    for plan in ("per-file", "distributed"):
         job = pool_job.PoolJob(
             str(truth),
             [str(tmp_path / "team*.csv")],

@@ -226,7 +226,7 @@ def evaluate_pool(
     max_results, engine, curve_points, sort_partitions, predictions_format,
     ground_truth_format, local_max_bytes : as for ``evaluate``
         (a pool of files: the largest file the per-file plan scores under ``auto``)
-    pool_plan : {"auto", "per-file", "one-sort"} or None
+    pool_plan : {"auto", "per-file", "distributed"} or None
     query_groups, resamples, confidence, seed : as for ``evaluate``
         (``by_group()`` per submission; the intervals and the tiers drawn from them)
 

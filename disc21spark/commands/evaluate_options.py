@@ -4,9 +4,11 @@ descriptor track, scoring, engine, intervals); commands/evaluate.py checks them.
 from __future__ import annotations
 
 import argparse
+import sys
 from functools import cache, partial
 from typing import Any
 
+from disc21spark import engine
 from disc21spark.commands.common import (
     ValueList,
     add_old_name,
@@ -206,9 +208,17 @@ def _add_pool_arguments(g: argparse._ArgumentGroup, conf: dict[str, Any]) -> Non
         g,
         conf,
         "--pool-plan",
-        choices=("auto", "per-file", "one-sort"),
-        help="pools: a Spark task per submission file, or every row through one sort",
+        choices=engine.PLANS,
+        type=_plan,
+        help="pools: a Spark task per submission file, or every row read and counted in "
+        "the JVM, spread over the cluster (distributed; 0.1.0's one-sort)",
     )
+
+
+def _plan(name: str) -> str:
+    """A --pool-plan value (or defaults.ini's) as named now, an old name after one
+    warning line."""
+    return engine.plan_named(name, lambda text: print(f"warning: {text}", file=sys.stderr))
 
 
 def _add_descriptor_arguments(d: argparse._ArgumentGroup, conf: dict[str, Any]) -> None:

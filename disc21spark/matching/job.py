@@ -2,7 +2,7 @@
 
 One submission is scored on the plan its ``Choice`` names (``engine.py`` decides):
 ``per-file`` (``local.py``: Arrow and the numpy specification, in this process, from
-the file or, on Spark, from its bytes read in one Spark task) or ``one-sort`` (the plan
+the file or, on Spark, from its bytes read in one Spark task) or ``distributed`` (the plan
 of ``score.py``). Their figures are the specification's; the tests hold them equal,
 errors included.
 """
@@ -74,13 +74,15 @@ def score_predictions(
     """The submission's metrics, or the InputError naming its first problem, on the
     plan of ``job.choice`` (settled here by the file's size on Spark)."""
     plan, files = job.choice.plan, {}
-    if job.choice.needs_spark and plan != "one-sort":
+    if job.choice.needs_spark and plan != "distributed":
         files = sized_files(spark, job.predictions)
         fmt = job.predictions_format
         # a folder of part files is one submission: the distributed plan reads it
         one = len(files) == 1
         plan = (
-            engine.plan_for(job.choice, list(files.items()), fmt, pool=False) if one else "one-sort"
+            engine.plan_for(job.choice, list(files.items()), fmt, pool=False)
+            if one
+            else "distributed"
         )
     if plan == "per-file":
         metrics = _in_process(spark, job, files, gt, phases)
@@ -139,7 +141,7 @@ def _in_process(
 def _distributed(
     spark: SparkSession, job: MatchingJob, gt: GroundTruth, phases: Phases
 ) -> MatchingMetrics:
-    """The one-sort plan of ``score.py``. Says nothing: the warnings are returned."""
+    """The distributed plan of ``score.py``. Says nothing: the warnings are returned."""
     # here, not above: the in-process engine never pays for importing PySpark
     from disc21spark.matching.read import read_predictions
 

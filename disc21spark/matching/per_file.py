@@ -1,19 +1,20 @@
 """The per-file plan: each submission file is one Spark task, read through Spark.
 
 A challenge pool is many submissions of at most 500,000 pairs. Scoring them all through
-one shuffle and one global sort (the one-sort plan in ``matching/plan.py``) moves every
-row across the cluster to compute figures that never mix two submissions. Here each task
+the distributed plan (``matching/score.py``) reads and checks every row in the JVM and
+shuffles every row's pair hash for the repeat check, to compute figures that never mix
+two submissions. Here each task
 gets one whole file's bytes from Spark's ``binaryFile`` source (any path Spark reads:
 local, hdfs://, s3a://, gs://, abfs://, viewfs://...), scores them with the in-process
 engine (``matching/local.py``: Arrow reading from memory, .gz and .bz2 decompressed by
 the name as Hadoop's codecs do, integer codes, the numpy specification) and sends back
 its metrics or its one-line error; the ground truth travels once per executor as a
-broadcast. The figures are the specification's, the same function the one-sort plan is
+broadcast. The figures are the specification's, the same function the distributed plan is
 held equal to, so both plans give the same leaderboard to the last digit.
 
 ``engine.plan_for`` decides which runs take this plan (by the files' names and sizes,
 not their scheme); a file the task finds it cannot read as Spark does (a Parquet column
-type, a file Spark returned no bytes for) is left for the one-sort plan.
+type, a file Spark returned no bytes for) is left for the distributed plan.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ ONE_FILE_PER_TASK = {
 @dataclass(frozen=True)
 class Outcome:
     """What one task sends back: metrics, or the submission's error as InputError's
-    (source, reason, where), or that the one-sort plan must read the file."""
+    (source, reason, where), or that the distributed plan must read the file."""
 
     metrics: MatchingMetrics | None = None
     error: tuple[str, str, str | None] | None = None
@@ -70,7 +71,7 @@ def score_files(
     truth = sc.broadcast(gt)
     try:
         reader = spark.read.format("binaryFile")
-        # a file gone or unreadable gives no row (and goes to the one-sort plan, whose
+        # a file gone or unreadable gives no row (and goes to the distributed plan, whose
         # messages name it) rather than failing every other file's task
         reader = reader.option("ignoreCorruptFiles", "true").option("ignoreMissingFiles", "true")
 

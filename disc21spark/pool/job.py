@@ -239,7 +239,7 @@ def _score(
 ) -> None:
     """Every submission of ``subs`` scored; fills its status and metrics. On the
     per-file plan each file is a task of its own, and what only Spark reads as Spark
-    does is left for the one-sort plan."""
+    does is left for the distributed plan."""
     files = [(s.source, sizes.get(s.source)) for s in subs]
     if engine.plan_for(job.choice, files, job.predictions_format) == "per-file":
         with phases.phase("score", unit="files") as note:
@@ -264,10 +264,10 @@ def _score(
             note["rows"] = sum(s.metrics.n_predictions for s in subs if s.metrics)
             note["detail"] = f"{len(subs) - len(left)} submissions, one task per file"
         subs = left
-    _score_one_sort(spark, job, gt, subs, phases)
+    _score_distributed(spark, job, gt, subs, phases)
 
 
-def _score_one_sort(
+def _score_distributed(
     spark: SparkSession, job: PoolJob, gt: GroundTruth, subs: list[Submission], phases: Phases
 ) -> None:
     """Submissions through the one scorer: one read, one census, one sort for them all."""
