@@ -292,3 +292,10 @@ def test_the_board_says_the_gap_its_queries_tell_apart():
     note = report._detectable_note(rows)
     assert "With these 25,000 queries, a μAP gap between neighbours under 0.0200 " in note
     assert report._detectable_note([{**r, "next_detectable": None} for r in rows]) == ""
+    # the page says it under its board too, and nothing without intervals
+    from disc21spark.pool import page
+
+    line = page._detectable([r for r in rows if r["status"] == "ok"])
+    assert line.startswith('<p class="summary" id="detectable">With these 25,000 queries')
+    assert "under 0.0200 is too small to tell apart" in line
+    assert page._detectable([{**rows[0], "next_detectable": None}]) == ""

@@ -17,6 +17,7 @@ import numpy as np
 
 from disc21spark.matching.curve_png import COLOURS as PALETTE  # the PNG's curves' colours
 from disc21spark.matching.model import Submission
+from disc21spark.matching.stats import compare
 from disc21spark.pool.figures import intervals_figure
 
 # (key of leaderboard.json, heading, kind): every metric column sorts; number or text
@@ -128,6 +129,7 @@ def render(rows: list[dict], scored: list[Submission], run: dict) -> str:
         + (f" · run started {escape(str(started))}" if started else "")
         + "</p>",
         _table(ok),
+        _detectable(ok),
         intervals_figure(ok),
         _groups(ok),
         _invalid(bad),
@@ -138,6 +140,13 @@ def render(rows: list[dict], scored: list[Submission], run: dict) -> str:
         "</body></html>",
     ]
     return "\n".join(parts) + "\n"
+
+
+def _detectable(rows: list[dict]) -> str:
+    """The line under the board on the gaps its queries tell apart ("" without intervals),
+    as leaderboard.md has it."""
+    sentence = compare.detectable_sentence(rows)
+    return f'<p class="summary" id="detectable">{escape(sentence)}</p>' if sentence else ""
 
 
 def _table(rows: list[dict]) -> str:

@@ -200,17 +200,10 @@ def markdown(rows: list[dict]) -> str:
 
 
 def _detectable_note(rows: list[dict]) -> str:
-    """A line under the board: the gap between neighbours these queries can tell apart
-    (the median of ``next_detectable``; docs/statistics.md); "" without intervals."""
-    gaps = [r["next_detectable"] for r in rows if r.get("next_detectable") is not None]
-    if not gaps:
-        return ""
-    n = next(r["n_queries"] for r in rows if r["status"] == "ok")
-    return (
-        f"\n\nWith these {n:,} queries, a μAP gap between neighbours under "
-        f"{float(np.median(gaps)):.4f} is too small to tell apart (the median "
-        "next_detectable: 80 % power at the intervals' confidence)"
-    )
+    """The board's line on detectable gaps (``compare.detectable_sentence``) after a blank
+    line; "" without intervals."""
+    sentence = compare.detectable_sentence(rows)
+    return f"\n\n{sentence}" if sentence else ""
 
 
 def _group_values(row: dict) -> list[float | None]:

@@ -80,6 +80,20 @@ def queries_needed(n_queries: int, least: float | None, difference: float) -> in
     return math.ceil(n_queries * (least / abs(difference)) ** 2)
 
 
+def detectable_sentence(rows: list[dict]) -> str | None:
+    """The line under a board (leaderboard.json's rows): the gap between neighbours that
+    these queries tell apart, the median of ``next_detectable``; None without intervals."""
+    gaps = [r["next_detectable"] for r in rows if r.get("next_detectable") is not None]
+    if not gaps:
+        return None
+    n = next(r["n_queries"] for r in rows if r["status"] == "ok")
+    return (
+        f"With these {n:,} queries, a μAP gap between neighbours under "
+        f"{float(np.median(gaps)):.4f} is too small to tell apart (the median "
+        "next_detectable: 80 % power at the intervals' confidence)"
+    )
+
+
 def neighbours(points: list[float], found: list[Uncertainty | None]) -> list[Neighbour]:
     """One Neighbour per place but the last, Holm-adjusted over the pairs that have one."""
     pairs = [
