@@ -270,7 +270,7 @@ def _score(
 def _score_distributed(
     spark: SparkSession, job: PoolJob, gt: GroundTruth, subs: list[Submission], phases: Phases
 ) -> None:
-    """Submissions through the one scorer: one read, one census, one sort for them all."""
+    """Submissions through the one scorer: one read, one census, one count for them all."""
     live = [s for s in subs if _parquet_usable(spark, job, s)]
     while live:  # an unreadable file is dropped (and marked) and the read starts again
         scoring = Scoring(
