@@ -26,6 +26,16 @@ def assert_same(a, b):
         np.testing.assert_array_equal(getattr(a.curve, field), getattr(b.curve, field))
 
 
+def assert_same_uncertainty(found, wanted) -> None:
+    """Two Uncertainty equal to the bit: every replicate, every interval, the optimistic
+    μAP."""
+    assert found is not None
+    assert found.to_dict() == wanted.to_dict()
+    assert sorted(found.replicates) == sorted(wanted.replicates)
+    for name, values in wanted.replicates.items():
+        assert found.replicates[name].tobytes() == values.tobytes(), name
+
+
 def random_submission(rng, gt: GroundTruth, n: int, n_scores: int) -> pd.DataFrame:
     """Random pairs with many tied scores, true pairs, distractors and unknown queries."""
     q = rng.integers(0, len(gt.query_ids) + 5, size=n)  # +5: unknown queries

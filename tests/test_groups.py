@@ -192,7 +192,7 @@ def test_figures_intervals_and_groups_at_every_partitioning(spark, tmp_path, par
     from disc21spark.matching.score import Scoring, score
     from disc21spark.matching.spec import evaluate
     from disc21spark.matching.stats import spec
-    from tests.helpers import assert_same
+    from tests.helpers import assert_same, assert_same_uncertainty
 
     rng = np.random.default_rng(partitions)
     gt = make_gt(30, 18)
@@ -204,10 +204,7 @@ def test_figures_intervals_and_groups_at_every_partitioning(spark, tmp_path, par
     found = score(spark, pairs, [0], Scoring(gt, 50, partitions, resampling=r)).metrics[0]
     columns = [frame[c].to_numpy() for c in COLUMNS]
     assert_same(found, evaluate(*columns, gt, 50))
-    wanted = spec.bootstrap(*columns, gt, r)
-    assert found.uncertainty.to_dict() == wanted.to_dict()
-    for name, values in wanted.replicates.items():
-        assert found.uncertainty.replicates[name].tobytes() == values.tobytes(), name
+    assert_same_uncertainty(found.uncertainty, spec.bootstrap(*columns, gt, r))
     assert found.groups == spec_table(frame, gt, r)
 
 

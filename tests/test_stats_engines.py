@@ -17,22 +17,13 @@ from disc21spark.matching.score import Scoring, score
 from disc21spark.matching.stats import spec
 from disc21spark.matching.stats.model import Resampling
 from disc21spark.pool import job as pool_job
-from tests.helpers import gt_csv, make_gt, random_submission
+from tests.helpers import assert_same_uncertainty, gt_csv, make_gt, random_submission
 
 COLUMNS = ("query_id", "reference_id", "score")
 
 
 def expected(frame: pd.DataFrame, gt, r: Resampling):
     return spec.bootstrap(*(frame[c].to_numpy() for c in COLUMNS), gt, r)
-
-
-def assert_same(found, wanted) -> None:
-    """Equal to the bit: every replicate, every interval, the optimistic μAP."""
-    assert found is not None
-    assert found.to_dict() == wanted.to_dict()
-    assert sorted(found.replicates) == sorted(wanted.replicates)
-    for name, values in wanted.replicates.items():
-        assert found.replicates[name].tobytes() == values.tobytes(), name
 
 
 def spark_uncertainty(spark, frame: pd.DataFrame, gt, r: Resampling, partitions: int):
@@ -55,7 +46,7 @@ def test_engines_equal_the_specification(spark, tmp_path_factory, seed, n, n_sco
     r = Resampling(60, 0.9, seed % 7)
     wanted = expected(frame, gt, r)
     for partitions in (1, 3):
-        assert_same(spark_uncertainty(spark, frame, gt, r, partitions), wanted)
+        assert_same_uncertainty(spark_uncertainty(spark, frame, gt, r, partitions), wanted)
     frame.to_csv(tmp / "p.csv", index=False)
     truth = gt_csv(tmp / "gt.csv", gt)
     for session, choice in ((spark, engine.DISTRIBUTED), (None, engine.LOCAL)):
@@ -69,7 +60,7 @@ def test_engines_equal_the_specification(spark, tmp_path_factory, seed, n, n_sco
             confidence=0.9,
             seed=seed % 7,
         )
-        assert_same(run(session, job).uncertainty, wanted)
+        assert_same_uncertainty(run(session, job).uncertainty, wanted)
 
 
 def test_both_pool_plans_equal_the_specification_whatever_the_file_order(spark, tmp_path):
@@ -95,7 +86,7 @@ def test_both_pool_plans_equal_the_specification_whatever_the_file_order(spark, 
         )
         result = pool_job.run(spark, job)
         for s in result.submissions:
-            assert_same(s.metrics.uncertainty, expected(frames[s.name], gt, r))
+            assert_same_uncertainty(s.metrics.uncertainty, expected(frames[s.name], gt, r))
 
 
 def test_metrics_json_holds_the_intervals(tmp_path):
