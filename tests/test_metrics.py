@@ -224,10 +224,12 @@ def test_counted_positions_equal_the_sorted_order(seed, n, n_scores, parts):
     curve_points=st.sampled_from([2, 5, 1000]),
 )
 def test_the_in_process_count_gives_the_specifications_figures(seed, n, n_scores, curve_points):
-    """``positions.score_encoded`` (the in-process engine: counts, no sort of the pairs)
-    equals ``spec.evaluate_encoded`` bit for bit: every figure, the curve and its
-    thinning, unknown queries, ties, -0.0 and no true pair at all."""
-    from disc21spark.matching import positions
+    """The in-process engine's passes on a table (``api.tables.score_table``: counts, no
+    sort of the pairs) equal ``spec.evaluate_encoded`` bit for bit: every figure, the
+    curve and its thinning, unknown queries, ties, -0.0 and no true pair at all."""
+    import pyarrow as pa
+
+    from disc21spark.api.tables import score_table
     from disc21spark.matching.spec import encode, evaluate_encoded
 
     rng = np.random.default_rng(seed)
@@ -237,14 +239,11 @@ def test_the_in_process_count_gives_the_specifications_figures(seed, n, n_scores
     keys = rng.permutation(np.unique(q * 100 + r))[:n]  # distinct pairs, in random order
     score = rng.integers(0, n_scores, len(keys)) / n_scores - 0.3
     score[rng.random(len(keys)) < 0.1] *= -0.0
-    e = encode(
-        np.array([f"q{k // 100}" for k in keys], dtype=object),
-        np.array([f"r{k % 100}" for k in keys], dtype=object),
-        score,
-        gt,
-    )
-    expected = evaluate_encoded(e, gt, curve_points)
-    got = positions.score_encoded(e, gt, curve_points)
+    query = np.array([f"q{k // 100}" for k in keys], dtype=object)
+    reference = np.array([f"r{k % 100}" for k in keys], dtype=object)
+    expected = evaluate_encoded(encode(query, reference, score, gt), gt, curve_points)
+    table = pa.table({"query_id": query, "reference_id": reference, "score": score})
+    got = score_table(table, "t", gt, 0, curve_points)
     assert got.to_dict() == expected.to_dict()
     for field in ("precision", "recall", "threshold"):
         np.testing.assert_array_equal(getattr(got.curve, field), getattr(expected.curve, field))

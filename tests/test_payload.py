@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from disc21spark.matching.stats import groups, payload, spec
+from disc21spark.matching.stats import groups, payload, weighted
 from disc21spark.matching.stats.model import Resampling
 from disc21spark.matching.stats.weights import query_keys
 
@@ -56,10 +56,10 @@ def test_the_shapes_are_the_counters_own():
     r = Resampling(11, 0.95, 1)
     score, keys = rng.random(50), query_keys(rng.integers(0, 9, 50), seed=2)
     fixed, code = rng.random(50) < 0.2, rng.integers(0, 3, 50)
-    levels = spec.levels_of(rng.random(6))
-    by_code = [spec.levels_of(rng.random(k)) for k in (2, 0, 4)]
+    levels = weighted.levels_of(rng.random(6))
+    by_code = [weighted.levels_of(rng.random(k)) for k in (2, 0, 4)]
     made = [
-        *spec.miss_counts(levels, score, keys, fixed, r),
+        *weighted.miss_counts(levels, score, keys, fixed, r),
         *groups.code_miss_counts(by_code, score, keys, fixed, code, r),
     ]
     shapes = payload.count_shapes(len(levels), [len(lv) for lv in by_code], r.resamples)

@@ -11,23 +11,19 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 
 from disc21spark.api.inputs import arrow_table
 from disc21spark.core.errors import InputError
-from disc21spark.matching import coverage, local, positions, spec
+from disc21spark.matching.batched import score_source
+from disc21spark.matching.local_read import Pairs
 from disc21spark.matching.model import GroundTruth, MatchingMetrics
-from disc21spark.matching.rows import (
-    PREDICTION_COLUMNS,
-    duplicate_reason,
-    first_bad_row,
-    max_results_error,
-)
+from disc21spark.matching.rows import PREDICTION_COLUMNS, first_bad_row
+from disc21spark.matching.source import Source
 from disc21spark.matching.stats.model import Resampling
 
 
-def table_pairs(value: Any, source: str) -> tuple[local.Pairs, list]:
+def table_pairs(value: Any, source: str) -> tuple[Pairs, list]:
     """The checked pairs of a table and each row's label; InputError naming the first
     bad row (a missing column, an empty id, a score that is null or not finite)."""
     table, index = arrow_table(value, source, PREDICTION_COLUMNS)
@@ -42,7 +38,7 @@ def table_pairs(value: Any, source: str) -> tuple[local.Pairs, list]:
         row, reason = bad
         raise InputError(source, reason, f"row {index[row]}")
     # + 0.0: -0.0 and 0.0 tie in the official sort, as the file readers make them
-    return local.Pairs(query, reference, values + 0.0), index
+    return Pairs(query, reference, values + 0.0), index
 
 
 def score_table(
@@ -53,30 +49,13 @@ def score_table(
     curve_points: int,
     resampling: Resampling | None = None,
 ) -> MatchingMetrics:
-    """One submission in memory scored as ``local.score_file`` scores a file: the same
-    checks in the same order (bad row, --max-results, a repeated pair), the same
-    specification, the same warnings (returned, not printed); with ``resampling``, the
-    intervals (and its query groups' table) too."""
+    """One submission in memory scored as ``local.score_file`` scores a file, by the same
+    passes (``batched.score_source``): the same checks in the same order (bad row,
+    --max-results, a repeated pair, named by the rows' labels), the same counts, the
+    same warnings (returned, not printed); with ``resampling``, the intervals (and its
+    query groups' table) too."""
     pairs, index = table_pairs(value, source)
-    error = max_results_error(source, len(pairs.score), max_results)
-    if error is not None:
-        raise error
-    encoded = local.encode(pairs, gt)
-    _check_repeats(source, pairs, encoded, index)
-    metrics = positions.score_encoded(encoded, gt, curve_points)
-    metrics = coverage.check_local(pairs.query, pairs.reference, gt, metrics, None)
-    if resampling is None:
-        return metrics
-    return local.with_statistics(metrics, encoded, gt, resampling)
-
-
-def _check_repeats(source: str, pairs: local.Pairs, encoded: spec.Encoded, index: list) -> None:
-    """A repeated pair, named by its first two rows."""
-    codes = encoded.pair
-    row = local.first_repeat(codes)
-    if row is None:
-        return
-    rows = np.flatnonzero(codes == codes[row])
-    q, r = pairs.query[row].as_py(), pairs.reference[row].as_py()
-    where = f"rows {index[rows[0]]} and {index[rows[1]]}"
-    raise InputError(source, duplicate_reason(q, r, len(rows)), where)
+    table = Source.of_table(source, pairs, index)
+    return score_source(
+        table, "table", gt, max_results, curve_points, announce=False, resampling=resampling
+    )

@@ -10,7 +10,7 @@ each query. Between the passes the pairs' keys, 8 bytes a row and the one thing 
 memory that grows with the rows, are sorted in place to find a repeated pair (a
 repeated key is checked on the ids, read again). The second pass reads the spill file back a
 chunk at a time and counts each chunk against the true scores, as every partition of
-the Spark plan counts its rows (``positions.count_rows``; ``stats.spec.miss_counts``
+the Spark plan counts its rows (``positions.count_rows``; ``stats.weighted.miss_counts``
 for the intervals, ``groups.code_miss_counts`` for the groups). Integer counts added
 up are the whole file's counts, so the figures and intervals are the same bits for any
 batch size (``tests/test_batched.py`` holds them equal to the specification).
@@ -38,8 +38,7 @@ from disc21spark.matching.model import GroundTruth, MatchingMetrics
 from disc21spark.matching.rows import duplicate_reason, max_results_error
 from disc21spark.matching.source import Source
 from disc21spark.matching.stats import groups as group_stats
-from disc21spark.matching.stats import spec as stats_spec
-from disc21spark.matching.stats import weights
+from disc21spark.matching.stats import weighted, weights
 from disc21spark.matching.stats.model import Resampling
 
 # a spilled row: query index int32, label bool, score float64, pair key uint64
@@ -186,12 +185,22 @@ def _check_repeats(
     if found is None:  # keys shared by different pairs only
         return
     (q, r), copies = found
-    lines = lines_holding(source, (q, r)) if source.fmt("auto") == "csv" else []
-    raise InputError(
-        source.where,
-        duplicate_reason(q, r, copies),
-        f"lines {lines[0]} and {lines[1]}" if len(lines) == 2 else None,
-    )
+    raise InputError(source.where, duplicate_reason(q, r, copies), _first_two(source, (q, r)))
+
+
+def _first_two(source: Source, pair: tuple[str, str]) -> str | None:
+    """Where the first two rows holding ``pair`` are: lines of a CSV file, rows of a
+    table in memory by their labels; None for a Parquet file."""
+    if source.row_labels is not None:
+        import pyarrow.compute as pc
+
+        same = pc.and_(
+            pc.equal(source.pairs.query, pair[0]), pc.equal(source.pairs.reference, pair[1])
+        )
+        rows = np.flatnonzero(same.to_numpy(zero_copy_only=False))
+        return f"rows {source.row_labels[rows[0]]} and {source.row_labels[rows[1]]}"
+    lines = lines_holding(source, pair) if source.fmt("auto") == "csv" else []
+    return f"lines {lines[0]} and {lines[1]}" if len(lines) == 2 else None
 
 
 def _first_repeat(
@@ -259,9 +268,9 @@ class Counted:
     """Pass 2's sums: the figures' counts, and with resampling the intervals' and groups'."""
 
     counts: positions.Counts
-    levels: np.ndarray  # float64 (T,): the true scores, decreasing (stats.spec.levels_of)
+    levels: np.ndarray  # float64 (T,): the true scores, decreasing (stats.weighted.levels_of)
     by_code: list | None  # each group code's levels (groups.code_levels); None: no groups
-    misses: np.ndarray | None = None  # int64 (T, B), stats.spec.miss_counts' first
+    misses: np.ndarray | None = None  # int64 (T, B), stats.weighted.miss_counts' first
     optimistic: np.ndarray | None = None  # int64 (T,)
     code_counts: list[np.ndarray] | None = None  # groups.code_miss_counts, summed
 
@@ -275,9 +284,9 @@ def _count(
     by_code = None
     if r is not None and r.groups is not None:
         by_code = group_stats.code_levels(truth.score, r.groups.codes[truth.query], r.groups.none)
-    levels = stats_spec.levels_of(truth.score)
+    levels = weighted.levels_of(truth.score)
     counted = Counted(positions.Counts.zero(truth), levels, by_code)
-    keys = stats_spec.ground_truth_keys(gt, r.seed) if r is not None else None
+    keys = weighted.ground_truth_keys(gt, r.seed) if r is not None else None
     if r is not None:
         weights.remember(keys, r.resamples)
     for chunk in spill.chunks():
@@ -288,7 +297,7 @@ def _count(
         miss = ~label
         fixed = query[miss] < 0
         at = np.maximum(query[miss], 0)
-        parts = stats_spec.miss_counts(levels, score[miss], keys[at], fixed, r)
+        parts = weighted.miss_counts(levels, score[miss], keys[at], fixed, r)
         counted.misses = _plus(counted.misses, parts[0])
         counted.optimistic = _plus(counted.optimistic, parts[1])
         if by_code is not None:
@@ -314,15 +323,15 @@ def _with_statistics(
     r: Resampling,
 ) -> MatchingMetrics:
     """``metrics`` with the intervals and tie sensitivity (and the group table) from the
-    summed counts: ``stats.spec.uncertainty_of``, as every engine finishes them."""
+    summed counts: ``stats.weighted.uncertainty_of``, as every engine finishes them."""
     levels = counted.levels
     t = len(levels)
     misses = counted.misses if counted.misses is not None else np.zeros((t, r.resamples), np.int64)
     optimistic = counted.optimistic if counted.optimistic is not None else np.zeros(t, np.int64)
-    keys = stats_spec.ground_truth_keys(gt, r.seed)
+    keys = weighted.ground_truth_keys(gt, r.seed)
     pairs = (keys[truth.query], truth.score, positions.ranks(counted.counts))
-    positives = stats_spec.positive_keys(gt, r.seed)
-    uncertainty = stats_spec.uncertainty_of(levels, misses, optimistic, pairs, positives, r)
+    positives = weighted.positive_keys(gt, r.seed)
+    uncertainty = weighted.uncertainty_of(levels, misses, optimistic, pairs, positives, r)
     metrics = replace(metrics, uncertainty=uncertainty)
     if r.groups is None:
         return metrics

@@ -92,6 +92,9 @@ def iter_pairs(source: Source, fmt: str, batch_bytes: int) -> Iterator[Pairs]:
     as many Parquet rows), in memory bounded by the batch; InputError naming the file's
     first bad row (looked for from the start of the batch that found it: every line
     before passed the checks)."""
+    if source.pairs is not None:  # a table in memory, checked as it was taken in
+        yield source.pairs
+        return
     if source.fmt(fmt) == "parquet":
         yield from _parquet_batches(source, max(1, batch_bytes // 24))
         return

@@ -45,7 +45,7 @@ class TruePairs:
     indices, float64 scores and int64 ranks (how many of the query's predictions score at
     least as high, the pair itself excluded: 0 = first); and ``optimistic``, int64 (T,):
     the non-matches in each optimistic bucket of the levels taken decreasing
-    (``stats.spec.buckets(..., pessimistic=False)``), which the optimistic μAP needs."""
+    (``stats.weighted.buckets(..., pessimistic=False)``), which the optimistic μAP needs."""
 
     query: np.ndarray
     score: np.ndarray

@@ -22,20 +22,13 @@ on Arrow batches), ``TrueScores`` is what the driver broadcasts.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
 
+from disc21spark.matching import kernel
+from disc21spark.matching.kernel import REQUIRED_PRECISION, assemble, peak_points, thin_curve
 from disc21spark.matching.model import GroundTruth, MatchingMetrics
-from disc21spark.matching.spec import (
-    REQUIRED_PRECISION,
-    Encoded,
-    assemble,
-    distinct,
-    peak_points,
-    thin_curve,
-)
 
 
 @dataclass(frozen=True)
@@ -161,21 +154,22 @@ def ranks(counts: Counts) -> np.ndarray:
 
 
 def finish(
-    pos: np.ndarray,
-    thr: np.ndarray,
-    n_pairs: int,
-    bottom: float,
+    truth: TrueScores,
+    counts: Counts,
     n_positives: int,
     max_curve_points: int,
 ) -> tuple[float, tuple, object]:
-    """μAP, P90 operating point and PR curve from the true pairs' global positions
-    (1-based, ascending) and scores, the submission's pairs and its lowest score."""
+    """μAP, P90 operating point and PR curve from the counts of the submission's rows."""
+    pos, thr = positions(truth, counts)
+    # the kernel's per-level counts, levels decreasing: true pairs of each level, and the
+    # non-matches from it (ties included) up to the level above
+    hits = np.bincount(np.searchsorted(truth.levels, truth.score), minlength=len(truth.levels))
+    misses_ge = counts.misses_ge[::-1]
+    k_end = np.cumsum(hits[::-1])
+    micro_ap = kernel.micro_ap(hits[::-1], k_end, misses_ge + k_end, n_positives)
+
     ntp = np.arange(1, len(pos) + 1)
     precision = ntp / pos
-    # the same float operations as the specification, term by term
-    terms = (ntp / n_positives - (ntp - 1) / n_positives) * precision
-    micro_ap = math.fsum(terms)
-
     valid = np.flatnonzero(precision >= REQUIRED_PRECISION)
     keep = None
     if valid.size:
@@ -186,10 +180,10 @@ def finish(
         point = (None, None, None)
 
     n_tp = len(pos)
-    if n_pairs and (n_tp == 0 or pos[-1] != n_pairs):
+    if counts.n and (n_tp == 0 or pos[-1] != counts.n):
         ntp = np.append(ntp, n_tp)
-        pos = np.append(pos, n_pairs)
-        thr = np.append(thr, bottom)
+        pos = np.append(pos, counts.n)
+        thr = np.append(thr, counts.bottom)
     curve = thin_curve(peak_points(ntp, pos, thr, n_positives), max_curve_points, keep)
     return micro_ap, point, curve
 
@@ -204,10 +198,7 @@ def metrics_from_parts(
     """Assemble one submission's metrics from the plan's small outputs."""
     if counts.n != stats.n_predictions:
         raise RuntimeError(f"internal error: counted {counts.n} pairs of {stats.n_predictions}")
-    pos, thr = positions(truth, counts)
-    micro_ap, point, curve = finish(
-        pos, thr, counts.n, counts.bottom, gt.n_positives, max_curve_points
-    )
+    micro_ap, point, curve = finish(truth, counts, gt.n_positives, max_curve_points)
     return assemble(
         gt,
         micro_ap,
@@ -215,19 +206,7 @@ def metrics_from_parts(
         ranks(counts),
         curve,
         n_predictions=counts.n,
-        n_true_positives=len(pos),
+        n_true_positives=len(truth),
         n_queries_with_predictions=stats.n_queries_with_predictions,
         n_unknown_query_predictions=stats.n_unknown_query_predictions,
     )
-
-
-def score_encoded(e: Encoded, gt: GroundTruth, max_curve_points: int) -> MatchingMetrics:
-    """Every figure of one submission from its codes (``spec.Encoded``, already checked:
-    finite scores, no repeated pair), by counting positions in one pass, as every
-    partition of the Spark plan does: ``spec.evaluate_encoded``'s figures, bit for bit,
-    with no sort of the pairs (the in-process engine and the API's tables call it)."""
-    score = e.score + 0.0  # -0.0 and 0.0 tie, as in the official sort
-    truth = TrueScores.of(e.query[e.label], score[e.label])
-    counts = count_rows(truth, e.query, e.label, score)
-    stats = QueryStats(len(score), int(e.unknown.sum()), distinct(e.query))
-    return metrics_from_parts(gt, truth, counts, stats, max_curve_points)

@@ -66,6 +66,10 @@ class Source:
     where: str
     path: str | None = None
     data: bytes | None = None
+    # a table in memory (``of_table``): its checked pairs, and each row's label (a
+    # pandas index label, or its position) that messages name it by
+    pairs: Any = None
+    row_labels: list | None = None
 
     @classmethod
     def local(cls, path: str) -> Source:
@@ -80,8 +84,15 @@ class Source:
         """Bytes read through Spark; ``uri`` as Spark lists the file (file:/x is /x)."""
         return cls(display_path(uri), data=data)
 
+    @classmethod
+    def of_table(cls, where: str, pairs: Any, row_labels: list) -> Source:
+        """A table in memory (a pandas DataFrame, a pyarrow Table), its pairs already
+        checked (``local_read.Pairs``); ``where`` names it in messages."""
+        return cls(where, pairs=pairs, row_labels=row_labels)
+
     def fmt(self, fmt: str) -> str:
-        return file_format(self.where, fmt)
+        """csv, parquet, or table (a table in memory)."""
+        return "table" if self.pairs is not None else file_format(self.where, fmt)
 
     def _codec(self):
         return _OPENERS.get(PurePosixPath(self.where.lower()).suffix)

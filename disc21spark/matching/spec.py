@@ -33,13 +33,38 @@ from typing import Any
 
 import numpy as np
 
-from disc21spark.core import config
-from disc21spark.matching.model import GroundTruth, MatchingMetrics, PRCurve
+from disc21spark.matching.kernel import (
+    DEFAULT_CURVE_POINTS,
+    REQUIRED_PRECISION,
+    assemble,
+    peak_points,
+    thin_curve,
+)
+from disc21spark.matching.model import GroundTruth, MatchingMetrics
 
-REQUIRED_PRECISION = 0.9
-# the curve files stay readable and the plot light, whatever the input size: the evaluate
-# command's --curve-points default (conf/defaults.ini)
-DEFAULT_CURVE_POINTS: int = config.value("evaluate", "curve_points", int)
+
+@dataclass(frozen=True)
+class RowCodes:
+    """One submission's rows as integer codes, all that its figures depend on: int64,
+    bool, float64 arrays of shape (n,)."""
+
+    query: np.ndarray  # int64: equal codes, same query id
+    pair: np.ndarray  # int64: equal codes, same (query id, reference id)
+    label: np.ndarray  # bool: a ground-truth pair
+    score: np.ndarray  # float64
+    unknown: np.ndarray  # bool: the query is not in the ground truth
+    query_ids: Any = None  # the distinct query ids by code, when the encoder keeps them
+
+
+def has_repeats(codes: np.ndarray) -> bool:
+    """True when two of the integer codes (any shape (n,)) are equal."""
+    ordered = np.sort(codes)
+    return bool((ordered[1:] == ordered[:-1]).any())
+
+
+def distinct(codes: np.ndarray) -> int:
+    """Distinct values of non-negative integer codes."""
+    return int(np.count_nonzero(np.bincount(codes))) if len(codes) else 0
 
 
 def pessimistic_order(scores: np.ndarray, labels: np.ndarray) -> np.ndarray:
@@ -89,62 +114,9 @@ def true_pair_ranks(query: np.ndarray, score: np.ndarray, label: np.ndarray) -> 
     return np.searchsorted(ordered, key[label], "right") - first_of_query - 1
 
 
-def recall_at_rank(ranks: np.ndarray, k: int) -> float:
-    """Fraction of ground-truth pairs found within the first k predictions of their query."""
-    if ranks.size == 0:
-        return 0.0
-    return float(((ranks >= 0) & (ranks < k)).sum() / ranks.size)
-
-
-def peak_points(
-    ntp: np.ndarray, position: np.ndarray, threshold: np.ndarray, n_positives: int
-) -> PRCurve:
-    """The curve at the given (cumulative true positives, 1-based position, score) points."""
-    return PRCurve(
-        precision=ntp / position,
-        recall=ntp / n_positives,
-        threshold=np.asarray(threshold, dtype=np.float64),
-    )
-
-
-def thin_curve(curve: PRCurve, max_points: int, keep: int | None = None) -> PRCurve:
-    """At most max_points evenly spaced points, first, last and `keep` always kept."""
-    n = len(curve)
-    if n <= max_points:
-        return curve
-    idx = np.unique(np.linspace(0, n - 1, max_points).round().astype(np.int64))
-    if keep is not None:
-        idx = np.union1d(idx, [keep])
-    return PRCurve(curve.precision[idx], curve.recall[idx], curve.threshold[idx])
-
-
-@dataclass(frozen=True)
-class Encoded:
-    """One submission as integer codes: all that its metrics depend on."""
-
-    query: np.ndarray  # int64: equal codes, same query id
-    pair: np.ndarray  # int64: equal codes, same (query id, reference id)
-    label: np.ndarray  # bool: a ground-truth pair
-    score: np.ndarray  # float64
-    unknown: np.ndarray  # bool: the query is not in the ground truth
-    # the distinct query ids by code (query_ids[query[i]] is row i's), when the encoder
-    # keeps them: the bootstrap hashes each once
-    query_ids: Any = None
-
-
-def has_repeats(codes: np.ndarray) -> bool:
-    ordered = np.sort(codes)
-    return bool((ordered[1:] == ordered[:-1]).any())
-
-
-def distinct(codes: np.ndarray) -> int:
-    """Distinct values of non-negative integer codes."""
-    return int(np.count_nonzero(np.bincount(codes))) if len(codes) else 0
-
-
 def encode(
     query_ids: np.ndarray, reference_ids: np.ndarray, scores: np.ndarray, gt: GroundTruth
-) -> Encoded:
+) -> RowCodes:
     """String ids to codes (the Arrow engine encodes its own way, to the same effect)."""
     import pandas as pd  # here, not above: the in-process engine never needs pandas
 
@@ -152,7 +124,7 @@ def encode(
     reference_ids = np.asarray(reference_ids, dtype=object)
     query, queries = pd.factorize(query_ids)
     reference, references = pd.factorize(reference_ids)
-    return Encoded(
+    return RowCodes(
         query=query.astype(np.int64),
         pair=query.astype(np.int64) * max(len(references), 1) + reference,
         label=label_pairs(query_ids, reference_ids, gt),
@@ -173,7 +145,7 @@ def evaluate(
 
 
 def evaluate_encoded(
-    e: Encoded, gt: GroundTruth, max_curve_points: int = DEFAULT_CURVE_POINTS
+    e: RowCodes, gt: GroundTruth, max_curve_points: int = DEFAULT_CURVE_POINTS
 ) -> MatchingMetrics:
     """Every figure of one submission, from its codes."""
     scores = e.score + 0.0  # -0.0 and 0.0 tie, as in the official sort
@@ -217,31 +189,4 @@ def evaluate_encoded(
         n_true_positives=int(y.sum()),
         n_queries_with_predictions=distinct(e.query),
         n_unknown_query_predictions=int(e.unknown.sum()),
-    )
-
-
-def assemble(
-    gt: GroundTruth,
-    micro_ap: float,
-    point: tuple[float | None, float | None, float | None],
-    found_ranks: np.ndarray,
-    curve: PRCurve,
-    **counts: int,
-) -> MatchingMetrics:
-    """Every figure from its parts (the specification's, or the Spark plan's): recall at
-    rank k counts a true pair never predicted as never found."""
-    missing = np.full(gt.n_positives - len(found_ranks), -1, dtype=np.int64)
-    ranks = np.concatenate([found_ranks, missing])
-    p90, r90, t90 = point
-    return MatchingMetrics(
-        micro_ap=micro_ap,
-        recall_at_p90=r90,
-        threshold_at_p90=t90,
-        precision_at_p90=p90,
-        recall_at_rank1=recall_at_rank(ranks, 1),
-        recall_at_rank10=recall_at_rank(ranks, 10),
-        n_positives=gt.n_positives,
-        n_queries=gt.n_queries,
-        curve=curve,
-        **counts,
     )

@@ -23,9 +23,9 @@ from disc21spark.core.phases import Phases
 from disc21spark.core.runner import BaseJob, fields_from_options
 from disc21spark.core.spark import union_all
 from disc21spark.matching.ground_truth import ground_truth_phase
+from disc21spark.matching.kernel import DEFAULT_CURVE_POINTS
 from disc21spark.matching.model import GroundTruth, MatchingMetrics
 from disc21spark.matching.score import Scoring, score
-from disc21spark.matching.spec import DEFAULT_CURVE_POINTS
 from disc21spark.matching.stats.model import Resampling
 from disc21spark.queries import bench_folder
 from disc21spark.ranks import distances, vectors

@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from disc21spark.matching import kernel
 from disc21spark.matching.model import GroundTruth
-from disc21spark.matching.spec import REQUIRED_PRECISION
-from disc21spark.matching.stats import spec
+from disc21spark.matching.stats import weighted
 from disc21spark.matching.stats.groups_file import QueryGroups
 from disc21spark.matching.stats.groups_table import GroupResult, GroupTable
 from disc21spark.matching.stats.model import Resampling
@@ -35,8 +35,8 @@ def code_levels(true_scores: np.ndarray, true_codes: np.ndarray, none: int) -> l
     """float64 (T_c,) per code 0 … none: a group's levels (its true pairs' and the
     ungrouped ones' distinct scores, decreasing); for ``none``, every true pair's."""
     ungrouped = true_codes == none
-    out = [spec.levels_of(true_scores[(true_codes == g) | ungrouped]) for g in range(none)]
-    return [*out, spec.levels_of(true_scores)]
+    out = [weighted.levels_of(true_scores[(true_codes == g) | ungrouped]) for g in range(none)]
+    return [*out, weighted.levels_of(true_scores)]
 
 
 def code_miss_counts(
@@ -58,9 +58,9 @@ def code_miss_counts(
     out = [np.rint(np.bincount(code, weights=many, minlength=len(levels))).astype(np.int64)]
     for c, lv in enumerate(levels):
         mine = code == c
-        bucket = spec.buckets(lv, score[mine])
+        bucket = weighted.buckets(lv, score[mine])
         part = None if many is None else many[mine]
-        out.append(spec.weighted_counts(bucket, keys[mine], fixed[mine], len(lv), r, part))
+        out.append(weighted.weighted_counts(bucket, keys[mine], fixed[mine], len(lv), r, part))
         plain = np.bincount(bucket, weights=part, minlength=len(lv) + 1)[: len(lv)]
         out.append(np.rint(plain).astype(np.int64))
     return out
@@ -70,7 +70,7 @@ def fold(counts: np.ndarray, fine: np.ndarray, coarse: np.ndarray) -> np.ndarray
     """Counts per bucket of the ``fine`` levels (int64 (T, …)) per bucket of ``coarse``,
     a subset of them (int64 (T_c, …)): sums of runs of neighbouring buckets."""
     # fine bucket i (scores from fine[i] to fine[i-1]) lies in coarse bucket j(i)
-    j = spec.buckets(coarse, fine)
+    j = weighted.buckets(coarse, fine)
     total = np.concatenate([np.zeros((1, *counts.shape[1:]), np.int64), np.cumsum(counts, axis=0)])
     edges = np.searchsorted(j, np.arange(len(coarse) + 1), "left")
     return total[edges[1:]] - total[edges[:-1]]
@@ -106,20 +106,22 @@ def table(
     for g, name in enumerate(groups.names):
         lv = levels[g]
         mine = (codes == g) | (codes == none)
-        weighted = counts[1 + 2 * g] + fold(shared_w, levels[none], lv)
+        drawn_misses = counts[1 + 2 * g] + fold(shared_w, levels[none], lv)
         plain = counts[2 + 2 * g] + fold(shared_p, levels[none], lv)
         owned = (positives[1] == g) | (positives[1] == none)
         pairs = (keys[mine], scores[mine], ranks[mine])
         figures = point(
-            np.bincount(spec.buckets(lv, pairs[1]), minlength=len(lv)),
+            np.bincount(weighted.buckets(lv, pairs[1]), minlength=len(lv)),
             plain,
             pairs[2],
             int(owned.sum()),
         )
         replicates = {}
         if r.resamples and owned.any():
-            hits, found, drawn = spec.true_counts(lv, pairs, positives[0][owned], r)
-            replicates = spec.replicates(spec.Counts(weighted, hits, found, drawn))
+            hits, found, drawn = weighted.true_counts(lv, pairs, positives[0][owned], r)
+            replicates = weighted.replicates(
+                weighted.WeightedCounts(drawn_misses, hits, found, drawn)
+            )
         n_predictions = int(rows[g] + rows[none] + mine.sum())
         out.append(
             GroupResult.of(
@@ -137,25 +139,11 @@ def point(hits: np.ndarray, misses: np.ndarray, ranks: np.ndarray, n_positives: 
         return dict.fromkeys(("micro_ap", "recall_at_p90", "recall_at_rank1", "recall_at_rank10"))
     k = np.cumsum(hits)
     n = np.cumsum(misses) + k
-    reached = k / n >= REQUIRED_PRECISION  # n ≥ 1: every level holds a true pair
+    reached = k / n >= kernel.REQUIRED_PRECISION  # n ≥ 1: every level holds a true pair
     out = {
-        "micro_ap": spec.micro_ap_of_levels(hits, misses, n_positives),
+        "micro_ap": kernel.micro_ap(hits, k, n, n_positives),
         "recall_at_p90": float(k[reached].max() / n_positives) if reached.any() else None,
     }
-    for name, rank in spec.RANKS.items():
+    for name, rank in kernel.RANKS.items():
         out[name] = float(np.count_nonzero(ranks < rank) / n_positives)
     return out
-
-
-def measure(
-    s: spec.Sample, code: np.ndarray, gt: GroundTruth, groups: QueryGroups, r: Resampling
-) -> GroupTable:
-    """The group table of one submission held in memory (``s``; ``code`` int (n,): each
-    row's code), the one counting pass the in-process engine and a pool's file task run."""
-    true_codes = code[s.label]
-    levels = code_levels(s.score[s.label], true_codes, groups.none)
-    miss = ~s.label
-    counts = code_miss_counts(levels, s.score[miss], s.keys[miss], s.unknown[miss], code[miss], r)
-    true_pairs = (s.keys[s.label], s.score[s.label], s.ranks, true_codes)
-    positives = (s.positive_keys, positive_codes(gt, groups.codes))
-    return table(groups, levels, counts, true_pairs, positives, r)

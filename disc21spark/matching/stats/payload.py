@@ -2,7 +2,7 @@
 
 A partition's counts for one submission are a list of additive int64 arrays (the
 non-matches per level and resample, their optimistic counts, the groups' counts:
-``spec.miss_counts``, ``groups.code_miss_counts``). Sent as one row per partition they
+``weighted.miss_counts``, ``groups.code_miss_counts``). Sent as one row per partition they
 held levels × resamples integers, 30 MB at 50M pairs (3,765 levels × 1,000 resamples),
 and a 1 GB driver ran out of heap holding two of them (docs/benchmarks.md). Here the
 arrays are flattened and cut into blocks of at most ``BLOCK`` integers, each packed in the

@@ -24,7 +24,7 @@ from disc21spark.core.phases import Phases
 from disc21spark.matching.labels import SUBMISSION
 from disc21spark.matching.model import GroundTruth, MatchingMetrics
 from disc21spark.matching.plan import Grid, TruePairs
-from disc21spark.matching.stats import groups, payload, spec, weights
+from disc21spark.matching.stats import groups, payload, weighted, weights
 from disc21spark.matching.stats.groups_table import GroupTable
 from disc21spark.matching.stats.model import Resampling, Uncertainty
 
@@ -61,11 +61,11 @@ def measure(
     r: Resampling,
 ) -> dict[int, tuple[Uncertainty, GroupTable | None]]:
     """The Uncertainty of each submission of ``true`` (its true pairs and their ranks),
-    equal to ``spec.uncertainty`` bit for bit, and its group table (None without
+    equal to ``stats.spec.bootstrap`` bit for bit, and its group table (None without
     ``r.groups``), equal to ``groups_spec.group_table``."""
-    keys = spec.ground_truth_keys(gt, r.seed)
+    keys = weighted.ground_truth_keys(gt, r.seed)
     subs = list(true)
-    levels = {s: spec.levels_of(true[s].score) for s in subs}
+    levels = {s: weighted.levels_of(true[s].score) for s in subs}
     codes = r.groups.codes if r.groups is not None else None
     by_code = (
         {}
@@ -79,7 +79,7 @@ def measure(
     else:  # no resample, no group: the plan's own counts hold the optimistic buckets
         counts = {s: (np.zeros((len(levels[s]), 0), np.int64), true[s].optimistic) for s in subs}
         code_counts = {}
-    positives = spec.positive_keys(gt, r.seed)
+    positives = weighted.positive_keys(gt, r.seed)
     owners = None if codes is None else groups.positive_codes(gt, codes)
     out = {}
     for s in subs:
@@ -94,7 +94,10 @@ def measure(
             table = groups.table(
                 r.groups, by_code[s], code_counts.get(s), with_codes, (positives, owners), r
             )
-        out[s] = (spec.uncertainty_of(levels[s], misses, optimistic, pairs, positives, r), table)
+        out[s] = (
+            weighted.uncertainty_of(levels[s], misses, optimistic, pairs, positives, r),
+            table,
+        )
     return out
 
 
@@ -107,7 +110,7 @@ def _miss_counts(
     r: Resampling,
 ) -> tuple[dict[int, tuple[np.ndarray, np.ndarray]], dict[int, list[np.ndarray]]]:
     """Per submission with true pairs (or with groups): its non-matches' counts
-    (``spec.miss_counts``) and per group code (``groups.code_miss_counts``, when
+    (``weighted.miss_counts``) and per group code (``groups.code_miss_counts``, when
     ``by_code`` holds its levels), counted in each partition, added up per block on the
     executors (``payload.py``), and put together here."""
     wanted = {s: lv for s, lv in levels.items() if len(lv) or s in by_code}
@@ -220,7 +223,7 @@ def _batch_counts(
         fixed = qi < 0
         at = np.where(fixed, 0, qi)
         n = many[mine]
-        parts = list(spec.miss_counts(levels, score[mine], keys[at], fixed, r, n))
+        parts = list(weighted.miss_counts(levels, score[mine], keys[at], fixed, r, n))
         if int(s) in by_code:
             code = np.where(fixed, r.groups.none, r.groups.codes[at])
             more = groups.code_miss_counts(
