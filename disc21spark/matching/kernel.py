@@ -112,6 +112,22 @@ def _terms(k: np.ndarray, n: np.ndarray, p: np.ndarray | float) -> np.ndarray:
     return (k / p - (k - 1) / p) * (k / n)
 
 
+def p90_levels(k_end: np.ndarray, n_end: np.ndarray) -> np.ndarray:
+    """int64 (C,): in each column the level whose last true positive has the highest
+    recall at precision ≥ 0.9 (-1: precision 0.9 is never reached). A level's last true
+    positive dominates the level's others in recall and precision, so recall at P90, its
+    precision and its threshold are those of the level's end (``level_ends``, (T, C) or
+    (T,) for one column, then a (1,) result)."""
+    k_end, n_end = np.atleast_2d(k_end.T).T, np.atleast_2d(n_end.T).T
+    with np.errstate(divide="ignore", invalid="ignore"):
+        reached = k_end / n_end >= REQUIRED_PRECISION
+    if not len(reached):
+        return np.full(reached.shape[1], -1, dtype=np.int64)
+    # K grows down the levels: the last level reached has the highest recall
+    last = len(reached) - 1 - np.argmax(reached[::-1], axis=0)
+    return np.where(reached.any(axis=0), last, -1).astype(np.int64)
+
+
 def recall_at_rank(ranks: np.ndarray, k: int) -> float:
     """Fraction of ground-truth pairs found within the first k predictions of their query
     (``ranks`` int (P,): 0 = first, -1 = never predicted)."""

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from disc21spark.matching import kernel
-from disc21spark.matching.kernel import REQUIRED_PRECISION, assemble, peak_points, thin_curve
+from disc21spark.matching.kernel import assemble, peak_points, thin_curve
 from disc21spark.matching.model import GroundTruth, MatchingMetrics
 
 
@@ -164,21 +164,17 @@ def finish(
     # the kernel's per-level counts, levels decreasing: true pairs of each level, and the
     # non-matches from it (ties included) up to the level above
     hits = np.bincount(np.searchsorted(truth.levels, truth.score), minlength=len(truth.levels))
-    misses_ge = counts.misses_ge[::-1]
-    k_end = np.cumsum(hits[::-1])
-    micro_ap = kernel.micro_ap(hits[::-1], k_end, misses_ge + k_end, n_positives)
-
+    hits = hits[::-1]
+    k_end = np.cumsum(hits)
+    n_end = counts.misses_ge[::-1] + k_end
+    micro_ap = kernel.micro_ap(hits, k_end, n_end, n_positives)
+    (best,) = kernel.p90_levels(k_end, n_end)
+    point, keep = (None, None, None), None
+    if best >= 0:
+        k, n = int(k_end[best]), int(n_end[best])
+        point = (k / n, k / n_positives, float(truth.levels[::-1][best]))
+        keep = k - 1  # the level's last true positive, among the curve's peaks
     ntp = np.arange(1, len(pos) + 1)
-    precision = ntp / pos
-    valid = np.flatnonzero(precision >= REQUIRED_PRECISION)
-    keep = None
-    if valid.size:
-        best = valid[-1]  # recall grows with k: the last valid peak has the highest
-        point = (float(precision[best]), float(ntp[best] / n_positives), float(thr[best]))
-        keep = int(best)
-    else:
-        point = (None, None, None)
-
     n_tp = len(pos)
     if counts.n and (n_tp == 0 or pos[-1] != counts.n):
         ntp = np.append(ntp, n_tp)

@@ -137,12 +137,11 @@ def point(hits: np.ndarray, misses: np.ndarray, ranks: np.ndarray, n_positives: 
     pairs' ranks and the positives: the scorer's divisions, so the same bits."""
     if n_positives == 0:
         return dict.fromkeys(("micro_ap", "recall_at_p90", "recall_at_rank1", "recall_at_rank10"))
-    k = np.cumsum(hits)
-    n = np.cumsum(misses) + k
-    reached = k / n >= kernel.REQUIRED_PRECISION  # n ≥ 1: every level holds a true pair
+    k, n = kernel.level_ends(hits, misses)
+    (best,) = kernel.p90_levels(k, n)
     out = {
         "micro_ap": kernel.micro_ap(hits, k, n, n_positives),
-        "recall_at_p90": float(k[reached].max() / n_positives) if reached.any() else None,
+        "recall_at_p90": float(k[best] / n_positives) if best >= 0 else None,
     }
     for name, rank in kernel.RANKS.items():
         out[name] = float(np.count_nonzero(ranks < rank) / n_positives)

@@ -93,13 +93,12 @@ def replicates(c: WeightedCounts) -> dict[str, np.ndarray]:
     """float64 (B,) per statistic (model.STATISTICS): the figure in each resample."""
     total = c.positives.astype(np.float64)
     k_end, n_end = kernel.level_ends(c.hits, c.misses)
+    best = kernel.p90_levels(k_end, n_end)
+    found = k_end[best, np.arange(len(best))] if len(k_end) else np.zeros(len(best))
     with np.errstate(divide="ignore", invalid="ignore"):
-        # each level's last true positive dominates its others in recall and precision
-        reached = k_end / n_end >= kernel.REQUIRED_PRECISION
-        best = np.where(reached, k_end, 0).max(axis=0, initial=0) / total
         out = {
             "micro_ap": kernel.micro_ap(c.hits, k_end, n_end, c.positives, exact_columns=0),
-            "recall_at_p90": best,
+            "recall_at_p90": np.where(best >= 0, found, 0) / total,
         }
         out.update({name: c.found[k] / total for name, k in kernel.RANKS.items()})
     none = c.positives == 0
