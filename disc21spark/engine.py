@@ -26,7 +26,8 @@ The rule (``--engine``, ``--pool-plan``, ``--local-max-bytes``; the docs hold it
    the distributed plan unless per-file is asked.
 
 ``choose`` takes plain values (for ``disc21spark.evaluate`` as for the command line);
-``plan_for`` finishes the choice once the files and their sizes are listed on Spark.
+``settle`` finishes it once Spark lists the inputs: one submission or a pool, the files
+and their sizes, the plan, and why (``Choice.reasons``; ``--explain`` prints them).
 """
 
 from __future__ import annotations
@@ -35,19 +36,23 @@ import logging
 import os
 import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
+from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from disc21spark.core import fs
 from disc21spark.core.config import parse_limit, value
 from disc21spark.core.errors import InputError
 from disc21spark.core.memory import BATCH_BYTES, SMALLEST_BATCH
-from disc21spark.core.paths import display_path, is_plain, is_uri
+from disc21spark.core.paths import display_path, is_glob, is_plain, is_uri
 
 if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
     from disc21spark.matching.rows import Row
 
 ENGINES = ("auto", "spark", "local")
+KINDS = ("one submission", "pool", "descriptor track")
 PLANS = ("auto", "per-file", "distributed")
 # 0.1.0's name of the distributed plan (it sorted the rows then, and no longer does): it
 # still works for one release, with a warning (``plan_named``)
@@ -66,8 +71,10 @@ log = logging.getLogger("disc21spark")
 
 @dataclass(frozen=True)
 class Choice:
-    """The engine of a run (``local`` or ``spark``) and its plan as asked (``auto``,
-    ``per-file``, ``distributed``; ``plan_for`` settles ``auto`` on Spark)."""
+    """The engine of a run (``local`` or ``spark``), its plan (``auto``, ``per-file``,
+    ``distributed``: as asked until ``settle`` lists the inputs and settles it), what the
+    input is (``kind``: one submission, a pool, the descriptor track), the submission
+    files listed with their sizes in bytes, and why, one reason a rule applied."""
 
     engine: str
     plan: str = "auto"
@@ -76,6 +83,9 @@ class Choice:
     # the local engine reads a file this many bytes at a time (matching/batched.py,
     # ``batch_bytes``); None: no file (a table in memory), or not the local engine
     batch_bytes: int | None = None
+    kind: str | None = None  # KINDS; None until settled (``choose`` knows it for local)
+    files: tuple[tuple[str, int], ...] = ()
+    reasons: tuple[str, ...] = field(default=(), compare=False)  # why, not what
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "plan", plan_named(self.plan))
@@ -83,6 +93,24 @@ class Choice:
     @property
     def needs_spark(self) -> bool:
         return self.engine == "spark"
+
+    @property
+    def settled(self) -> bool:
+        """The plan and the kind of input decided (``settle``): nothing left to decide."""
+        return self.kind is not None and self.plan != "auto"
+
+    def because(self, *reasons: str, **changes: Any) -> Choice:
+        """This choice with ``changes`` and more reasons."""
+        return replace(self, reasons=(*self.reasons, *reasons), **changes)
+
+    def lines(self) -> list[str]:
+        """The decision and its reasons, as ``--explain`` prints them."""
+        kind = self.kind or "not known before Spark lists the inputs"
+        head = [f"engine: {self.engine}", f"input: {kind}", f"plan: {self.plan}"]
+        if self.batch_bytes:
+            head.append(f"batches: {self.batch_bytes:,} bytes of the file at a time")
+        head += [f"file: {display_path(f)} ({size:,} bytes)" for f, size in self.files]
+        return head + [f"because: {why}" for why in self.reasons]
 
 
 def plan_named(name: str, warn: Callable[[str], None] | None = None) -> str:
@@ -100,8 +128,8 @@ def plan_named(name: str, warn: Callable[[str], None] | None = None) -> str:
     return new
 
 
-LOCAL = Choice("local", "per-file", "local")
-DISTRIBUTED = Choice("spark", "distributed", "spark")
+LOCAL = Choice("local", "per-file", "local", kind="one submission")
+DISTRIBUTED = Choice("spark", "distributed", "spark", kind="one submission")
 
 
 def choose(
@@ -137,9 +165,13 @@ def choose(
     if input_kind == "spark-dataframe":
         if engine == "local":
             raise InputError("--engine local", "a Spark DataFrame is scored on Spark")
-        return Choice("spark", "distributed" if plan == "auto" else plan, engine, local_max_bytes)
+        return spark.because(
+            "a Spark DataFrame is scored in its session",
+            plan="distributed" if plan == "auto" else plan,
+            kind="one submission",
+        )
     if engine == "spark":
-        return spark
+        return spark.because("--engine spark")
     why = _not_local(
         track, predictions, ground_truth, output, submission_column, predictions_format, input_kind
     )
@@ -151,7 +183,7 @@ def choose(
             raise InputError("--engine local", f"{why}; use --engine spark")
         return _local(predictions, engine, local_max_bytes, input_kind)
     if why or master:
-        return spark
+        return spark.because(why or f"--master {master}")
     return _local(predictions, engine, local_max_bytes, input_kind)
 
 
@@ -166,7 +198,11 @@ def _local(
             "spark-submit: one local file is scored in this process, with no Spark "
             "session (--engine spark: on Spark)"
         )
-    return Choice("local", "per-file", engine, local_max_bytes, batches)
+    what = "one local file" if input_kind == "path" else f"a table in memory ({input_kind})"
+    return Choice("local", "per-file", engine, local_max_bytes, batches, "one submission").because(
+        f"{what}: scored in this process, no Spark session"
+        + (", read in batches whatever its size" if batches else "")
+    )
 
 
 def batch_bytes(limit: int) -> int:
@@ -227,30 +263,79 @@ def _missing_local_file(paths: Sequence[str]) -> str | None:
     return None
 
 
-def plan_for(
-    choice: Choice, files: Sequence[tuple[str, int | None]], fmt: str = "auto", pool: bool = True
-) -> str:
-    """``per-file`` or ``distributed`` for the submission files ``(path or "table:<name>",
-    size in bytes or None)`` of a run on ``choice``; ``pool``: several submissions (one
-    submission on an asked-for Spark engine keeps the distributed plan under ``auto``).
+def settle(
+    spark: SparkSession | None,
+    choice: Choice,
+    predictions: Sequence[str],
+    *,
+    track: str = "matching",
+    submission_column: str | None = None,
+    fmt: str = "auto",
+) -> Choice:
+    """``choice`` with everything decided, once the session can list the inputs: what
+    they are (one submission, a pool, the descriptor track), the submission files with
+    their sizes, and the plan. Called once a run, before its job; the jobs read it.
 
-    Raises InputError when per-file is asked for files it cannot read."""
-    if choice.engine == "local":
-        return "per-file"
+    A pool: several paths, a glob, a folder of submissions (not of one dataset's part
+    files) or a submission column. The plan (``--pool-plan``, ``--local-max-bytes``):
+    ``per-file`` when every file is read alike by Arrow (by its name: CSV, .gz, .bz2,
+    Parquet) and at most ``local_max_bytes`` (auto: ``TASK_MAX_BYTES``), else
+    ``distributed``; one submission with ``--engine spark`` asked for keeps the
+    distributed plan unless per-file is asked. Raises InputError when per-file is asked
+    for files it cannot read, or a path names no file."""
+    if choice.settled or not choice.needs_spark:
+        return choice
+    if track == "descriptor":
+        return choice.because(kind="descriptor track", plan="distributed")
+    if submission_column:
+        why = "a table with a submission column: the distributed plan reads it"
+        return choice.because(why, kind="pool", plan=plan_of(choice, [("table:", None)])[0])
+    listed = [tuple(fs.sized_files(spark, path).items()) for path in predictions]
+    files = tuple(f for one in listed for f in one)
+    if _is_pool(spark, predictions, listed[0]):
+        plan, why = plan_of(choice, files, fmt)
+        return choice.because(why, kind="pool", plan=plan, files=files)
+    if len(files) != 1:
+        why = f"{len(files)} part files of one submission: the distributed plan reads them"
+        return choice.because(why, kind="one submission", plan="distributed", files=files)
+    plan, why = plan_of(choice, files, fmt, pool=False)
+    return choice.because(why, kind="one submission", plan=plan, files=files)
+
+
+def _is_pool(spark: SparkSession, predictions: Sequence[str], first: tuple) -> bool:
+    """Several paths, a glob, or a folder of submissions (not of one dataset's part files,
+    ``first``: the first path's files as listed)."""
+    path = predictions[0]
+    if len(predictions) > 1 or is_glob(path):
+        return True
+    if not fs.is_directory(spark, path):
+        return False
+    return not all(PurePosixPath(f).name.startswith("part-") for f, _ in first)
+
+
+def plan_of(
+    choice: Choice, files: Sequence[tuple[str, int | None]], fmt: str = "auto", pool: bool = True
+) -> tuple[str, str]:
+    """(``per-file`` or ``distributed``, why) for the submission files ``(path or
+    "table:<name>", size in bytes or None)`` of a run on Spark; ``pool``: several
+    submissions."""
     plan = choice.plan
-    if (
-        plan == "distributed"
-        or not files
-        or (plan == "auto" and not pool and choice.asked == "spark")
-    ):
-        return "distributed"
+    if not choice.needs_spark:
+        return "per-file", "the local engine: in this process"
+    if plan == "distributed":
+        return plan, "--pool-plan distributed"
+    if not files:
+        return "distributed", "no file listed"
+    if plan == "auto" and not pool and choice.asked == "spark":
+        return "distributed", "one submission with --engine spark: the rows spread over Spark"
     limit = (choice.local_max_bytes or TASK_MAX_BYTES) if plan == "auto" else None
     why = next(filter(None, (_not_per_file(path, size, fmt, limit) for path, size in files)), None)
     if why is None:
-        return "per-file"
+        size = f"at most {limit:,} bytes" if limit else "any size"
+        return "per-file", f"every file read alike by Arrow and Spark, {size}: one task a file"
     if plan == "per-file":
         raise InputError("--pool-plan per-file", f"{why}; use --pool-plan distributed")
-    return "distributed"
+    return "distributed", why
 
 
 def _not_per_file(path: str, size: int | None, fmt: str, max_bytes: int | None) -> str | None:

@@ -108,3 +108,37 @@ def test_no_test_module_imports_another_but_the_listed_fixtures():
             if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("tests.test_"):
                 found.add((path.name, node.module))
     assert found <= TEST_IMPORTS_LEFT, sorted(found - TEST_IMPORTS_LEFT)
+
+
+# the one decision (docs/design.md, "Which engine and which plan"): engine.choose before
+# anything starts, engine.settle once Spark can list the inputs, each asked once a run by
+# the entry points below; the rule itself (plan_of, the pool test) is engine.py's alone
+DECIDERS = {
+    "choose": {"commands/evaluate.py", "api/inputs.py"},
+    "settle": {"commands/evaluate.py", "api/matching.py", "matching/job.py", "pool/job.py"},
+    "plan_of": set(),
+}
+
+
+def test_the_engine_and_the_plan_are_decided_in_engine_py_alone():
+    calls = re.compile(r"\b(?:engine|engines)\.(choose|settle|plan_of)\(")
+    # a plan compared with "auto" is a plan still to decide; a master or a session's
+    # configuration read to pick an engine or a plan is deciding again
+    undecided = re.compile(r"plan\s*[!=]=\s*\"auto\"|\.master\b.*plan|is_pool|plan_for")
+    found = []
+    for path in modules():
+        where = str(path.relative_to(PACKAGE))
+        if where == "engine.py":
+            continue
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            for name in calls.findall(line):
+                if where not in DECIDERS[name]:
+                    found.append(f"{where}:{number} calls engine.{name}")
+            if undecided.search(line):
+                found.append(f"{where}:{number} decides: {line.strip()}")
+    assert not found, f"decide in disc21spark/engine.py and pass the Choice down: {found}"
+    # and each entry point asks once
+    for name, places in DECIDERS.items():
+        for where in places:
+            text = (PACKAGE / where).read_text(encoding="utf-8")
+            assert len(calls.findall(text)) >= 1 and text.count(f".{name}(") == 1, (where, name)

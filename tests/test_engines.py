@@ -212,8 +212,11 @@ def test_one_submission_on_spark_takes_the_per_file_plan_when_it_fits(spark, tmp
             choice=engine.Choice("spark", "auto", "auto", limit),
         )
         seen[name] = run(spark, job)
-        phases = json.loads((tmp_path / name / "metrics.json").read_text())["run"]["phase_seconds"]
-        assert ("count" in phases) == (name == "larger"), phases
+        record = json.loads((tmp_path / name / "metrics.json").read_text())["run"]
+        assert ("count" in record["phase_seconds"]) == (name == "larger"), record
+        # the run record says which plan ran and why
+        assert record["plan"] == ("distributed" if name == "larger" else "per-file")
+        assert ("more than --local-max-bytes" in record["plan_reasons"][-1]) == (name == "larger")
     assert_same(seen["fits"], seen["larger"])
     expected = evaluate(
         frame.query_id.to_numpy(), frame.reference_id.to_numpy(), frame.score.to_numpy(), gt
@@ -261,3 +264,39 @@ def test_the_in_process_engine_scores_bytes_as_it_scores_the_file(tmp_path, suff
             InputError, match=r"^viewfs://t/x/cut.csv.gz: cannot be read as gzip \(truncated"
         ):
             local.score_source(Source.of_bytes("viewfs://t/x/cut.csv.gz", cut), "auto", gt, 0, 100)
+
+
+def test_explain_prints_the_decision_and_scores_nothing(spark, tmp_path, capsys):
+    """--explain added to a command: the engine, the input's kind, the plan and the
+    reasons, then exit 0 with nothing written to --output; a local file starts no
+    Spark, a folder is listed on Spark."""
+    from tests.running import in_process
+
+    gt = make_gt(40, 25)
+    truth = gt_csv(tmp_path / "truth.csv", gt)
+    random_submission(np.random.default_rng(3), gt, 50, 7).to_csv(tmp_path / "p.csv", index=False)
+    common = ["evaluate", "--ground-truth", str(truth), "--explain"]
+    out = tmp_path / "out"
+    local = in_process(
+        [*common, "--predictions", str(tmp_path / "p.csv"), "--output", str(out)], capsys, None
+    )
+    assert local.code == 0, local.err
+    lines = local.out.splitlines()
+    assert lines[:3] == ["engine: local", "input: one submission", "plan: per-file"]
+    assert any(line.startswith("because: one local file: scored in this process") for line in lines)
+    assert not out.exists()
+    pool = tmp_path / "pool"
+    pool.mkdir()
+    for name in ("a", "b"):
+        (pool / f"{name}.csv").write_text((tmp_path / "p.csv").read_text())
+    argv = [*common, "--predictions", str(pool), "--output", str(out), "--pool-plan", "auto"]
+    listed = in_process(argv, capsys, spark)
+    assert listed.code == 0, listed.err
+    lines = listed.out.splitlines()
+    assert lines[:3] == ["engine: spark", "input: pool", "plan: per-file"]
+    assert sum(line.startswith("file: ") for line in lines) == 2
+    assert lines[-2:] == [
+        f"because: {pool}: not one local file",
+        f"because: every file read alike by Arrow and Spark, at most {engine.TASK_MAX_BYTES:,} "
+        "bytes: one task a file",
+    ]

@@ -207,16 +207,20 @@ def test_two_files_with_one_name_and_single_file_stays_strict(spark, tmp_path, g
     (tmp_path / "b" / "x.csv").write_text("Q1,R1,0.5\n")
     with pytest.raises(InputError, match="two submissions would be named 'x'"):
         pool.run(spark, pool.PoolJob(gt_file, [str(tmp_path / "a"), str(tmp_path / "b")], None))
-    assert not pool.is_pool(spark, [str(tmp_path / "a" / "x.csv")], None)
-    assert pool.is_pool(spark, [str(tmp_path / "a")], None)
+
+    def is_pool(path) -> bool:
+        return engine.settle(spark, engine.Choice("spark"), [str(path)]).kind == "pool"
+
+    assert not is_pool(tmp_path / "a" / "x.csv")
+    assert is_pool(tmp_path / "a")
     # relative paths, as `make demo` gives one (relative to where Spark started)
     rel = Path(os.path.relpath(tmp_path))
-    assert not pool.is_pool(spark, [str(rel / "a" / "x.csv")], None)
-    assert pool.is_pool(spark, [str(rel / "a")], None)
-    assert pool.is_pool(spark, [str(rel / "a" / "*.csv")], None)
+    assert not is_pool(rel / "a" / "x.csv")
+    assert is_pool(rel / "a")
+    assert is_pool(rel / "a" / "*.csv")
     (tmp_path / "parts").mkdir()
     (tmp_path / "parts" / "part-00000.csv").write_text("Q1,R1,0.5\n")
-    assert not pool.is_pool(spark, [str(rel / "parts")], None)
+    assert not is_pool(rel / "parts")
 
 
 def test_plan_auto_goes_by_name_and_size_on_any_file_system(tmp_path):
@@ -228,7 +232,7 @@ def test_plan_auto_goes_by_name_and_size_on_any_file_system(tmp_path):
         asked: str, limit: int | None, items=files, pool: bool = True, engine_asked="auto"
     ) -> str:
         choice = engine.Choice("spark", asked, engine_asked, local_max_bytes=limit)
-        return engine.plan_for(choice, items, "auto", pool)
+        return engine.plan_of(choice, items, "auto", pool)[0]
 
     assert plan("auto", 1 << 20) == "per-file"
     assert plan("distributed", 1 << 20) == "distributed"
@@ -248,7 +252,7 @@ def test_plan_auto_goes_by_name_and_size_on_any_file_system(tmp_path):
     assert plan("auto", 1 << 20, files[:1], pool=False) == "per-file"
     assert plan("auto", 1 << 20, files[:1], pool=False, engine_asked="spark") == "distributed"
     assert plan("per-file", 1 << 20, files[:1], pool=False, engine_asked="spark") == "per-file"
-    assert engine.plan_for(engine.LOCAL, odd) == "per-file"
+    assert engine.plan_of(engine.LOCAL, odd)[0] == "per-file"
     # auto (None): a task's fixed share, whatever the driver's memory
     big = [(files[0][0], engine.TASK_MAX_BYTES + 1)]
     assert plan("auto", None, [(files[0][0], engine.TASK_MAX_BYTES)]) == "per-file"
@@ -295,7 +299,7 @@ def test_odd_parquet_types_send_the_pool_to_the_distributed_plan(spark, tmp_path
     result = pool.run(spark, pool.PoolJob(gt_file, [str(folder)], None, pool_plan="auto"))
     by_name = {s.name: s for s in result.submissions}
     sources = [(s.source, 1) for s in result.submissions]
-    assert engine.plan_for(engine.Choice("spark"), sources) == "distributed"
+    assert engine.plan_of(engine.Choice("spark"), sources)[0] == "distributed"
     assert by_name["plain"].metrics.n_true_positives == 2
     assert by_name["ints"].status == "ok" and by_name["ints"].metrics.n_predictions == 1
 
@@ -379,7 +383,10 @@ def test_one_submission_through_viewfs_is_scored_in_one_task_as_the_local_file(
     frame = write_pool(folder, 9, 2)["team01"]
     remote = mount(spark, folder)
     auto = engine.choose([f"{remote}/team01.csv"], gt_file)
-    assert auto == engine.Choice("spark", "auto", "auto")
+    assert (auto.engine, auto.plan, auto.asked, auto.kind) == ("spark", "auto", "auto", None)
+    assert auto.reasons == (f"{remote}/team01.csv: not one local file",)
+    settled = engine.settle(spark, auto, [f"{remote}/team01.csv"])
+    assert (settled.kind, settled.plan) == ("one submission", "per-file")
     got = run_one(
         spark, MatchingJob(gt_file, f"{remote}/team01.csv", str(tmp_path / "o"), choice=auto)
     )

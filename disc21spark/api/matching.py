@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from disc21spark import engine as engines
 from disc21spark.api import inputs
 from disc21spark.api.inputs import ARROW, PATH, SPARK, Engine, kind, label
 from disc21spark.api.renamed import old_keywords
@@ -161,7 +162,9 @@ def _score_one(
     job = MatchingJob.from_args(args, engine.choice)
     job = replace(job, groups=groups_phase(engine.spark, job.query_groups, gt, Phases()))
     if kind(predictions) == PATH:
-        return score_predictions(engine.spark, job, gt, Phases())
+        fmt = job.predictions_format
+        choice = engines.settle(engine.spark, engine.choice, [job.predictions], fmt=fmt)
+        return score_predictions(engine.spark, replace(job, choice=choice), gt, Phases())
     source = label(name, predictions)
     if not engine.choice.needs_spark:
         # a table gets what a file gets: the intervals, and with resamples=0 the

@@ -140,7 +140,7 @@ class Evaluation:
         return self.choice.needs_spark
 
     def output_folder(self) -> str | None:
-        return self.args.output
+        return None if self.args.explain else self.args.output
 
     def settings(self) -> dict[str, Any]:
         """What the run record keeps of the command line: the options of this run's
@@ -149,10 +149,15 @@ class Evaluation:
         return track_options(self.args)
 
     def execute(self, spark: Any) -> Any:
+        self.choice = settled(spark, self.args, self.choice)
+        if self.args.explain:
+            return self.choice
         self.chosen = pick(spark, self.args, self.choice)
         return self.chosen.execute(spark)
 
     def summary(self, result: Any) -> list[str]:
+        if self.args.explain:
+            return result.lines()
         return self.chosen.summary(result)
 
 
@@ -180,20 +185,31 @@ def choice_of(args: argparse.Namespace) -> engine.Choice:
     )
 
 
+def settled(spark: Any, args: argparse.Namespace, choice: engine.Choice) -> engine.Choice:
+    """``engine.settle`` for this command line, once the session (if any) is up."""
+    return engine.settle(
+        spark,
+        choice,
+        args.predictions or [],
+        track=args.track,
+        submission_column=args.submission_column,
+        fmt=args.predictions_format,
+    )
+
+
 def pick(spark: Any, args: argparse.Namespace, choice: engine.Choice) -> Any:
-    """The descriptor track, a pool, or one submission scored strictly, on ``choice``."""
+    """The job for ``choice``, settled (``engine.settle``): the descriptor track, a pool,
+    or one submission scored strictly."""
     from disc21spark.matching.job import MatchingJob
 
-    if not choice.needs_spark:  # one local file, checked by engine.choose
-        return MatchingJob.from_args(args, choice)
-    if args.track == "descriptor":
+    if choice.kind == "descriptor track":
         from disc21spark.descriptors.job import DescriptorJob
 
         return DescriptorJob.from_args(args)
-    from disc21spark.pool.job import PoolJob, is_pool
+    if choice.kind == "pool":
+        from disc21spark.pool.job import PoolJob
 
-    if is_pool(spark, args.predictions, args.submission_column):
-        return PoolJob.from_args(args)
+        return PoolJob.from_args(args, choice)
     if args.previous or args.fail_on_invalid:
         log.info("one submission: --previous and --fail-on-invalid do not apply")
     return MatchingJob.from_args(args, choice)

@@ -140,6 +140,12 @@ def _add_engine_arguments(p: argparse.ArgumentParser, conf: dict[str, Any]) -> N
         help="matching track, one file: local scores it in this process (no JVM), read "
         "in batches whatever its size; auto does so for one local file",
     )
+    p.add_argument(
+        "--explain",
+        action="store_true",
+        help="add to a command: print its engine, plan and why, then stop (nothing is scored, "
+        "--output is left as it is; on Spark the inputs are listed to decide)",
+    )
     add_option(
         p,
         conf,

@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING
 from disc21spark import engine
 from disc21spark.core import config, damage
 from disc21spark.core.errors import InputError
-from disc21spark.core.fs import sized_files
 from disc21spark.core.output import check_writable, staged_output
 from disc21spark.core.paths import detect_format
 from disc21spark.core.phases import Phases
@@ -72,23 +71,23 @@ def score_predictions(
     spark: SparkSession | None, job: MatchingJob, gt: GroundTruth, phases: Phases
 ) -> MatchingMetrics:
     """The submission's metrics, or the InputError naming its first problem, on the
-    plan of ``job.choice`` (settled here by the file's size on Spark)."""
-    plan, files = job.choice.plan, {}
-    if job.choice.needs_spark and plan != "distributed":
-        files = sized_files(spark, job.predictions)
-        fmt = job.predictions_format
-        # a folder of part files is one submission: the distributed plan reads it
-        one = len(files) == 1
-        plan = (
-            engine.plan_for(job.choice, list(files.items()), fmt, pool=False)
-            if one
-            else "distributed"
-        )
-    if plan == "per-file":
-        metrics = _in_process(spark, job, files, gt, phases)
+    plan ``job.choice`` names (settled by ``engine.settle``)."""
+    return _scored(spark, job, gt, phases)[0]
+
+
+def _scored(
+    spark: SparkSession | None, job: MatchingJob, gt: GroundTruth, phases: Phases
+) -> tuple[MatchingMetrics, engine.Choice]:
+    """``score_predictions``, and the choice as it ran: a file the per-file plan finds
+    Arrow reads otherwise than Spark (Parquet ids that are not strings: its footer is
+    read only by the task) is read by the distributed plan, and the reason recorded."""
+    if job.choice.plan == "per-file":
+        metrics = _in_process(spark, job, dict(job.choice.files), gt, phases)
         if metrics is not None:
-            return metrics
-    return _distributed(spark, job, gt, phases)
+            return metrics, job.choice
+        why = f"{job.predictions}: Arrow reads its columns otherwise than Spark"
+        return _distributed(spark, job, gt, phases), job.choice.because(why, plan="distributed")
+    return _distributed(spark, job, gt, phases), job.choice
 
 
 def _in_process(
@@ -185,9 +184,12 @@ def run(spark: SparkSession | None, job: MatchingJob) -> MatchingMetrics:
     if job.output:  # before the work (once a run: the runner's check counts)
         check_writable(job.output, job.overwrite)
     phases = Phases()
+    # a job built by hand (not by the command or the API) is settled here, once
+    fmt = job.predictions_format
+    job = replace(job, choice=engine.settle(spark, job.choice, [job.predictions], fmt=fmt))
     gt = ground_truth_phase(spark, job.ground_truth, job.ground_truth_format, phases)
     job = replace(job, groups=groups_phase(spark, job.query_groups, gt, phases))
-    metrics = score_predictions(spark, job, gt, phases)
+    metrics, ran = _scored(spark, job, gt, phases)
     if job.output:
         with phases.phase("report"), staged_output(job.output, job.overwrite) as stage:
             run_info = report.run_document(
@@ -197,6 +199,8 @@ def run(spark: SparkSession | None, job: MatchingJob) -> MatchingMetrics:
                 max_results=job.max_results,
                 **job.resampling.settings(),
                 query_groups=job.query_groups,
+                plan=ran.plan,
+                plan_reasons=list(ran.reasons),
             )
             title = job.title or f"DISC21 matching track: {Path(job.predictions).name}"
             report.write_matching_report(stage, metrics, run_info, title)

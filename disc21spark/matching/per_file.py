@@ -12,7 +12,7 @@ its metrics or its one-line error; the ground truth travels once per executor as
 broadcast. The figures are the specification's, the same function the distributed plan is
 held equal to, so both plans give the same leaderboard to the last digit.
 
-``engine.plan_for`` decides which runs take this plan (by the files' names and sizes,
+``engine.settle`` decides which runs take this plan (by the files' names and sizes,
 not their scheme); a file the task finds it cannot read as Spark does (a Parquet column
 type, a file Spark returned no bytes for) is left for the distributed plan.
 """

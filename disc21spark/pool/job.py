@@ -36,10 +36,9 @@ from disc21spark.matching.read import read_parquet, read_predictions
 from disc21spark.matching.rows import PREDICTION_COLUMNS
 from disc21spark.matching.score import Scoring, UnreadableInput, score
 from disc21spark.pool import report as pool_report
-from disc21spark.pool.listing import (  # noqa: F401 (is_pool, submission_name: the pool's face)
+from disc21spark.pool.listing import (  # noqa: F401 (submission_name: the pool's face)
     file_checksums,
-    is_pool,
-    sized_pool_files,
+    named_files,
     submission_name,
     table_checksums,
 )
@@ -57,16 +56,14 @@ class PoolJob(ScoringJob):
     previous: str | None = None
     pool_plan: str = config.from_defaults()
     local_max_bytes: int | None = config.from_defaults(config.parse_limit)
-
-    @property
-    def choice(self) -> engine.Choice:
-        """The plan as asked (``engine.plan_for`` settles auto by the files' sizes)."""
-        return engine.Choice("spark", self.pool_plan, local_max_bytes=self.local_max_bytes)
+    # the engine's decision (``engine.settle``); None: settled from pool_plan on entry
+    choice: engine.Choice | None = None
 
     @classmethod
-    def from_args(cls, args: Namespace) -> PoolJob:
-        """`disc21spark evaluate` with a pool (see is_pool)."""
-        return cls(**fields_from_options(cls, args, predictions=list(args.predictions)))
+    def from_args(cls, args: Namespace, choice: engine.Choice | None = None) -> PoolJob:
+        """`disc21spark evaluate` with a pool (``engine.settle`` tells a pool)."""
+        predictions = list(args.predictions)
+        return cls(**fields_from_options(cls, args, predictions=predictions, choice=choice))
 
     def execute(self, spark: SparkSession) -> PoolResult:
         return run(spark, self)
@@ -165,6 +162,7 @@ def run(spark: SparkSession, job: PoolJob, announce: bool = True) -> PoolResult:
     if job.output:
         check_writable(job.output, job.overwrite)
     phases = Phases()
+    job = replace(job, choice=_settled(spark, job))
     gt = ground_truth_phase(spark, job.ground_truth, job.ground_truth_format, phases)
     job = replace(job, groups=groups_phase(spark, job.query_groups, gt, phases))
     settings = _settings(spark, job, job.ground_truth)
@@ -197,12 +195,32 @@ def run(spark: SparkSession, job: PoolJob, announce: bool = True) -> PoolResult:
             "predictions": job.predictions,
             "submission_column": job.submission_column,
             "query_groups": job.query_groups,
+            "plan": job.choice.plan,
+            "plan_reasons": list(job.choice.reasons),
             **settings,
         }
         with report.staged_report(spark, phases, job.output, job.overwrite, inputs) as written:
             stage, run_info = written
             pool_report.write(stage, result.submissions, run_info)
     return result
+
+
+def _settled(spark: SparkSession, job: PoolJob) -> engine.Choice:
+    """The job's decision; for a job built by hand, ``engine.settle``'s, once (a pool
+    of one file, too)."""
+    if job.choice is not None and job.choice.settled:
+        return job.choice
+    asked = job.choice or engine.Choice("spark", job.pool_plan, local_max_bytes=job.local_max_bytes)
+    return replace(
+        engine.settle(
+            spark,
+            asked,
+            job.predictions,
+            submission_column=job.submission_column,
+            fmt=job.predictions_format,
+        ),
+        kind="pool",
+    )
 
 
 def _list_submissions(spark: SparkSession, job: PoolJob) -> tuple[list[Submission], dict[str, int]]:
@@ -223,7 +241,7 @@ def _list_submissions(spark: SparkSession, job: PoolJob) -> tuple[list[Submissio
                     "(no '/', '\\', leading '.' or control character)",
                 )
         return [Submission(name, f"table:{name}", sums[name]) for name in sorted(sums)], {}
-    files = sized_pool_files(spark, job.predictions)
+    files = named_files(job.choice.files)
     sums = file_checksums(spark, [file for file, _ in files.values()])
     subs = [Submission(name, file, sums[file]) for name, (file, _) in files.items()]
     return subs, dict(files.values())
@@ -240,8 +258,7 @@ def _score(
     """Every submission of ``subs`` scored; fills its status and metrics. On the
     per-file plan each file is a task of its own, and what only Spark reads as Spark
     does is left for the distributed plan."""
-    files = [(s.source, sizes.get(s.source)) for s in subs]
-    if engine.plan_for(job.choice, files, job.predictions_format) == "per-file":
+    if job.choice.plan == "per-file":
         with phases.phase("score", unit="files") as note:
             outcomes = per_file.score_files(
                 spark,

@@ -6,6 +6,7 @@ file name without extension), or one Parquet table with a submission column.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import PurePosixPath
 
@@ -14,7 +15,6 @@ from pyspark.sql import functions as F
 
 from disc21spark.core import paths, record
 from disc21spark.core.errors import InputError
-from disc21spark.core.fs import data_files, is_directory, sized_files
 from disc21spark.core.paths import PARQUET_SUFFIXES, display_path
 
 SUFFIXES = (".csv", ".txt", *PARQUET_SUFFIXES, *paths.HADOOP_CODECS)
@@ -28,38 +28,18 @@ def submission_name(file: str) -> str:
     return name
 
 
-def is_pool(spark: SparkSession, predictions: list[str], submission_column: str | None) -> bool:
-    """Several paths, a glob, a folder of submissions (not of one dataset's part files),
-    or a submission column: a pool. One file: a single submission, scored strictly."""
-    if submission_column or len(predictions) > 1:
-        return True
-    path = predictions[0]
-    if paths.is_glob(path):
-        return True
-    files = data_files(spark, path)  # a clear error when the path does not exist
-    if not is_directory(spark, path):
-        return False
-    return not all(PurePosixPath(f).name.startswith("part-") for f in files)
-
-
-def pool_files(spark: SparkSession, patterns: list[str]) -> dict[str, str]:
-    """Submission name -> file, for every file of the patterns; names must be unique."""
-    return {name: file for name, (file, _) in sized_pool_files(spark, patterns).items()}
-
-
-def sized_pool_files(spark: SparkSession, patterns: list[str]) -> dict[str, tuple[str, int]]:
-    """Submission name -> (file, size in bytes); names must be unique (InputError)."""
+def named_files(files: Sequence[tuple[str, int]]) -> dict[str, tuple[str, int]]:
+    """Submission name -> (file, size in bytes) of the listed ``(file, size)``, by name;
+    names must be unique (InputError)."""
     found: dict[str, tuple[str, int]] = {}
-    for pattern in patterns:
-        for file, size in sized_files(spark, pattern).items():
-            name = submission_name(file)
-            if name in found and found[name][0] != file:
-                raise InputError(
-                    display_path(file),
-                    f"two submissions would be named {name!r} "
-                    f"(also {display_path(found[name][0])})",
-                )
-            found[name] = (file, size)
+    for file, size in files:
+        name = submission_name(file)
+        if name in found and found[name][0] != file:
+            raise InputError(
+                display_path(file),
+                f"two submissions would be named {name!r} (also {display_path(found[name][0])})",
+            )
+        found[name] = (file, size)
     return dict(sorted(found.items()))
 
 
