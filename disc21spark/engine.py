@@ -49,7 +49,6 @@ from disc21spark.core.paths import display_path, is_glob, is_plain, is_uri
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from disc21spark.matching.rows import Row
 
 ENGINES = ("auto", "spark", "local")
 KINDS = ("one submission", "pool", "descriptor track")
@@ -235,24 +234,18 @@ def _not_local(
 ) -> str | None:
     """Why the in-process engine cannot score these inputs, or None."""
     # here, not above: parsing a command line and --help need neither numpy nor Arrow
-    from disc21spark.matching import local
+    from disc21spark.core import formats
 
     if track == "descriptor":
         return "the descriptor track runs on Spark"
     if submission_column or (input_kind == "path" and len(predictions) != 1):
         return "a pool runs on Spark"
-    reason = local.unsupported(predictions[0], fmt) if input_kind == "path" else None
-    if reason is None and ground_truth is not None and local.local_path(ground_truth) is None:
+    reason = formats.unsupported(predictions[0], fmt) if input_kind == "path" else None
+    if reason is None and ground_truth is not None and formats.local_path(ground_truth) is None:
         reason = f"{ground_truth}: the ground truth is not a local file"
     if reason is None and output and is_uri(output):
         reason = f"{output}: an output written through Hadoop's file systems"
     return reason
-
-
-def _local_path(path: str) -> str:
-    from disc21spark.matching.source import local_path
-
-    return local_path(path) or path
 
 
 def _missing_local_file(paths: Sequence[str]) -> str | None:
@@ -339,11 +332,11 @@ def plan_of(
 
 
 def _not_per_file(path: str, size: int | None, fmt: str, max_bytes: int | None) -> str | None:
-    from disc21spark.matching import local
+    from disc21spark.core import formats
 
     if path.startswith("table:"):
         return "a table with a submission column"
-    why = local.format_problem(path, fmt, local.local_path(path))
+    why = formats.format_problem(path, fmt, formats.local_path(path))
     if why is not None:
         return why
     if max_bytes is not None and (size is None or size > max_bytes):
@@ -355,36 +348,7 @@ def _not_per_file(path: str, size: int | None, fmt: str, max_bytes: int | None) 
     return None
 
 
-class Engine(fs.LocalFiles):
-    """What a job asks of the engine it runs on, whichever it is: small tables read on
-    the driver, and (from ``fs.LocalFiles``) the files of the run and its part of the
-    run document."""
-
-    def table_rows(self, path: str, columns: tuple[str, ...], fmt: str = "auto") -> list[Row]:
-        """A small table (the ground truth) as records with their line or row numbers;
-        InputError naming ``path`` when it cannot be read."""
-        raise NotImplementedError
-
-
-class LocalEngine(Engine):
-    """This process: files on this machine, no session."""
-
-    def table_rows(self, path: str, columns: tuple[str, ...], fmt: str = "auto") -> list[Row]:
-        from disc21spark.matching.source import read_small_table
-
-        return read_small_table(path, columns, fmt)
-
-
-class SparkEngine(fs.SparkFiles, Engine):
-    """A SparkSession: any path Spark reads."""
-
-    def table_rows(self, path: str, columns: tuple[str, ...], fmt: str = "auto") -> list[Row]:
-        # here, not above: the in-process engine never pays for importing PySpark
-        from disc21spark.matching import read
-
-        return read.read_small_table(self.spark, path, columns, fmt)
-
-
-def engine_of(spark: Any) -> Engine:
-    """The engine a job runs on: the session the runner started, or this process (None)."""
-    return LocalEngine() if spark is None else SparkEngine(spark)
+def engine_of(spark: Any) -> fs.LocalFiles:
+    """The engine a job runs on, as its files: the session the runner started
+    (``name`` "spark"), or this process (None: "local")."""
+    return fs.LocalFiles() if spark is None else fs.SparkFiles(spark)

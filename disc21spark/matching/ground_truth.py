@@ -6,6 +6,7 @@ from typing import Any
 
 from disc21spark.core.phases import Phases
 from disc21spark.engine import engine_of
+from disc21spark.matching import source
 from disc21spark.matching.model import GroundTruth
 from disc21spark.matching.rows import GROUND_TRUTH_COLUMNS, parse_ground_truth
 
@@ -13,7 +14,13 @@ from disc21spark.matching.rows import GROUND_TRUTH_COLUMNS, parse_ground_truth
 def load_ground_truth(spark: Any, path: str, fmt: str = "auto") -> GroundTruth:
     """Read on the run's engine (``engine.engine_of``): through Spark (any Hadoop path),
     or, without a session, from a local file with the same rules. Raises InputError."""
-    rows = engine_of(spark).table_rows(path, GROUND_TRUTH_COLUMNS, fmt)
+    if engine_of(spark).name == "spark":
+        # here, not above: the in-process engine never pays for importing PySpark
+        from disc21spark.matching.read import read_small_table
+
+        rows = read_small_table(spark, path, GROUND_TRUTH_COLUMNS, fmt)
+    else:
+        rows = source.read_small_table(path, GROUND_TRUTH_COLUMNS, fmt)
     return parse_ground_truth(rows, path)
 
 

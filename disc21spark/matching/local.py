@@ -12,25 +12,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from disc21spark.core.formats import NotForThisEngine, local_path
 from disc21spark.matching.batched import score_source
-from disc21spark.matching.local_read import (
-    Pairs,
-    format_problem,
-    unsupported,
-)
 from disc21spark.matching.model import MatchingMetrics
-from disc21spark.matching.source import NotForThisEngine, Source, local_path
+from disc21spark.matching.source import Source
 
-# the reader's names, used through this module by the engine and the API
-__all__ = [
-    "NotForThisEngine",
-    "Pairs",
-    "Source",
-    "format_problem",
-    "local_path",
-    "score_source",
-    "unsupported",
-]
+# the reader's names, used through this module by the jobs
+__all__ = ["NotForThisEngine", "local_path", "score_file", "score_source"]
 
 
 def score_file(path: str, *args: Any, **kw: Any) -> MatchingMetrics:

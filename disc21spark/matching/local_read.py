@@ -22,6 +22,7 @@ import pyarrow.compute as pc
 
 from disc21spark.core import damage
 from disc21spark.core.errors import InputError, first_line
+from disc21spark.core.formats import NotForThisEngine, plain_types
 from disc21spark.matching.arrays import numbers, strings
 from disc21spark.matching.line_scan import LONGEST_LINE, first_bad_line
 from disc21spark.matching.rows import (
@@ -30,13 +31,7 @@ from disc21spark.matching.rows import (
     WHITESPACE,
     parquet_problem,
 )
-from disc21spark.matching.source import (
-    NotForThisEngine,
-    Source,
-    file_format,
-    local_path,
-    parquet_table,
-)
+from disc21spark.matching.source import Source, parquet_table
 
 
 @dataclass(frozen=True)
@@ -49,42 +44,6 @@ class Pairs:
 
 
 _HEADER = strings(PREDICTION_COLUMNS)
-
-
-def unsupported(path: str, fmt: str = "auto") -> str | None:
-    """Why this engine cannot read the local file ``path`` as Spark would (None: it can)."""
-    plain = local_path(path)
-    if plain is None:
-        return f"{path}: not one local file"
-    return format_problem(path, fmt, plain)
-
-
-def format_problem(path: str, fmt: str, plain: str | None = None) -> str | None:
-    """Why this engine cannot read ``path`` (any file system) as Spark would, from its
-    name, and for a local Parquet file (``plain``) from its schema; None: it can."""
-    try:
-        kind = file_format(path, fmt)
-    except NotForThisEngine as exc:
-        return str(exc)
-    if kind == "parquet" and plain is not None:
-        import pyarrow.parquet as pq
-
-        try:
-            schema = pq.read_schema(plain)
-        except (pa.ArrowInvalid, OSError, UnicodeDecodeError):  # a name that is not UTF-8
-            return None  # unreadable: this engine says so in one line, as Spark would
-        if not _plain_types(schema):
-            return f"{path}: ids that are not strings or a score that is not a number"
-    return None
-
-
-def _plain_types(schema: pa.Schema) -> bool:
-    """String ids and a numeric score: the Parquet columns read alike by Arrow and Spark."""
-    if not all(c in schema.names for c in PREDICTION_COLUMNS):
-        return True  # a missing column: said in one line by the reader
-    q, r, s = (schema.field(c).type for c in PREDICTION_COLUMNS)
-    text = pa.types.is_string
-    return text(q) and text(r) and (pa.types.is_floating(s) or pa.types.is_integer(s))
 
 
 def iter_pairs(source: Source, fmt: str, batch_bytes: int) -> Iterator[Pairs]:
@@ -330,7 +289,7 @@ def _checked_parquet(where: str, table) -> Pairs:
     if missing:
         has = ", ".join(names)
         raise InputError(where, f"missing column {missing[0]!r} (has: {has})")
-    if not _plain_types(table.schema):
+    if not plain_types(table.schema):
         raise NotForThisEngine(f"{where}: ids that are not strings or a score that is not a number")
     query, reference = (_whole(table.column(c)) for c in PREDICTION_COLUMNS[:2])
     _refuse_bytes_not_utf8(where, query, reference)

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from disc21spark.core.errors import InputError
+from disc21spark.core.formats import PREDICTION_COLUMNS  # the columns: core's word
 from disc21spark.matching.model import GroundTruth
 
-PREDICTION_COLUMNS = ("query_id", "reference_id", "score")
 GROUND_TRUTH_COLUMNS = ("query_id", "reference_id")
 WHITESPACE = " \t\r"
 FIELDS = "expected 3 fields: query_id,reference_id,score"

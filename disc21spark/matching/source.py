@@ -20,42 +20,12 @@ from typing import IO, Any
 
 from disc21spark.core import damage
 from disc21spark.core.errors import InputError, first_line
-from disc21spark.core.paths import ARROW_CODECS, HADOOP_CODECS, detect_format, display_path, is_glob
+from disc21spark.core.formats import NotForThisEngine, file_format, local_path
+from disc21spark.core.paths import display_path
 from disc21spark.matching.rows import Row, parse_csv_line
 
-# what Arrow reads from a local path (compression from the name, as Spark's codecs do)
-CSV_SUFFIXES = tuple(f"{kind}{c}" for kind in (".csv", ".txt") for c in ("", *ARROW_CODECS))
-# codecs Hadoop reads and Arrow does not take from a file name
-HADOOP_ONLY = tuple(c for c in HADOOP_CODECS if c not in ARROW_CODECS)
 # the codecs decompressed here, keyed by the suffix Hadoop's codec factory goes by
 _OPENERS = {".gz": gzip.open, ".bz2": bz2.open}
-
-
-class NotForThisEngine(Exception):
-    """The input needs the Spark engine (a remote path, a folder, a format Arrow reads
-    differently from Spark); ``--engine auto`` then starts Spark."""
-
-
-def local_path(path: str) -> str | None:
-    """The plain local file a path names, or None (another file system, a glob, a folder)."""
-    if "://" in path and not path.startswith("file://"):
-        return None
-    plain = display_path(path)  # file:/x and file:///x, as Hadoop lists local files
-    if is_glob(plain) or not os.path.isfile(plain):
-        return None
-    return plain
-
-
-def file_format(path: str, fmt: str) -> str:
-    """csv or parquet, as the Spark job decides (``detect_format``); NotForThisEngine for
-    a codec Arrow does not read. Only the name is looked at: any file system."""
-    if detect_format(path, fmt) == "parquet":
-        return "parquet"
-    name = PurePosixPath(path.lower().rstrip("/")).name
-    plain = "." not in name
-    if name.endswith(CSV_SUFFIXES) or plain or (fmt == "csv" and not name.endswith(HADOOP_ONLY)):
-        return "csv"
-    raise NotForThisEngine(f"{path}: a file Arrow does not read as Spark does")
 
 
 @dataclass(frozen=True)
