@@ -78,7 +78,7 @@ def score_files(
         def one(row) -> tuple[str, Outcome]:
             faults.in_task()
             source = Source.of_bytes(row.path, bytes(row.content))
-            return row.path, score_source(
+            return row.path, task_outcome(
                 source, truth.value, fmt, max_results, curve_points, resampling
             )
 
@@ -93,7 +93,7 @@ def score_files(
     return [
         by_name.get(display_path(unquote(f)))
         or (
-            score_source(Source.of_bytes(f, b""), gt, fmt, max_results, curve_points, resampling)
+            task_outcome(Source.of_bytes(f, b""), gt, fmt, max_results, curve_points, resampling)
             if f in empty
             else Outcome(needs_spark=True)
         )
@@ -101,7 +101,7 @@ def score_files(
     ]
 
 
-def score_source(
+def task_outcome(
     source: Source,
     gt: GroundTruth,
     fmt: str,
@@ -119,18 +119,3 @@ def score_source(
         return Outcome(error=(error.source, error.reason, error.where))
     except local.NotForThisEngine:
         return Outcome(needs_spark=True)
-
-
-def score_one(
-    path: str,
-    gt: GroundTruth,
-    fmt: str,
-    max_results: int,
-    curve_points: int,
-    resampling: Resampling | None = None,
-) -> Outcome:
-    """One local file in this process, as a task would score its bytes."""
-    with open(display_path(path), "rb") as fh:
-        data = fh.read()
-    source = Source.of_bytes(path, data)
-    return score_source(source, gt, fmt, max_results, curve_points, resampling)
