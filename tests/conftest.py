@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+# module-scoped scenes several test modules share (a descriptor set, a Howe bench, a pool)
+pytest_plugins = ["tests.scenes"]
 SHARED_GT = ROOT.parent / "shared" / "data" / "disc21_dev_ground_truth.csv"
 DEV_GT = ROOT / "data" / "disc21_dev_ground_truth.csv"
 

@@ -16,7 +16,7 @@ import pytest
 from disc21spark.core import faults
 from disc21spark.testing.synth import read_ground_truth_csv
 from tests.conftest import JVM_OPTIONS, cli_env, error_lines, held_pid, spark_submit
-from tests.test_determinism import baseline, comparable, same, scene  # noqa: F401
+from tests.scenes import comparable, same
 
 ROOT = Path(__file__).resolve().parents[1]
 # one xdist worker runs every cluster test (conftest.ONE_WORKER): they share one cluster

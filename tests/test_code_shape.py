@@ -90,24 +90,15 @@ def test_no_import_circle():
     assert not circles, f"import circles (move the shared piece down): {circles}"
 
 
-# a test module takes what it shares from conftest.py or a helpers module, never from
-# another test module; these are the fixtures still defined beside the tests that made
-# them (moving a module-scoped fixture to conftest.py makes it every module's)
-TEST_IMPORTS_LEFT = {
-    ("test_cluster.py", "tests.test_determinism"),
-    ("test_determinism.py", "tests.test_descriptor_track"),
-    ("test_determinism.py", "tests.test_rank_eval"),
-    ("test_safety.py", "tests.test_bad_input_matrix"),  # the matrix's own table, checked
-}
-
-
-def test_no_test_module_imports_another_but_the_listed_fixtures():
+# a test module takes what it shares from conftest.py or a helpers module (shared
+# fixtures: tests/scenes.py, a plugin of conftest.py), never from another test module
+def test_no_test_module_imports_another():
     found = set()
     for path in sorted((ROOT / "tests").glob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("tests.test_"):
                 found.add((path.name, node.module))
-    assert found <= TEST_IMPORTS_LEFT, sorted(found - TEST_IMPORTS_LEFT)
+    assert not found, sorted(found)
 
 
 # the one decision (docs/design.md, "Which engine and which plan"): engine.choose before

@@ -18,42 +18,7 @@ from disc21spark.descriptors import job as D
 from disc21spark.descriptors import spec as S
 from disc21spark.matching.job import MatchingJob
 from disc21spark.matching.job import run as run_matching
-from disc21spark.testing.synth import (
-    read_ground_truth_csv,
-    write_descriptor_set,
-    write_hdf5_descriptors,
-)
-
-
-def write_npy(path: Path, ids, vectors) -> str:
-    np.save(path, np.asarray(vectors, dtype=np.float32))
-    Path(str(path)[:-4] + "_ids.txt").write_text("".join(f"{i}\n" for i in ids))
-    return str(path)
-
-
-@pytest.fixture(scope="module")
-def small(tmp_path_factory):
-    """Queries in two HDF5 files, references in an HDF5 and a .npy file, a background set;
-    coarse values so that many scores tie, and duplicated reference vectors."""
-    root = tmp_path_factory.mktemp("desc")
-    rng = np.random.default_rng(42)
-    nq, nb, d = 230, 400, 6
-    xb = np.round(rng.standard_normal((nb, d)) * 2).astype(np.float32)
-    xb[10:14] = xb[3]
-    xq = np.round(rng.standard_normal((nq, d)) * 2).astype(np.float32)
-    xq[:40] = xb[rng.integers(0, nb, 40)] + np.round(rng.standard_normal((40, d))) * 0.5
-    qids = np.array([f"Q{i:05d}" for i in rng.permutation(nq)], dtype=object)
-    rids = np.array([f"R{i:06d}" for i in rng.permutation(nb)], dtype=object)
-    bg = rng.standard_normal((300, d)).astype(np.float32)
-    write_hdf5_descriptors(root / "q1.h5", [f"imgs/{q}.jpg" for q in qids[:100]], xq[:100])
-    write_hdf5_descriptors(root / "q2.h5", qids[100:], xq[100:])
-    write_hdf5_descriptors(root / "r1.h5", rids[:150], xb[:150])
-    write_npy(root / "r2.npy", rids[150:], xb[150:])
-    write_hdf5_descriptors(root / "bg.h5", [f"B{i}" for i in range(300)], bg)
-    gt = pd.DataFrame({"query_id": qids, "reference_id": [""] * nq})
-    gt.loc[:39, "reference_id"] = [rids[i] for i in rng.integers(0, nb, 40)]
-    gt.to_csv(root / "gt.csv", index=False)
-    return dict(root=root, xq=xq, xb=xb, qids=qids, rids=rids, bg=bg)
+from disc21spark.testing.synth import read_ground_truth_csv, write_descriptor_set
 
 
 def job_for(small, **kw) -> D.DescriptorJob:

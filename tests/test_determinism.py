@@ -7,14 +7,11 @@ ids, the command line). The standalone cluster's side is in ``test_cluster.py``.
 
 from __future__ import annotations
 
-import json
-import re
 import shutil
 import sys
 import tempfile
 from pathlib import Path
 
-import numpy as np
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
@@ -22,10 +19,8 @@ from PIL import Image
 
 from disc21spark.library import images as library
 from tests.conftest import ROOT, cli_env
-from tests.pool_helpers import GT, random_submission
 from tests.running import succeed
-from tests.test_descriptor_track import small  # noqa: F401  (a fixture)
-from tests.test_rank_eval import bench  # noqa: F401  (a fixture)
+from tests.scenes import comparable, same
 
 FEW = settings(
     phases=[Phase.explicit, Phase.reuse, Phase.generate],  # no shrinking: each run is seconds
@@ -34,88 +29,6 @@ FEW = settings(
     derandomize=True,  # the suite's run time stays the same; the choices stay varied
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
-
-
-def comparable(folder: Path) -> Files:
-    """Every file's bytes, less the run record: ``run.json`` files are left out, a JSON
-    report is compared without its ``run`` block and the leaderboard page without the
-    run record it shows (their other bytes are the written ones)."""
-    out = Files()
-    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
-        name = str(path.relative_to(folder))
-        if path.name == "run.json" or path.name.endswith("_run.json"):
-            continue
-        data = path.read_bytes()
-        if path.suffix == ".html":  # the page shows the run record: its start and block
-            data = re.sub(rb" \xc2\xb7 run started [^<]*", b"", data)
-            data = re.sub(rb'<pre id="run">.*?</pre>', b"", data, flags=re.S)
-        if path.suffix == ".json":
-            doc = json.loads(data)
-            if isinstance(doc, dict):
-                doc.pop("run", None)
-            data = json.dumps(doc, indent=2).encode()
-        out[name] = data
-    return out
-
-
-class Files(dict):
-    """A folder's comparable bytes; a short repr keeps hypothesis's reports readable."""
-
-    def __repr__(self) -> str:
-        return f"<{len(self)} files>"
-
-
-def same(a: dict[str, bytes], b: dict[str, bytes]) -> None:
-    assert sorted(a) == sorted(b)
-    differ = [name for name in a if a[name] != b[name]]
-    assert not differ, f"files differ: {differ}"
-
-
-@pytest.fixture(scope="module")
-def scene(tmp_path_factory):
-    """A ground truth of 40 queries and five submissions full of tied scores."""
-    root = tmp_path_factory.mktemp("determinism")
-    GT.to_csv(root / "gt.csv", index=False)
-    rng = np.random.default_rng(16)
-    subs = {f"team{i}": random_submission(rng, 300) for i in range(5)}
-    for name, frame in subs.items():
-        frame.to_csv(root / f"{name}.csv", index=False)
-    return root, subs
-
-
-@pytest.fixture(scope="module")
-def baseline(spark, scene, tmp_path_factory):
-    """Each kind of output once, with the default partitions and sorted inputs."""
-    root, subs = scene
-    out = tmp_path_factory.mktemp("baseline")
-    gt = str(root / "gt.csv")
-    succeed(
-        spark,
-        [
-            "evaluate",
-            "--ground-truth",
-            gt,
-            "--predictions",
-            str(root / "team0.csv"),
-            "--engine",
-            "spark",
-            "--output",
-            str(out / "single"),
-        ],
-    )
-    succeed(
-        spark,
-        [
-            "evaluate",
-            "--ground-truth",
-            gt,
-            "--predictions",
-            *sorted(str(root / f"{n}.csv") for n in subs),
-            "--output",
-            str(out / "pool"),
-        ],
-    )
-    return Files(single=comparable(out / "single"), pool=comparable(out / "pool"))
 
 
 @FEW

@@ -16,14 +16,10 @@ import pytest
 from PIL import Image
 
 from disc21spark.core.errors import InputError
-from disc21spark.library import images as library
 from disc21spark.matching import spec as metrics
 from disc21spark.matching.model import GroundTruth
 from disc21spark.queries import bench_folder as benchset
 from disc21spark.queries import codec as images
-from disc21spark.queries.job import QueryJob
-from disc21spark.queries.job import run as make_bench
-from disc21spark.queries.spec import Settings
 from disc21spark.queries.transforms import parse_tests
 from disc21spark.ranks import distances
 from disc21spark.ranks import methods as features
@@ -32,26 +28,14 @@ from disc21spark.ranks.extract_job import run as extract_run
 from disc21spark.ranks.job import RankJob, parse_distances, run
 from disc21spark.ranks.spec import exact_ranks, layout, tied_rank
 from tests.conftest import ROOT, cli_env, error_lines, without_root_file_access
+from tests.scenes import TESTS
 
-TESTS = "identity,jumble:4x4,lowcon:30,crop:50"
 METHODS = ["colorhist", "tiny", "pdq", "tests.test_rank_eval:mean_colour"]
 
 
 def mean_colour(img: np.ndarray) -> np.ndarray:
     """Mean RGB: a user descriptor"""
     return img.reshape(-1, 3).mean(axis=0)
-
-
-@pytest.fixture(scope="module")
-def bench(spark, tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("rank")
-    lib = root / "library"
-    lib.mkdir()
-    for i in range(36):  # 96×72: a 4×4 grid divides it, so jumble keeps every pixel
-        Image.fromarray(library.dead_leaves(5, i, 96, 72)).save(lib / f"dl_{i:03d}.png")
-    settings = Settings(tuple(parse_tests(TESTS)), per_test=12, distractors=0.25, seed=3)
-    make_bench(spark, QueryJob([str(lib)], str(root / "bench"), settings))
-    return root / "bench"
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ import pytest
 from tests.bad_inputs import CLEAN_COLUMNS, GT
 from tests.conftest import ROOT
 from tests.running import NoCapture, in_process, snapshot
-from tests.test_bad_input_matrix import CASES
+from tests.bad_input import CASES
 
 PACKAGE = ROOT / "disc21spark"
 

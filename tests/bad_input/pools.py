@@ -1,0 +1,220 @@
+"""Pools of submissions."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+
+from tests.bad_input.common import (
+    PL,
+    POOL_FILES,
+    Case,
+    fill,
+    gzipped,
+    official_metrics,
+    parquet,
+    text,
+    with_gt,
+)
+from tests.bad_inputs import (
+    CLEAN,
+    CLEAN_COLUMNS,
+)
+
+
+def pool_statuses(expected: dict[str, str], scored: dict[str, str] | None = None):
+    """leaderboard.csv: each submission's status (reason pattern for invalid ones) and the
+    scored ones' figures equal to the specification on their file alone."""
+
+    def check(d: Path, engine: str) -> None:
+        import csv
+
+        with (d / "out" / "leaderboard.csv").open(newline="") as fh:
+            rows = {r["submission"]: r for r in csv.DictReader(fh)}
+        assert sorted(rows) == sorted(expected)
+        for name, status in expected.items():
+            if status == "ok":
+                assert rows[name]["status"] == "ok", rows[name]
+            else:
+                assert rows[name]["status"] == "invalid"
+                assert re.fullmatch(fill(status, {"d": str(d)}), rows[name]["reason"]), rows[name]
+        for name, file in (scored or {}).items():
+            m = official_metrics(d / file, d / "gt.csv")
+            doc = json.loads((d / "out" / "leaderboard.json").read_text())
+            row = next(r for r in doc["submissions"] if r["submission"] == name)
+            for key, value in m.to_dict().items():
+                assert row[key] == (value if value is None or np.isfinite(value) else None), key
+            assert_curve(d / "out" / "pr_curves" / f"{name}.csv", m)
+
+    return check
+
+
+def assert_curve(path: Path, expected) -> None:
+    from disc21spark.matching.report import write_curve_csv
+
+    other = path.with_name("expected.tmp")
+    write_curve_csv(other, expected)
+    try:
+        assert path.read_bytes() == other.read_bytes()
+    finally:
+        other.unlink()
+
+
+def pool(*writers):
+    return with_gt(*writers)
+
+
+def evaluate_pool(*preds: str, extra: tuple[str, ...] = ()) -> list[str]:
+    return [
+        "evaluate",
+        "--ground-truth",
+        "{d}/gt.csv",
+        "--predictions",
+        *preds,
+        "--output",
+        "{d}/out",
+        *extra,
+    ]
+
+
+CASES: list[Case] = [
+    Case(
+        "pool-bad-members",
+        PL,
+        "a pool with a bad line, a truncated .gz and a clean file",
+        evaluate_pool("{d}/pool"),
+        0,
+        "the leaderboard: the clean file scored, the others invalid with their one line",
+        pool(
+            text("pool/a.csv", CLEAN),
+            text("pool/b.csv", "Q1,R1,0.9\nQ2,R2,nan\n"),
+            gzipped("pool/c.csv.gz", CLEAN * 50, cut=0.5),
+        ),
+        outputs=POOL_FILES,
+        check=pool_statuses(
+            {
+                "a": "ok",
+                "b": r"{d}/pool/b\.csv: line 2: score 'nan' is not finite",
+                "c": r"{d}/pool/c\.csv\.gz: cannot be read as gzip \(truncated: the "
+                r"compressed stream ends before its end\)",
+            },
+            {"a": "pool/a.csv"},
+        ),
+    ),
+    Case(
+        "pool-fail-on-invalid",
+        PL,
+        "the same pool with --fail-on-invalid",
+        evaluate_pool("{d}/pool", extra=("--fail-on-invalid",)),
+        2,
+        "error: {d}/pool: 1 of 2 submissions invalid (--fail-on-invalid); first: b: "
+        "{d}/pool/b.csv: line 2: score 'nan' is not finite",
+        pool(text("pool/a.csv", CLEAN), text("pool/b.csv", "Q1,R1,0.9\nQ2,R2,nan\n")),
+    ),
+    Case(
+        "pool-parquet-schemas",
+        PL,
+        "Parquet files of different schemas in one pool "
+        "(string scores, integer ids, no score column)",
+        evaluate_pool("{d}/pool/*.parquet"),
+        0,
+        "the leaderboard: each file as it would score alone",
+        pool(
+            parquet("pool/a.parquet", **CLEAN_COLUMNS),
+            parquet(
+                "pool/b.parquet",
+                **{**CLEAN_COLUMNS, "score": [str(x) for x in CLEAN_COLUMNS["score"]]},
+            ),
+            parquet("pool/c.parquet", query_id=[1, 2], reference_id=[1, 2], score=[0.5, 0.4]),
+            parquet("pool/d.parquet", query_id=["Q1"], reference_id=["R1"]),
+        ),
+        outputs=POOL_FILES,
+        check=pool_statuses(
+            {
+                "a": "ok",
+                "b": "ok",
+                "c": "ok",
+                "d": r"{d}/pool/d\.parquet: missing column 'score' \(has: query_id, reference_id\)",
+            },
+            {"a": "pool/a.parquet", "c": "pool/c.parquet"},
+        ),
+    ),
+    Case(
+        "pool-same-name",
+        PL,
+        "two files that would name the same submission (a.csv, a.parquet)",
+        evaluate_pool("{d}/pool"),
+        2,
+        "error: {d}/pool/a.parquet: two submissions would be named 'a' (also {d}/pool/a.csv)",
+        pool(text("pool/a.csv", CLEAN), parquet("pool/a.parquet", **CLEAN_COLUMNS)),
+    ),
+    Case(
+        "pool-glob-nothing",
+        PL,
+        "a glob matching nothing",
+        evaluate_pool("{d}/pool/*.csv"),
+        2,
+        "error: {d}/pool/*.csv: no such file or directory",
+        pool(),
+    ),
+    Case(
+        "pool-empty-folder",
+        PL,
+        "a folder without data files (hidden and _SUCCESS files only)",
+        evaluate_pool("{d}/pool"),
+        2,
+        "error: {d}/pool: folder holds no data file",
+        pool(text("pool/_SUCCESS", ""), text("pool/.hidden.csv", CLEAN)),
+    ),
+    Case(
+        "pool-column-missing",
+        PL,
+        "--submission-column naming no column",
+        evaluate_pool("{d}/p.parquet", extra=("--submission-column", "team")),
+        2,
+        "error: {d}/p.parquet: missing column 'team' (has: query_id, reference_id, score)",
+        pool(parquet("p.parquet", **CLEAN_COLUMNS)),
+    ),
+    Case(
+        "pool-column-csv",
+        PL,
+        "--submission-column with a CSV file",
+        evaluate_pool("{d}/p.csv", extra=("--submission-column", "team")),
+        2,
+        "error: {d}/p.csv: --submission-column needs a Parquet table (CSV has 3 fields)",
+        pool(text("p.csv", CLEAN)),
+    ),
+    Case(
+        "pool-column-null",
+        PL,
+        "a row without a submission name",
+        evaluate_pool("{d}/p.parquet", extra=("--submission-column", "team")),
+        2,
+        "error: {d}/p.parquet: rows without a team (the submission)",
+        pool(parquet("p.parquet", **CLEAN_COLUMNS, team=["a", "a", None, "b", "b", "b"])),
+    ),
+    Case(
+        "pool-column-path",
+        PL,
+        "a submission named ../../x (it would name a file outside --output)",
+        evaluate_pool("{d}/p.parquet", extra=("--submission-column", "team")),
+        2,
+        "error: {d}/p.parquet: submission name '../../x' cannot name a file (no '/', '\\', "
+        "leading '.' or control character)",
+        pool(parquet("p.parquet", **CLEAN_COLUMNS, team=["a", "a", "a", "../../x", "b", "b"])),
+    ),
+    Case(
+        "pool-previous-damaged",
+        PL,
+        "--previous with a damaged leaderboard.json",
+        evaluate_pool("{d}/a.csv", "{d}/b.csv", extra=("--previous", "{d}/last")),
+        2,
+        "error: --previous {d}/last: not a leaderboard this tool wrote (…)",
+        pool(
+            text("a.csv", CLEAN), text("b.csv", CLEAN), text("last/leaderboard.json", '{"run": 3}')
+        ),
+    ),
+]
