@@ -11,10 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.bad_input import CASES
 from tests.bad_inputs import CLEAN_COLUMNS, GT
 from tests.conftest import ROOT
 from tests.running import NoCapture, in_process, snapshot
-from tests.bad_input import CASES
 
 PACKAGE = ROOT / "disc21spark"
 

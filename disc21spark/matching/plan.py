@@ -64,7 +64,7 @@ class Grid:
 
     @classmethod
     def of(cls, truths: dict[int, TrueScores]) -> Grid:
-        return cls.of_levels([t.levels for t in truths.values()])
+        return cls.of_levels([t.ascending for t in truths.values()])
 
     @classmethod
     def of_levels(cls, levels: list[np.ndarray]) -> Grid:
@@ -87,17 +87,17 @@ class Grid:
         bucketizer._java_obj.setSplits(splits)
         return bucketizer.transform(rows)
 
-    def at_least(self, levels: np.ndarray, counts: np.ndarray) -> np.ndarray:
-        """int64: for each of ``levels`` (ascending, all in the grid), the rows of
+    def at_least(self, ascending: np.ndarray, counts: np.ndarray) -> np.ndarray:
+        """int64: for each of ``ascending`` (true scores, all in the grid), the rows of
         ``counts`` (per bucket) scoring at least as high."""
         ge = np.cumsum(counts[::-1])[::-1]
-        return ge[np.searchsorted(self.splits, levels)].astype(np.int64)
+        return ge[np.searchsorted(self.splits, ascending)].astype(np.int64)
 
-    def above(self, levels: np.ndarray, counts: np.ndarray) -> np.ndarray:
-        """int64: for each of ``levels``, the rows of ``counts`` scoring higher (the
+    def above(self, ascending: np.ndarray, counts: np.ndarray) -> np.ndarray:
+        """int64: for each of ``ascending``, the rows of ``counts`` scoring higher (the
         bucket after a level's own holds the smallest double above it)."""
         ge = np.append(np.cumsum(counts[::-1])[::-1], 0)
-        return ge[np.searchsorted(self.splits, levels) + 1].astype(np.int64)
+        return ge[np.searchsorted(self.splits, ascending) + 1].astype(np.int64)
 
 
 COUNTED = f"{SUBMISSION} int, kind int, at long, n long"
@@ -166,11 +166,11 @@ def counts_of(
         target[r[SUBMISSION]][r["at"]] += r["n"]
     totals, optimistic = {}, {}
     for s, c in censuses.items():
-        levels = truths[s].levels
-        misses_ge = grid.at_least(levels, buckets[s])
+        ascending = truths[s].ascending
+        misses_ge = grid.at_least(ascending, buckets[s])
         totals[s] = Counts(c.n_predictions, c.bottom, misses_ge, ranks_ge[s])
         # the optimistic bucket i (levels decreasing) holds the scores in (l_i, l_(i-1)]
-        higher = grid.above(levels, buckets[s])[::-1]
+        higher = grid.above(ascending, buckets[s])[::-1]
         optimistic[s] = np.diff(np.r_[0, higher]).astype(np.int64)
     return totals, optimistic
 
@@ -227,7 +227,7 @@ def score_rows(
         note["rows"] = sum(c.n for c in totals.values())
         note["detail"] = (
             f"rows bucketed in the JVM against "
-            f"{sum(len(c.truth.levels) for c in censuses.values()):,} true scores, no row shuffled"
+            f"{sum(len(c.truth.ascending) for c in censuses.values()):,} true scores, no row shuffled"
         )
     with phases.phase("aggregate") as note:
         results, ranked = {}, {}

@@ -35,12 +35,14 @@ from disc21spark.matching.model import GroundTruth, MatchingMetrics
 class TrueScores:
     """One submission's predicted true pairs, as every partition counts against them.
 
-    ``levels``: float64, the distinct true scores, ascending. ``query``, ``score``: int64 and
+    ``ascending``: float64, the distinct true scores, ascending (the kernel's levels, which
+    decrease, turned over: ``searchsorted`` and Spark's ``Bucketizer`` take them so).
+    ``query``, ``score``: int64 and
     float64 per true pair, sorted by (query, score). ``groups``: the distinct queries of
     ``query`` (ascending), ``starts``: where each begins in ``query`` (len(groups) + 1 ends).
     """
 
-    levels: np.ndarray
+    ascending: np.ndarray
     query: np.ndarray
     score: np.ndarray
     groups: np.ndarray
@@ -54,7 +56,7 @@ class TrueScores:
         query, score = query[order], score[order]
         groups, starts = np.unique(query, return_index=True)
         return cls(
-            levels=np.unique(score),
+            ascending=np.unique(score),
             query=query,
             score=score,
             groups=groups,
@@ -63,6 +65,11 @@ class TrueScores:
 
     def __len__(self) -> int:
         return len(self.query)
+
+    @property
+    def levels(self) -> np.ndarray:
+        """float64 (T,): the distinct true scores, decreasing (the kernel's levels)."""
+        return self.ascending[::-1]
 
 
 @dataclass(frozen=True)
@@ -82,7 +89,7 @@ EMPTY = TrueScores.of(np.zeros(0, dtype=np.int64), np.zeros(0))
 class Counts:
     """What one submission's rows (a partition's, or all partitions' added) count.
 
-    ``misses_ge[i]``: non-matching rows scoring ≥ ``levels[i]``; ``ranks_ge[j]``: rows of
+    ``misses_ge[i]``: non-matching rows scoring ≥ ``ascending[i]``; ``ranks_ge[j]``: rows of
     true pair j's query scoring ≥ it (itself included); ``n``: rows; ``bottom``: the
     lowest score (+inf without rows)."""
 
@@ -94,7 +101,10 @@ class Counts:
     @classmethod
     def zero(cls, truth: TrueScores) -> Counts:
         return cls(
-            0, float("inf"), np.zeros(len(truth.levels), np.int64), np.zeros(len(truth), np.int64)
+            0,
+            float("inf"),
+            np.zeros(len(truth.ascending), np.int64),
+            np.zeros(len(truth), np.int64),
         )
 
     def add(self, other: Counts) -> None:
@@ -110,8 +120,8 @@ def count_rows(
     """The counts of one submission's rows (int64 query codes, bool labels, float64 scores)."""
     misses = score[~label]
     # how many levels each miss reaches; a suffix sum turns the histogram into "≥ level i"
-    reached = np.searchsorted(truth.levels, misses, "right")
-    hist = np.bincount(reached, minlength=len(truth.levels) + 1)
+    reached = np.searchsorted(truth.ascending, misses, "right")
+    hist = np.bincount(reached, minlength=len(truth.ascending) + 1)
     misses_ge = np.cumsum(hist[::-1])[::-1][1:].astype(np.int64)
     # + 0.0: a lowest score of -0.0 is reported as 0.0, as the specification does
     bottom = float(score.min()) + 0.0 if len(score) else float("inf")
@@ -129,10 +139,10 @@ def _ranks_ge(truth: TrueScores, query: np.ndarray, score: np.ndarray) -> np.nda
     first = truth.starts[g]
     # true pairs of a query are sorted by score: a row reaches those of its query from the
     # first up to the last scoring ≤ it; one key orders (query, score) across queries
-    level_of_true = np.searchsorted(truth.levels, truth.score, "left")
-    width = len(truth.levels) + 1
+    level_of_true = np.searchsorted(truth.ascending, truth.score, "left")
+    width = len(truth.ascending) + 1
     true_key = np.searchsorted(truth.groups, truth.query) * width + level_of_true
-    row_key = g * width + np.searchsorted(truth.levels, x, "right") - 1
+    row_key = g * width + np.searchsorted(truth.ascending, x, "right") - 1
     last = np.searchsorted(true_key, row_key, "right")
     # each row adds one to the range [first, last): a difference array, then a running sum
     size = len(truth) + 1
@@ -144,7 +154,7 @@ def positions(truth: TrueScores, counts: Counts) -> tuple[np.ndarray, np.ndarray
     """(1-based global positions, scores) of the true pairs in the pessimistic order."""
     scores = np.sort(truth.score)[::-1]
     k = np.arange(1, len(scores) + 1, dtype=np.int64)
-    level = np.searchsorted(truth.levels, scores, "left")
+    level = np.searchsorted(truth.ascending, scores, "left")
     return k + counts.misses_ge[level], scores
 
 
@@ -163,8 +173,8 @@ def finish(
     pos, thr = positions(truth, counts)
     # the kernel's per-level counts, levels decreasing: true pairs of each level, and the
     # non-matches from it (ties included) up to the level above
-    hits = np.bincount(np.searchsorted(truth.levels, truth.score), minlength=len(truth.levels))
-    hits = hits[::-1]
+    up = truth.ascending
+    hits = np.bincount(np.searchsorted(up, truth.score), minlength=len(up))[::-1]
     k_end = np.cumsum(hits)
     n_end = counts.misses_ge[::-1] + k_end
     micro_ap = kernel.micro_ap(hits, k_end, n_end, n_positives)
@@ -172,7 +182,7 @@ def finish(
     point, keep = (None, None, None), None
     if best >= 0:
         k, n = int(k_end[best]), int(n_end[best])
-        point = (k / n, k / n_positives, float(truth.levels[::-1][best]))
+        point = (k / n, k / n_positives, float(truth.levels[best]))
         keep = k - 1  # the level's last true positive, among the curve's peaks
     ntp = np.arange(1, len(pos) + 1)
     n_tp = len(pos)
