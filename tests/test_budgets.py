@@ -292,7 +292,7 @@ def test_budgets_on_the_matching_track_and_from_the_api(capsys, tmp_path):
         commands.parse(["evaluate", *MINIMAL["evaluate"], "--budgets", "10"])
     assert "--budgets is for the descriptor track" in capsys.readouterr().err
     args = commands.parse(["evaluate", *EVALUATE_DESCRIPTORS, "--budgets", "10", "20,30"])
-    assert args.budgets == [10, 20, 30]
+    assert args.request.budgets == [10, 20, 30]
     gt, q = tmp_path / "gt.csv", tmp_path / "q.h5"
     gt.write_text("query_id,reference_id\nQ0,R0\n")
     write_hdf5_descriptors(q, ["Q0"], np.zeros((1, 2), np.float32))

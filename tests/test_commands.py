@@ -97,11 +97,11 @@ def test_a_job_built_without_options_has_the_command_lines_defaults():
     vectors = ["--query-descriptors", "q.h5", "--reference-descriptors", "r.h5"]
     descriptor_args = commands.parse([*argv[:3], *vectors, "--output", "out"])
     jobs = [
-        (MatchingJob("g.csv", "p.csv", "out"), MatchingJob.from_args(args)),
-        (PoolJob("g.csv", ["p.csv"], "out"), PoolJob.from_args(args)),
+        (MatchingJob("g.csv", "p.csv", "out"), MatchingJob.from_options(args.request)),
+        (PoolJob("g.csv", ["p.csv"], "out"), PoolJob.from_options(args.request)),
         (
             DescriptorJob("g.csv", ["q.h5"], ["r.h5"], "out"),
-            DescriptorJob.from_args(descriptor_args),
+            DescriptorJob.from_options(descriptor_args.request),
         ),
     ]
     for bare, built in jobs:
@@ -144,7 +144,7 @@ def test_job_dataclasses_read_the_same_defaults():
     check(RankJob, "rank-eval")
 
 
-def test_from_args_with_no_option_is_the_job_with_its_defaults():
+def test_a_job_of_a_command_line_with_no_option_is_the_job_with_its_defaults():
     from disc21spark.descriptors.job import DescriptorJob
     from disc21spark.library.job import LibraryJob
     from disc21spark.matching.job import MatchingJob
@@ -153,17 +153,19 @@ def test_from_args_with_no_option_is_the_job_with_its_defaults():
     from disc21spark.ranks.job import RankJob
 
     args = parse("evaluate", *MINIMAL["evaluate"])
-    assert MatchingJob.from_args(args) == MatchingJob("gt.csv", "p.csv", "o")
-    assert PoolJob.from_args(args) == PoolJob("gt.csv", ["p.csv"], "o")
+    assert MatchingJob.from_options(args.request) == MatchingJob("gt.csv", "p.csv", "o")
+    assert PoolJob.from_options(args.request) == PoolJob("gt.csv", ["p.csv"], "o")
     args = parse("evaluate", *EVALUATE_DESCRIPTORS)
-    assert DescriptorJob.from_args(args) == DescriptorJob("gt.csv", ["q.h5"], ["r.h5"], "o")
+    assert DescriptorJob.from_options(args.request) == DescriptorJob(
+        "gt.csv", ["q.h5"], ["r.h5"], "o"
+    )
     args = parse("make-library", *MINIMAL["make-library"])
-    assert LibraryJob.from_args(args) == LibraryJob("o", 3)
+    assert LibraryJob.from_options(args.request) == LibraryJob("o", 3)
     args = parse("extract", *MINIMAL["extract"])
-    assert ExtractJob.from_args(args) == ExtractJob("tiny", "o.h5", images=["lib"])
+    assert ExtractJob.from_options(args.request) == ExtractJob("tiny", "o.h5", images=["lib"])
     args = parse("rank-eval", *MINIMAL["rank-eval"])
     methods = config.default("rank-eval", "methods").split(",")
-    assert RankJob.from_args(args) == RankJob("b", methods, "o")
+    assert RankJob.from_options(args.request) == RankJob("b", methods, "o")
 
 
 def test_a_conf_folder_of_ones_own_replaces_the_defaults(tmp_path):
@@ -280,7 +282,7 @@ def test_max_results_is_accepted_exactly_when_not_negative(n):
     except SystemExit as exc:
         assert exc.code == 2 and n < 0
     else:
-        assert n >= 0 and args.max_results == n and args.track == "matching"
+        assert n >= 0 and args.request.max_results == n and args.request.track == "matching"
 
 
 @given(st.integers(1, 10**4), st.sampled_from(["", "k", "M", "g", "T", "kb", "GB"]))
@@ -347,9 +349,9 @@ def test_conflicts_and_missing_options(capsys, command, options, message):
 
 
 def test_tracks():
-    assert parse("evaluate", *MINIMAL["evaluate"]).track == "matching"
-    args = parse("evaluate", *EVALUATE_DESCRIPTORS, "--broadcast-limit", "512M")
-    assert args.track == "descriptor" and args.broadcast_limit == 512 << 20
+    assert parse("evaluate", *MINIMAL["evaluate"]).request.track == "matching"
+    request = parse("evaluate", *EVALUATE_DESCRIPTORS, "--broadcast-limit", "512M").request
+    assert request.track == "descriptor" and request.broadcast_limit == 512 << 20
 
 
 def test_a_jobs_script_keeps_its_own_name(capsys):
@@ -398,3 +400,43 @@ def test_python_m_disc21spark_lists_the_commands():
     assert out.returncode == 0
     for command in MINIMAL:
         assert command in out.stdout
+
+
+def test_each_request_holds_every_option_of_its_parser_and_evaluate_s_groups():
+    """A command's REQUEST (what the API builds and the command line parses into) has a
+    field for every option of its parser; evaluate's lists each track's options as
+    --help groups them (its track check reads these lists, not the parser)."""
+    import argparse
+
+    from disc21spark.commands import COMMANDS
+    from disc21spark.commands import evaluate_options as options
+    from disc21spark.commands import evaluate_request as request
+
+    for name, module in COMMANDS.items():
+        parser = argparse.ArgumentParser(add_help=False)
+        module.add_arguments(parser)
+        dests = {a.dest for a in parser._actions} - {"version"}
+        own = {f.name for f in fields(module.REQUEST)} - {"given", "track"}
+        assert dests == own, name
+    parser = argparse.ArgumentParser(add_help=False)
+    options.add_arguments(parser)
+    groups = {g.title: {a.dest for a in g._group_actions} for g in parser._action_groups}
+    assert groups[options.POOLS] == set(request.POOL_OPTIONS)
+    assert groups[options.DESCRIPTOR_TRACK] == set(request.DESCRIPTOR_OPTIONS)
+    assert groups[options.INTERVALS] == set(request.INTERVAL_OPTIONS)
+
+
+def test_the_api_and_the_command_line_build_the_same_request():
+    from disc21spark.api import inputs
+    from disc21spark.core.errors import InputError
+
+    argv = ["--ground-truth", "g.csv", "--predictions", "p.csv", "--output", "o"]
+    parsed = commands.parse(["evaluate", *argv, "--max-results", "7", "--seed", "3"]).request
+    built = inputs.request(
+        "evaluate", ground_truth="g.csv", predictions=["p.csv"], output="o", max_results=7, seed=3
+    )
+    assert built == parsed and built.track == "matching"
+    with pytest.raises(InputError, match="--knn is for the descriptor track"):
+        inputs.request("evaluate", ground_truth="g", predictions=["p"], output=None, knn=3)
+    with pytest.raises(TypeError, match="unknown option 'max_result' of evaluate"):
+        inputs.request("evaluate", ground_truth="g", predictions=["p"], output=None, max_result=3)

@@ -121,7 +121,7 @@ def test_auto_engine_choice(tmp_path, monkeypatch):
 
     def choose(args):
         # a file past --local-max-bytes is read in batches on this machine, not on Spark
-        return evaluate_command.choice_of(args).engine
+        return evaluate_command.choice_of(args.request).engine
 
     assert choose(args_for(tmp_path)) == "local"
     assert choose(args_for(tmp_path, "--master", "local[2]")) == "spark"
@@ -146,12 +146,14 @@ def test_local_engine_refuses_what_it_cannot_read(tmp_path, monkeypatch):
     with pytest.raises(
         InputError, match=r"--engine local: .*not one local file; use --engine spark"
     ):
-        evaluate_command.choice_of(args)
+        evaluate_command.choice_of(args.request)
     pd.DataFrame({"query_id": [1], "reference_id": ["R1"], "score": [0.5]}).to_parquet(
         tmp_path / "ints.parquet"
     )
     args = args_for(tmp_path, "--engine", "auto", predictions=[str(tmp_path / "ints.parquet")])
-    assert evaluate_command.choice_of(args).engine == "spark"  # Spark casts integer ids itself
+    assert (
+        evaluate_command.choice_of(args.request).engine == "spark"
+    )  # Spark casts integer ids itself
 
 
 def test_python_jobs_evaluate_needs_no_java_for_a_local_file(tmp_path):
@@ -200,7 +202,7 @@ def test_one_submission_on_spark_takes_the_per_file_plan_when_it_fits(spark, tmp
     frame.to_csv(tmp_path / "p.csv", index=False)
     args = args_for(tmp_path, "--master", "local[2]", predictions=[str(tmp_path / "p.csv")])
     truth = gt_csv(tmp_path / "truth.csv", gt)
-    choice = evaluate_command.choice_of(args)
+    choice = evaluate_command.choice_of(args.request)
     assert choice == engine.Choice("spark", "auto", "auto")
     seen = {}
     for name, limit in (("fits", 1 << 20), ("larger", 16)):

@@ -74,7 +74,7 @@ def test_auto_engine_follows_the_memory_available(tmp_path, monkeypatch):
     fits = 2 * engine.PEAK_PER_BYTE * size
     for available in (fits, 1 << 34):
         monkeypatch.setattr(memory, "available_bytes", lambda a=available: a)
-        chosen = evaluate_command.choice_of(args)
+        chosen = evaluate_command.choice_of(args.request)
         limit = engine.in_process_limit(None)
         assert chosen.engine == "local" and chosen.batch_bytes == engine.batch_bytes(limit)
     # --local-max-bytes auto is the default, spelled out

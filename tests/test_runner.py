@@ -168,24 +168,30 @@ def test_bad_values_the_jobs_find_are_input_errors():
     from disc21spark.ranks.job import RankJob
 
     with pytest.raises(InputError) as info:
-        QueryJob.from_args(parse("make-queries", *MINIMAL["make-queries"], "--tests", "blurr:2"))
+        QueryJob.from_options(
+            parse("make-queries", *MINIMAL["make-queries"], "--tests", "blurr:2").request
+        )
     assert str(info.value).startswith("unknown test 'blurr:2' (known: crop:K, jumble:RxC")
     with pytest.raises(InputError, match=r"^--queries-per-test: must be at least 1 \(got 0\)$"):
-        QueryJob.from_args(
-            parse("make-queries", *MINIMAL["make-queries"], "--queries-per-test", "0")
+        QueryJob.from_options(
+            parse("make-queries", *MINIMAL["make-queries"], "--queries-per-test", "0").request
         )
     with pytest.raises(InputError) as info:
-        LibraryJob.from_args(parse("make-library", "--output", "o", "--size", "0")).check()
+        LibraryJob.from_options(
+            parse("make-library", "--output", "o", "--size", "0").request
+        ).check()
     assert str(info.value) == "size must be a positive integer, got 0"
     with pytest.raises(InputError) as info:
         args = parse("extract", "--images", "lib", "--method", "sift", "--output", "o.h5")
-        ExtractJob.from_args(args).check()
+        ExtractJob.from_options(args.request).check()
     assert str(info.value) == (
         "unknown descriptor method 'sift' (built-in: colorhist, correlogram, tiny, pdq; "
         "or module:function)"
     )
     with pytest.raises(InputError, match="^--methods: a method is named twice"):
-        RankJob.from_args(parse("rank-eval", *MINIMAL["rank-eval"], "--methods", "tiny,tiny"))
+        RankJob.from_options(
+            parse("rank-eval", *MINIMAL["rank-eval"], "--methods", "tiny,tiny").request
+        )
 
 
 def test_a_reader_that_stops_early_ends_the_summary_quietly(tmp_path):

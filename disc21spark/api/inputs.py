@@ -9,7 +9,7 @@ once per call, which engine scores it.
 
 from __future__ import annotations
 
-import argparse
+import dataclasses
 import os
 from dataclasses import dataclass
 from typing import Any
@@ -120,37 +120,24 @@ def _text(value: Any) -> str | None:
     return None if value is None else str(value)
 
 
-class _Parser(argparse.ArgumentParser):
-    """A command's parser whose checks raise InputError: a library never exits."""
-
-    def error(self, message: str) -> None:  # type: ignore[override]
-        raise InputError("", message)
-
-
-def command_options(command: str, **given: Any) -> argparse.Namespace:
-    """The options of ``command`` as its parser makes them (defaults from
-    conf/defaults.ini, converted by each option's type), ``given`` over them, then the
-    command's own checks (InputError with the command line's words)."""
+def request(command: str, **given: Any) -> Any:
+    """The typed request of ``command`` (its ``REQUEST``: ``commands.requests``,
+    ``commands.evaluate_request``) of the API's keywords, by their option names, over
+    defaults.ini's values; checked in the command line's words (InputError). TypeError
+    for a keyword no option of the command has."""
     from disc21spark.commands import COMMANDS
+    from disc21spark.commands.requests import UsageError
 
-    module = COMMANDS[command]
-    parser = _Parser(prog=f"disc21spark {command}", add_help=False)
-    module.add_arguments(parser)
-    # required options get a placeholder that their type takes (the given value, else
-    # "-"), replaced by ``given`` below
-    words = []
-    for action in (a for a in parser._actions if a.required):
-        value = given.get(action.dest)
-        values = list(value) if isinstance(value, (list, tuple)) and value else [value]
-        words += [action.option_strings[0], *("-" if v is None else str(v) for v in values)]
-    args = parser.parse_args(words)
-    unknown = sorted(set(given) - set(vars(args)))
+    cls = COMMANDS[command].REQUEST
+    options = {f.name for f in dataclasses.fields(cls)} - {"given", "track"}  # set here
+    unknown = sorted(set(given) - options)
     if unknown:
         raise TypeError(f"unknown option {unknown[0]!r} of {command}")
-    vars(args).update(given)
-    args.given = frozenset(k for k, v in given.items() if v is not None)
-    module.check(parser, args)
-    return args
+    explicit = frozenset(k for k, v in given.items() if v is not None)
+    try:
+        return cls(**given, given=explicit).checked()
+    except UsageError as exc:
+        raise InputError("", str(exc)) from None
 
 
 def spark_session(engine: Any, inputs: list[Any]) -> Any:

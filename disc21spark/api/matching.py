@@ -137,7 +137,7 @@ def _prepared(
     given = ["-"] if pool else list(submissions)
     gt_format = options["ground_truth_format"]
     fmt = "auto" if pool else options["predictions_format"]
-    args = inputs.command_options(
+    request = inputs.request(
         "evaluate",
         ground_truth=label("ground_truth", ground_truth),
         predictions=given,
@@ -150,16 +150,15 @@ def _prepared(
         [gt_format] + [fmt] * len(submissions),
         local_max_bytes,
     )
-    return args, chosen, inputs.ground_truth(ground_truth, gt_format, chosen)
+    return request, chosen, inputs.ground_truth(ground_truth, gt_format, chosen)
 
 
 def _score_one(
-    args: Any, engine: Engine, gt: GroundTruth, predictions: Any, name: str = "predictions"
+    request: Any, engine: Engine, gt: GroundTruth, predictions: Any, name: str = "predictions"
 ) -> MatchingMetrics:
     """One submission on the chosen engine, through the command line's functions;
     ``name``: how a table names itself in messages."""
-    args.engine = engine.name
-    job = MatchingJob.from_args(args, engine.choice)
+    job = MatchingJob.from_options(request, engine.choice)
     job = replace(job, groups=groups_phase(engine.spark, job.query_groups, gt, Phases()))
     if kind(predictions) == PATH:
         fmt = job.predictions_format
@@ -251,17 +250,17 @@ def evaluate_pool(
         options.update(local_max_bytes=local_max_bytes, pool_plan=pool_plan)
         return _pool_of_files(ground_truth, predictions, submission_column, engine, options)
     tables = _named_tables(predictions, submission_column)
-    args, chosen, gt = _prepared(ground_truth, tables, engine, local_max_bytes, options, True)
+    request, chosen, gt = _prepared(ground_truth, tables, engine, local_max_bytes, options, True)
     return Leaderboard(
-        [_submission(chosen, gt, table, args, name) for name, table in tables.items()]
+        [_submission(chosen, gt, table, request, name) for name, table in tables.items()]
     )
 
 
-def _submission(engine: Engine, gt: GroundTruth, table: Any, args: Any, name: str) -> Submission:
+def _submission(engine: Engine, gt: GroundTruth, table: Any, request: Any, name: str) -> Submission:
     """One table of a pool scored, or marked invalid with its message."""
     s = Submission(name, label(name, table))
     try:
-        s.metrics = _score_one(args, engine, gt, table, name)
+        s.metrics = _score_one(request, engine, gt, table, name)
     except InputError as error:
         s.invalid(error)
     return s
@@ -287,7 +286,7 @@ def _pool_of_files(
     paths = [os.fspath(p) for p in predictions]
     if options["pool_plan"] is None:  # the command's default
         del options["pool_plan"]
-    args = inputs.command_options(
+    request = inputs.request(
         "evaluate",
         ground_truth=os.fspath(ground_truth),
         predictions=paths,
@@ -298,7 +297,7 @@ def _pool_of_files(
     if engine == "local":
         raise InputError("engine='local'", "a pool runs on Spark; use engine='spark'")
     spark = inputs.spark_session(engine, [])
-    result = pool_job.run(spark, pool_job.PoolJob.from_args(args), announce=False)
+    result = pool_job.run(spark, pool_job.PoolJob.from_options(request), announce=False)
     return Leaderboard(result.submissions)
 
 

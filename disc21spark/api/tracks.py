@@ -121,7 +121,7 @@ def _descriptor_job(
         inputs.check_exists(value)  # said at once, not after starting Spark
     if "score_norm_descriptors" in options:
         options["score_norm_descriptors"] = _paths(options["score_norm_descriptors"])
-    args = inputs.command_options(
+    request = inputs.request(
         "evaluate",
         ground_truth=inputs.label("ground_truth", ground_truth),
         query_descriptors=_paths(queries),
@@ -132,7 +132,7 @@ def _descriptor_job(
         distance=distance,
         **options,
     )
-    return descriptor_job.DescriptorJob.from_args(args)
+    return descriptor_job.DescriptorJob.from_options(request)
 
 
 def _search_and_score(
@@ -182,8 +182,7 @@ def _run_command(command: str, engine: Any, **given: Any) -> dict:
     from disc21spark.commands import COMMANDS
     from disc21spark.core.output import check_writable
 
-    args = inputs.command_options(command, **given)
-    job = COMMANDS[command].build(args)
+    job = COMMANDS[command].job_of(inputs.request(command, **given))
     job.check()
     check_writable(job.output_folder(), job.overwrite)
     return job.execute(inputs.spark_session(engine, []))

@@ -1,8 +1,9 @@
 """The disc21spark command: evaluate | make-library | make-queries | extract | rank-eval.
 
-Each command is a module here with its parser (defaults from conf/defaults.ini), the
-checks no single option can say, and ``build(args)``, the job handed to the one runner
-(core/runner.py). jobs/*.py call the same commands for spark-submit from a checkout.
+Each command is a module here with its parser (defaults from conf/defaults.ini), its
+``REQUEST`` (the typed options the parser's are turned into and checked:
+``requests.py``, ``evaluate_request.py``) and ``job_of(request)``, the job handed to the
+one runner (core/runner.py). jobs/*.py call the same commands for spark-submit from a checkout.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from types import ModuleType
 
 from disc21spark.commands import evaluate, extract, make_library, make_queries, rank_eval
 from disc21spark.commands.common import Parser, version_text
+from disc21spark.commands.requests import UsageError
 from disc21spark.core import invocation
 
 COMMANDS: dict[str, ModuleType] = {
@@ -69,7 +71,10 @@ def parse(
         args = top.parse_args(argv)
         parser = by_name[args.command]
     args.given = given_options(parser, argv[1:])
-    COMMANDS[args.command].check(parser, args)
+    try:  # the rules no single option can say, in the request the library takes
+        args.request = COMMANDS[args.command].REQUEST.of_namespace(args).checked()
+    except UsageError as exc:
+        parser.error(str(exc))
     return args
 
 
@@ -92,11 +97,11 @@ def main(
     from disc21spark.core.runner import run, setup_logging  # not needed for --help
 
     setup_logging(args.quiet)
-    build = COMMANDS[args.command].build
+    job_of = COMMANDS[args.command].job_of
     # the command line as given (in process, argv is not sys.argv)
     command = [prog or sys.argv[0], *(sys.argv[1:] if argv is None else argv)]
     return run(
-        lambda: build(args),
+        lambda: job_of(args.request),
         profile=args.profile,
         master=args.master,
         debug=args.debug,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from functools import cache, partial
+from functools import partial
 from typing import Any
 
 from disc21spark import engine
@@ -19,8 +19,8 @@ from disc21spark.commands.common import (
 from disc21spark.core.config import parse_counts, parse_limit, parse_size, parse_span
 
 NAME = "evaluate"
-# the groups of options that apply to one track only (evaluate.check refuses them on the
-# other): --help's group titles
+# --help's groups of the options of one track only (evaluate_request.py lists the same
+# options, and refuses them on the other track)
 POOLS, DESCRIPTOR_TRACK, INTERVALS = (
     "pools",
     "descriptor track",
@@ -37,21 +37,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     _add_engine_arguments(p, conf)
     _add_bootstrap_arguments(p.add_argument_group(INTERVALS), conf)
     add_run_arguments(p, NAME)
-
-
-@cache
-def option_groups() -> dict[str, dict[str, str]]:
-    """Each group of options by its title: dest → the option as typed (its first name).
-    Built once a process: the names do not depend on the defaults. Read only."""
-    parser = argparse.ArgumentParser(add_help=False)
-    add_arguments(parser)
-    return {
-        g.title: {
-            a.dest: a.option_strings[0] for a in g._group_actions if a.help != argparse.SUPPRESS
-        }
-        for g in parser._action_groups
-        if g.title
-    }
 
 
 def _add_input_arguments(p: argparse.ArgumentParser, conf: dict[str, Any]) -> None:

@@ -10,6 +10,7 @@ from disc21spark.commands.common import (
     add_run_arguments,
     defaults,
 )
+from disc21spark.commands.requests import ExtractRequest
 
 NAME = "extract"
 SUMMARY = "describe images with a baseline descriptor (files the descriptor track reads)"
@@ -57,12 +58,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_run_arguments(p, NAME)
 
 
-def check(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
-    if args.image_partitions is not None and args.image_partitions < 1:
-        p.error("--image-partitions must be ≥ 1")
+REQUEST = ExtractRequest
 
 
-def build(args: argparse.Namespace) -> Any:
+def job_of(request: ExtractRequest) -> Any:
+    """The job of a checked request."""
     from disc21spark.ranks.extract_job import ExtractJob
 
-    return ExtractJob.from_args(args)
+    return ExtractJob.from_options(request)

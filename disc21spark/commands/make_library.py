@@ -6,6 +6,7 @@ import argparse
 from typing import Any
 
 from disc21spark.commands.common import add_option, add_run_arguments, defaults
+from disc21spark.commands.requests import LibraryRequest
 
 NAME = "make-library"
 SUMMARY = "write an offline image library (photographs, then dead-leaves images)"
@@ -55,17 +56,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 # the plan lists every image on the driver (a few hundred bytes each) before Spark starts:
 # ten million images (≈ 300 GB of JPEG) is beyond any use, 10^12 would exhaust the memory
-MAX_SIZE = 10_000_000
+REQUEST = LibraryRequest
 
 
-def check(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
-    """The library's own rules (size, seed, dimensions) are checked by the job; only a
-    size too large to plan is refused here."""
-    if args.size > MAX_SIZE:
-        p.error(f"--size must be at most {MAX_SIZE:,}")
-
-
-def build(args: argparse.Namespace) -> Any:
+def job_of(request: LibraryRequest) -> Any:
+    """The job of a checked request."""
     from disc21spark.library.job import LibraryJob
 
-    return LibraryJob.from_args(args)
+    return LibraryJob.from_options(request)

@@ -13,6 +13,7 @@ from disc21spark.commands.common import (
     add_run_arguments,
     defaults,
 )
+from disc21spark.commands.requests import QueriesRequest
 
 NAME = "make-queries"
 SUMMARY = "build an altered-image benchmark (queries, ground truth) from a library"
@@ -104,14 +105,11 @@ def _add_writing_arguments(p: argparse.ArgumentParser, conf: dict[str, Any]) -> 
     add_image_partitions(p, conf, 48)
 
 
-def check(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
-    if args.seed < 0 or (args.image_partitions is not None and args.image_partitions < 1):
-        p.error("--seed must be ≥ 0 and --image-partitions ≥ 1")
-    if args.sheet_per_test < 0:
-        p.error("--sheet-per-test must be ≥ 0")
+REQUEST = QueriesRequest
 
 
-def build(args: argparse.Namespace) -> Any:
+def job_of(request: QueriesRequest) -> Any:
+    """The job of a checked request."""
     from disc21spark.queries.job import QueryJob
 
-    return QueryJob.from_args(args)
+    return QueryJob.from_options(request)

@@ -12,6 +12,7 @@ from disc21spark.commands.common import (
     add_run_arguments,
     defaults,
 )
+from disc21spark.commands.requests import RankRequest
 from disc21spark.core.config import parse_sizes
 
 NAME = "rank-eval"
@@ -121,14 +122,11 @@ def _add_ranking_arguments(p: argparse.ArgumentParser, conf: dict[str, Any]) -> 
     )
 
 
-def check(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
-    if args.knn < 1 or args.subsets < 1 or args.resamples < 10 or args.seed < 0:
-        p.error("--knn and --subsets must be ≥ 1, --resamples ≥ 10, --seed ≥ 0")
-    if args.query_partitions is not None and args.query_partitions < 1:
-        p.error("--query-partitions must be ≥ 1")
+REQUEST = RankRequest
 
 
-def build(args: argparse.Namespace) -> Any:
+def job_of(request: RankRequest) -> Any:
+    """The job of a checked request."""
     from disc21spark.ranks.job import RankJob
 
-    return RankJob.from_args(args)
+    return RankJob.from_options(request)

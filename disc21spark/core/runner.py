@@ -1,6 +1,7 @@
 """The one job runner: checks, Spark once, the job, its summary, errors as exit codes.
 
-Every command builds a job (a small dataclass with ``from_args``) and hands it here:
+Every command builds a job (a small dataclass with ``from_options``, from the command's
+typed request) and hands it here:
 
 1. the checks that need no Spark (``job.check()``), then the output folder (once a run;
    a URI's once Spark runs), so that a bad command fails in a second instead of after
@@ -26,7 +27,6 @@ import signal
 import subprocess
 import sys
 import traceback
-from argparse import Namespace
 from collections.abc import Callable
 from typing import Any, ClassVar, Protocol
 
@@ -76,12 +76,13 @@ class BaseJob:
         return getattr(self, "output", None)
 
 
-def fields_from_options(cls: type, args: Namespace, **given: Any) -> dict[str, Any]:
-    """The keyword arguments of the job dataclass ``cls`` from a command's options: each
-    field an option sets (``--max-results`` → ``max_results``), then ``given`` over them
-    (the fields with no option of their name, or converted on the way)."""
-    names = [f.name for f in dataclasses.fields(cls) if f.init and hasattr(args, f.name)]
-    return {**{name: getattr(args, name) for name in names}, **given}
+def fields_from_options(cls: type, options: Any, **given: Any) -> dict[str, Any]:
+    """The keyword arguments of the job dataclass ``cls`` from a command's options (a
+    typed request, or another command's parsed options): each field an option sets
+    (``--max-results`` → ``max_results``), then ``given`` over them (the fields with no
+    option of their name, or converted on the way)."""
+    names = [f.name for f in dataclasses.fields(cls) if f.init and hasattr(options, f.name)]
+    return {**{name: getattr(options, name) for name in names}, **given}
 
 
 SessionFactory = Callable[..., Any]

@@ -11,11 +11,11 @@ from __future__ import annotations
 import shutil
 import tempfile
 import uuid
-from argparse import Namespace
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
@@ -72,16 +72,17 @@ class DescriptorJob(BaseJob):
     knn_budgets: list[int] = field(default_factory=list)  # kNN: budgets.csv's rows
 
     @classmethod
-    def from_args(cls, args: Namespace) -> DescriptorJob:
-        """`disc21spark evaluate --query-descriptors ... --reference-descriptors ...`."""
+    def from_options(cls, request: Any) -> DescriptorJob:
+        """`disc21spark evaluate --query-descriptors ... --reference-descriptors ...`:
+        ``request`` a checked ``commands.evaluate_request.EvaluateRequest``."""
         fields = fields_from_options(
             cls,
-            args,
-            score_norm_descriptors=args.score_norm_descriptors or [],
-            score_norm_neighbors=tuple(args.score_norm_neighbors),
-            train_descriptors=args.train_descriptors or [],
-            budgets=list(args.budgets or []),
-            knn_budgets=list(args.knn_budgets or []),
+            request,
+            score_norm_descriptors=request.score_norm_descriptors or [],
+            score_norm_neighbors=tuple(request.score_norm_neighbors),
+            train_descriptors=request.train_descriptors or [],
+            budgets=list(request.budgets or []),
+            knn_budgets=list(request.knn_budgets or []),
         )
         return cls(**fields)
 

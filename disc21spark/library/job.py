@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import json
 import os
-from argparse import Namespace
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pyarrow as pa
@@ -42,8 +42,8 @@ class LibraryJob(BaseJob):
     overwrite: bool = False
 
     @classmethod
-    def from_args(cls, args: Namespace) -> LibraryJob:
-        return cls(**fields_from_options(cls, args, photos=not args.no_photos))
+    def from_options(cls, request: Any) -> LibraryJob:
+        return cls(**fields_from_options(cls, request, photos=not request.no_photos))
 
     def check(self) -> None:
         """The plan checks every argument (size, seed, dimensions) before Spark starts."""

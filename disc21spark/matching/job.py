@@ -9,10 +9,9 @@ errors included.
 
 from __future__ import annotations
 
-from argparse import Namespace
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from disc21spark import engine
 from disc21spark.core import config, damage
@@ -42,12 +41,13 @@ class MatchingJob(ScoringJob):
         return self.choice.needs_spark
 
     @classmethod
-    def from_args(cls, args: Namespace, choice: engine.Choice = engine.DISTRIBUTED) -> MatchingJob:
-        """`disc21spark evaluate` with one submission (its --predictions names one path)."""
-        predictions = args.predictions
+    def from_options(cls, request: Any, choice: engine.Choice = engine.DISTRIBUTED) -> MatchingJob:
+        """`disc21spark evaluate` with one submission: ``request`` a checked
+        ``commands.evaluate_request.EvaluateRequest`` whose predictions name one path."""
+        predictions = request.predictions
         if not isinstance(predictions, str):
             (predictions,) = predictions
-        return cls(**fields_from_options(cls, args, predictions=predictions, choice=choice))
+        return cls(**fields_from_options(cls, request, predictions=predictions, choice=choice))
 
     def execute(self, spark: SparkSession | None) -> MatchingMetrics:
         metrics = run(spark, self)

@@ -11,8 +11,8 @@ ground truth and settings) take their results from the last run.
 from __future__ import annotations
 
 import logging
-from argparse import Namespace
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -60,10 +60,11 @@ class PoolJob(ScoringJob):
     choice: engine.Choice | None = None
 
     @classmethod
-    def from_args(cls, args: Namespace, choice: engine.Choice | None = None) -> PoolJob:
-        """`disc21spark evaluate` with a pool (``engine.settle`` tells a pool)."""
-        predictions = list(args.predictions)
-        return cls(**fields_from_options(cls, args, predictions=predictions, choice=choice))
+    def from_options(cls, request: Any, choice: engine.Choice | None = None) -> PoolJob:
+        """`disc21spark evaluate` with a pool (``engine.settle`` tells a pool): ``request``
+        a checked ``commands.evaluate_request.EvaluateRequest``."""
+        predictions = list(request.predictions)
+        return cls(**fields_from_options(cls, request, predictions=predictions, choice=choice))
 
     def execute(self, spark: SparkSession) -> PoolResult:
         return run(spark, self)

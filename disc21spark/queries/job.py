@@ -9,10 +9,10 @@ pixels (but for the few thumbnails of the contact sheet).
 
 from __future__ import annotations
 
-from argparse import Namespace
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
@@ -60,24 +60,24 @@ class QueryJob(BaseJob):
     overwrite: bool = False
 
     @classmethod
-    def from_args(cls, args: Namespace) -> QueryJob:
+    def from_options(cls, request: Any) -> QueryJob:
         """`disc21spark make-queries`: the tests are parsed here, so that a bad one fails
         before Spark starts."""
         from disc21spark.queries.transforms import BadTestSpec, parse_tests
 
         try:
-            tests = tuple(parse_tests(args.tests))
+            tests = tuple(parse_tests(request.tests))
         except BadTestSpec as exc:  # the message names the test: nothing to add
             raise InputError("", str(exc)) from None
         settings = Settings(
             tests=tests,
-            per_test=args.queries_per_test,
-            distractors=args.distractors,
-            seed=args.seed,
-            fmt=args.query_format,
-            sheet_per_test=args.sheet_per_test,
+            per_test=request.queries_per_test,
+            distractors=request.distractors,
+            seed=request.seed,
+            fmt=request.query_format,
+            sheet_per_test=request.sheet_per_test,
         )
-        return cls(**fields_from_options(cls, args, settings=settings))
+        return cls(**fields_from_options(cls, request, settings=settings))
 
     def execute(self, spark: SparkSession) -> dict:
         return run(spark, self)

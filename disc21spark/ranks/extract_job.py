@@ -9,9 +9,9 @@ ids, plus ``descriptors.json`` (method, metric, dim) for rank evaluation.
 
 from __future__ import annotations
 
-from argparse import Namespace
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 import pandas as pd
 from pyspark.sql import SparkSession
@@ -39,8 +39,8 @@ class ExtractJob(BaseJob):
     overwrite: bool = False
 
     @classmethod
-    def from_args(cls, args: Namespace) -> ExtractJob:
-        return cls(**fields_from_options(cls, args))
+    def from_options(cls, request: Any) -> ExtractJob:
+        return cls(**fields_from_options(cls, request))
 
     def check(self) -> None:
         """The method (a user module is imported and probed) and the bench, before Spark."""

@@ -8,9 +8,9 @@ read the bench → describe (or read) each method's vectors → one broadcast pa
 from __future__ import annotations
 
 import json
-from argparse import Namespace
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -56,17 +56,17 @@ class RankJob(BaseJob):
     keep_descriptors: bool = True
 
     @classmethod
-    def from_args(cls, args: Namespace) -> RankJob:
-        methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    def from_options(cls, request: Any) -> RankJob:
+        methods = [m.strip() for m in request.methods.split(",") if m.strip()]
         if not methods:
             raise InputError("--methods", "give at least one method")
         names = [parse_method(m)[0] for m in methods]
         if len(set(names)) != len(names):
             raise InputError("--methods", f"a method is named twice ({', '.join(names)})")
-        chosen = parse_distances(getattr(args, "distance", None) or "", names)
+        chosen = parse_distances(getattr(request, "distance", None) or "", names)
         return cls(
             **fields_from_options(
-                cls, args, methods=methods, sizes=tuple(args.sizes), distances=chosen
+                cls, request, methods=methods, sizes=tuple(request.sizes), distances=chosen
             )
         )
 
