@@ -30,6 +30,8 @@ REQUIRED_PRECISION = 0.9
 DEFAULT_CURVE_POINTS: int = config.value("evaluate", "curve_points", int)
 # recall at rank k: the figures' names and their k
 RANKS = {"recall_at_rank1": 1, "recall_at_rank10": 10}
+# columns (resamples) whose (levels × columns) temporaries are made at once
+BLOCK = 64
 
 
 def running_sums(counts: np.ndarray) -> np.ndarray:
@@ -119,13 +121,19 @@ def p90_levels(k_end: np.ndarray, n_end: np.ndarray) -> np.ndarray:
     precision and its threshold are those of the level's end (``level_ends``, (T, C) or
     (T,) for one column, then a (1,) result)."""
     k_end, n_end = np.atleast_2d(k_end.T).T, np.atleast_2d(n_end.T).T
-    with np.errstate(divide="ignore", invalid="ignore"):
-        reached = k_end / n_end >= REQUIRED_PRECISION
-    if not len(reached):
-        return np.full(reached.shape[1], -1, dtype=np.int64)
-    # K grows down the levels: the last level reached has the highest recall
-    last = len(reached) - 1 - np.argmax(reached[::-1], axis=0)
-    return np.where(reached.any(axis=0), last, -1).astype(np.int64)
+    levels, columns = k_end.shape
+    out = np.full(columns, -1, dtype=np.int64)
+    if not levels:
+        return out
+    # a block of columns at a time: the (T, block) temporaries stay a few MB
+    for start in range(0, columns, BLOCK):
+        stop = min(start + BLOCK, columns)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            reached = k_end[:, start:stop] / n_end[:, start:stop] >= REQUIRED_PRECISION
+        # K grows down the levels: the last level reached has the highest recall
+        last = levels - 1 - np.argmax(reached[::-1], axis=0)
+        out[start:stop] = np.where(reached.any(axis=0), last, -1)
+    return out
 
 
 def recall_at_rank(ranks: np.ndarray, k: int) -> float:
