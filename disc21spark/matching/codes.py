@@ -1,7 +1,7 @@
 """Integer codes for one submission's ids that stay the same from batch to batch.
 
 The batched in-process engine (``batched.py``) labels a file a batch at a time, so it
-cannot dictionary-encode the whole file at once as ``local.encode`` does. A query is
+cannot dictionary-encode the whole file at once. A query is
 coded by its index in the ground truth (an unknown one after them, in order of first
 appearance). A reference needs no code of its own: the label asks only whether it is
 one of the ground truth's positive references, and a pair's key is a 64-bit hash of its

@@ -13,8 +13,9 @@ facebookresearch/isc2021) position by position:
   score ≥ the true pair's score, minus one (infinite when the pair is absent).
 
 The ids only matter through equality, so ``evaluate`` turns them into integer codes first
-(``encode``) and ``evaluate_encoded`` computes every figure from the codes: the in-process
-engine (``matching/local.py``) encodes with Arrow and calls the same function.
+(``encode``) and ``evaluate_encoded`` computes every figure from the codes. This module is
+the tests' oracle: no production module imports it (the engines count, then
+``kernel.py`` makes the figures, and the tests hold both equal to this).
 
 The one deliberate difference: the μAP terms are added with ``math.fsum`` (the
 correctly rounded sum) rather than numpy's pairwise sum, so that the Spark plan,
