@@ -40,7 +40,7 @@ from disc21spark.matching.positions import Counts, QueryStats, TrueScores, metri
 
 
 @dataclass(frozen=True)
-class TruePairs:
+class RankedTruth:
     """One submission's predicted true pairs, sorted by (query, score): int64 query
     indices, float64 scores and int64 ranks (how many of the query's predictions score at
     least as high, the pair itself excluded: 0 = first); and ``optimistic``, int64 (T,):
@@ -155,7 +155,7 @@ def _true_pairs_table(spark, truths: dict[int, TrueScores]) -> DataFrame | None:
 def counts_of(
     rows: DataFrame, censuses: dict[int, Census]
 ) -> tuple[dict[int, Counts], dict[int, np.ndarray]]:
-    """Every submission's Counts, and its optimistic bucket counts (``TruePairs``), from
+    """Every submission's Counts, and its optimistic bucket counts (``RankedTruth``), from
     one Spark job over ``rows`` against the true pairs of ``censuses``."""
     truths = {s: c.truth for s, c in censuses.items()}
     grid = Grid.of(truths)
@@ -214,7 +214,7 @@ def score_rows(
     censuses: dict[int, Census],
     phases: Phases | None = None,
     gt_of: dict[int, GroundTruth] | None = None,
-) -> tuple[dict[int, MatchingMetrics], dict[int, TruePairs]]:
+) -> tuple[dict[int, MatchingMetrics], dict[int, RankedTruth]]:
     """Metrics of every submission of ``censuses`` (its true pairs, rows and lowest
     score) from compact rows (``labels.labelled``) by counting positions; ``stats`` from
     the census. ``gt_of``: a submission's own ground truth when it answers only part of
@@ -237,7 +237,7 @@ def score_rows(
                 gt_of.get(sub, gt), truth, totals[sub], sub_stats, max_curve_points
             )
             ranks = positions.ranks(totals[sub])
-            ranked[sub] = TruePairs(truth.query, truth.score, ranks, optimistic[sub])
+            ranked[sub] = RankedTruth(truth.query, truth.score, ranks, optimistic[sub])
         note["rows"] = sum(m.n_true_positives for m in results.values())
         note["detail"] = "true positives"
     return results, ranked

@@ -185,7 +185,7 @@ def _metrics(
     censuses: dict[int, census.Census],
     scoring: Scoring,
     phases: Phases,
-) -> tuple[dict[int, MatchingMetrics], dict[int, plan.TruePairs]]:
+) -> tuple[dict[int, MatchingMetrics], dict[int, plan.RankedTruth]]:
     with phases.phase("label") as note:
         stats = plan.query_stats(censuses, pairs, scoring.gt)
         note["rows"] = sum(s.n_predictions for s in stats.values())

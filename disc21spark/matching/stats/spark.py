@@ -9,7 +9,7 @@ travel as small blocks that the executors add up (``payload.py``), and the drive
 each block once. Integer counts add up alike in any order, so the counts, and the
 figures the specification computes from them, are the same bits whatever the
 partitioning. The true pairs and their ranks in their queries are the metrics' own
-(``plan.TruePairs``, from its counting pass): no Spark job of their own.
+(``plan.RankedTruth``, from its counting pass): no Spark job of their own.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from pyspark.sql import functions as F
 from disc21spark.core.phases import Phases
 from disc21spark.matching.labels import SUBMISSION
 from disc21spark.matching.model import GroundTruth, MatchingMetrics
-from disc21spark.matching.plan import Grid, TruePairs
+from disc21spark.matching.plan import Grid, RankedTruth
 from disc21spark.matching.stats import groups, payload, weighted, weights
 from disc21spark.matching.stats.groups_table import GroupTable
 from disc21spark.matching.stats.model import Resampling, Uncertainty
@@ -35,7 +35,7 @@ def attach(
     spark: SparkSession,
     rows: DataFrame,
     metrics: dict[int, MatchingMetrics],
-    true_pairs: dict[int, TruePairs],
+    true_pairs: dict[int, RankedTruth],
     gt: GroundTruth,
     r: Resampling,
     phases: Phases,
@@ -56,7 +56,7 @@ def attach(
 def measure(
     spark: SparkSession,
     rows: DataFrame,
-    true: dict[int, TruePairs],
+    true: dict[int, RankedTruth],
     gt: GroundTruth,
     r: Resampling,
 ) -> dict[int, tuple[Uncertainty, GroupTable | None]]:
