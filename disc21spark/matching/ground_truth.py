@@ -16,11 +16,11 @@ def load_ground_truth(spark: Any, path: str, fmt: str = "auto") -> GroundTruth:
     or, without a session, from a local file with the same rules. Raises InputError."""
     if engine_of(spark).name == "spark":
         # here, not above: the in-process engine never pays for importing PySpark
-        from disc21spark.matching.read import read_small_table
+        from disc21spark.matching.read import spark_table_rows
 
-        rows = read_small_table(spark, path, GROUND_TRUTH_COLUMNS, fmt)
+        rows = spark_table_rows(spark, path, GROUND_TRUTH_COLUMNS, fmt)
     else:
-        rows = source.read_small_table(path, GROUND_TRUTH_COLUMNS, fmt)
+        rows = source.local_table_rows(path, GROUND_TRUTH_COLUMNS, fmt)
     return parse_ground_truth(rows, path)
 
 

@@ -95,7 +95,7 @@ def typed_table(df: DataFrame, file: Column, keep: tuple[str, ...] = ()) -> Data
     )
 
 
-def read_small_table(
+def spark_table_rows(
     spark: SparkSession, path: str, columns: tuple[str, ...], fmt: str = "auto"
 ) -> list[Row]:
     """A small file (the ground truth) collected to the driver in file order, with line numbers."""

@@ -98,9 +98,9 @@ class Source:
         )
 
 
-def read_small_table(path: str, columns: tuple[str, ...], fmt: str = "auto") -> list[Row]:
+def local_table_rows(path: str, columns: tuple[str, ...], fmt: str = "auto") -> list[Row]:
     """Records of a small local CSV (plain, .gz or .bz2) or Parquet file (the ground
-    truth) with their line or row numbers: ``read.read_small_table`` without Spark.
+    truth) with their line or row numbers: ``read.local_table_rows`` without Spark.
     Raises InputError naming ``path`` (missing, unreadable, a column missing)."""
     plain = local_path(path)
     if plain is None:
