@@ -46,7 +46,7 @@ class SearchSpec:
     block_rows: int = 16384  # at most this many queries searched at a time in a task
 
 
-def _pairs_batch(ids: np.ndarray, qpos: np.ndarray, p: descriptor_spec.Pairs, s):
+def _pairs_batch(ids: np.ndarray, qpos: np.ndarray, p: descriptor_spec.Found, s):
     return pa.RecordBatch.from_arrays(
         [
             pa.array(ids[p.query], pa.string()),
@@ -79,7 +79,7 @@ def _search_partition(batches, index: Shard, background: Shard | None, spec: Sea
     del vec_parts
     s = searcher_of(index, "index")
     bg = searcher_of(background, "background") if background is not None else None
-    best = descriptor_spec.Pairs.empty()
+    best = descriptor_spec.Found.empty()
     # blocks of equal size: a tiny last block would make the bounded search's kNN deep
     n_blocks = -(-len(xq) // spec.block_rows)
     cuts = [round(i * len(xq) / n_blocks) for i in range(n_blocks + 1)]

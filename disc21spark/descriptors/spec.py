@@ -195,7 +195,7 @@ def _faiss_scores(s: Searcher, distances: np.ndarray) -> np.ndarray:
 
 
 @dataclass
-class Pairs:
+class Found:
     """Search results: query row, reference row, score (already normalised if asked)."""
 
     query: np.ndarray  # int64, row in the query block
@@ -203,20 +203,20 @@ class Pairs:
     score: np.ndarray  # float64
 
     @staticmethod
-    def empty() -> Pairs:
-        return Pairs(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float64))
+    def empty() -> Found:
+        return Found(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float64))
 
-    def take(self, keep) -> Pairs:
-        return Pairs(self.query[keep], self.reference[keep], self.score[keep])
+    def take(self, keep) -> Found:
+        return Found(self.query[keep], self.reference[keep], self.score[keep])
 
     def __len__(self) -> int:
         return len(self.query)
 
 
-def concat(parts: list[Pairs]) -> Pairs:
+def concat(parts: list[Found]) -> Found:
     if not parts:
-        return Pairs.empty()
-    return Pairs(
+        return Found.empty()
+    return Found(
         *(np.concatenate([getattr(p, f) for p in parts]) for f in ("query", "reference", "score"))
     )
 
@@ -227,10 +227,10 @@ def _rescore(s: Searcher, xq: np.ndarray, qi, ri, approx) -> np.ndarray:
     return approx
 
 
-def _range(s: Searcher, xq: np.ndarray, bound: np.ndarray) -> Pairs:
+def _range(s: Searcher, xq: np.ndarray, bound: np.ndarray) -> Found:
     """All pairs whose FAISS score is ≥ bound (one bound per query), FAISS scores."""
     if len(xq) == 0:
-        return Pairs.empty()
+        return Found.empty()
     # FAISS keeps d < radius (l2) or d > radius (ip): one radius, the loosest, then filter
     if s.metric == "l2":
         radius = float(np.nextafter(np.float32(-bound.min()), np.float32(np.inf)))
@@ -240,17 +240,17 @@ def _range(s: Searcher, xq: np.ndarray, bound: np.ndarray) -> Pairs:
     qi = np.repeat(np.arange(len(xq), dtype=np.int64), np.diff(lims.astype(np.int64)))
     approx = _faiss_scores(s, dist)
     keep = approx >= bound[qi]
-    return Pairs(qi[keep], ids[keep].astype(np.int64), approx[keep])
+    return Found(qi[keep], ids[keep].astype(np.int64), approx[keep])
 
 
-def knn(s: Searcher, xq_raw: np.ndarray, k: int) -> Pairs:
+def knn(s: Searcher, xq_raw: np.ndarray, k: int) -> Found:
     """The k best references of every query, exactly (scores rescored pair by pair,
     ties broken by reference id), rows ordered by query then rank."""
     xq = s.transform(xq_raw)
     nq, nb = len(xq), s.ntotal
     k = min(k, nb)
     if nq == 0 or k == 0:
-        return Pairs.empty()
+        return Found.empty()
     # FAISS proposes more than k: its k-th may be off by its rounding error
     k2 = min(nb, k + max(8, k)) if s.exact else k
     dist, ids = s.index.search(xq, k2)
@@ -262,7 +262,7 @@ def knn(s: Searcher, xq_raw: np.ndarray, k: int) -> Pairs:
         # only candidates within 2 slacks of FAISS's k-th can be among the exact k best:
         # the k it ranks first all score at least its k-th minus one slack
         keep &= approx >= (approx[:, k - 1] - 2 * slack)[:, None]
-    cand = Pairs(qi[keep], ids[keep].astype(np.int64), approx[keep])
+    cand = Found(qi[keep], ids[keep].astype(np.int64), approx[keep])
     cand.score = _rescore(s, xq, cand.query, cand.reference, cand.score)
     best = _top_per_query(s, cand, k, nq)
     if s.exact and k2 < nb:
@@ -274,14 +274,14 @@ def knn(s: Searcher, xq_raw: np.ndarray, k: int) -> Pairs:
         unsure = np.nonzero(kth <= approx[:, -1] + slack)[0]
         if len(unsure):
             more = _range(s, xq[unsure], kth[unsure] - 2 * slack[unsure])
-            more = Pairs(unsure[more.query], more.reference, more.score)
+            more = Found(unsure[more.query], more.reference, more.score)
             more.score = _rescore(s, xq, more.query, more.reference, more.score)
             keep = ~np.isin(best.query, unsure)
             best = _top_per_query(s, concat([best.take(keep), more]), k, nq)
     return best
 
 
-def _top_per_query(s: Searcher, p: Pairs, k: int, nq: int) -> Pairs:
+def _top_per_query(s: Searcher, p: Found, k: int, nq: int) -> Found:
     """Per query the k best pairs by (score desc, reference id asc)."""
     order = np.lexsort((s.reference_order[p.reference], -p.score, p.query))
     p = p.take(order)
@@ -307,7 +307,7 @@ def offsets(
     return weight * sums / np.maximum(counts, 1)
 
 
-def normalised_knn(s: Searcher, xq_raw: np.ndarray, k: int, shift: np.ndarray | None) -> Pairs:
+def normalised_knn(s: Searcher, xq_raw: np.ndarray, k: int, shift: np.ndarray | None) -> Found:
     p = knn(s, xq_raw, k)
     if shift is not None:
         p.score = p.score - shift[p.query]
@@ -316,7 +316,7 @@ def normalised_knn(s: Searcher, xq_raw: np.ndarray, k: int, shift: np.ndarray | 
 
 def bounded(
     s: Searcher, xq_raw: np.ndarray, n_results: int, shift: np.ndarray | None = None
-) -> Pairs:
+) -> Found:
     """This block's best ``n_results`` pairs over all its queries together (plus every pair
     tied with the last one): the block's share of a global max-results search.
 
@@ -326,7 +326,7 @@ def bounded(
     xq = s.transform(xq_raw)
     nq, nb = len(xq), s.ntotal
     if nq == 0 or nb == 0 or n_results <= 0:
-        return Pairs.empty()
+        return Found.empty()
     shift = np.zeros(nq) if shift is None else shift
     k1 = min(nb, max(16, math.ceil(2 * n_results / nq)))
     dist, ids = s.index.search(xq, k1)
@@ -343,19 +343,19 @@ def bounded(
     low = t_approx - 2 * slack  # below this level no pair can make the block's cut
     qi = np.repeat(np.arange(nq, dtype=np.int64), k1).reshape(nq, k1)
     take = valid & (approx >= low)
-    cand = Pairs(qi[take], ids[take].astype(np.int64), approx[take])
+    cand = Found(qi[take], ids[take].astype(np.int64), approx[take])
     if k1 < nb:
         unsure = np.nonzero(valid[:, -1] & (approx[:, -1] >= low))[0]
         if len(unsure):
             more = _range(s, xq[unsure], low + shift[unsure])
-            more = Pairs(unsure[more.query], more.reference, more.score - shift[unsure][more.query])
+            more = Found(unsure[more.query], more.reference, more.score - shift[unsure][more.query])
             cand = concat([cand.take(~np.isin(cand.query, unsure)), more])
     cand.score = _rescore(s, xq, cand.query, cand.reference, cand.score + shift[cand.query])
     cand.score = cand.score - shift[cand.query]
     return keep_best(cand, n_results)
 
 
-def keep_best(p: Pairs, n_results: int) -> Pairs:
+def keep_best(p: Found, n_results: int) -> Found:
     """The pairs scoring at least the n-th best score (ties at the cut all kept)."""
     if len(p) <= n_results:
         return p

@@ -94,13 +94,13 @@ def brute_force_pairs(xq: np.ndarray, xb: np.ndarray, metric: str) -> np.ndarray
     return scores.reshape(len(xq), len(xb))
 
 
-def top_k(scores: np.ndarray, reference_order: np.ndarray, k: int) -> descriptor_spec.Pairs:
+def top_k(scores: np.ndarray, reference_order: np.ndarray, k: int) -> descriptor_spec.Found:
     """The k best references of each row of an exact score matrix: score descending, ties
     by reference id (the descriptor track's kNN rule), rows ordered by query then rank."""
     nq, nb = scores.shape
     k = min(k, nb)
     if nq == 0 or k == 0:
-        return descriptor_spec.Pairs.empty()
+        return descriptor_spec.Found.empty()
     kth = -np.partition(-scores, k - 1, axis=1)[:, k - 1]
     qi, ri = np.nonzero(scores >= kth[:, None])  # the k best and everything tied with the k-th
     sc = scores[qi, ri].astype(np.float64)
@@ -108,4 +108,4 @@ def top_k(scores: np.ndarray, reference_order: np.ndarray, k: int) -> descriptor
     qi, ri, sc = qi[order], ri[order], sc[order]
     starts = np.searchsorted(qi, np.arange(nq))
     keep = np.arange(len(qi)) - starts[qi] < k
-    return descriptor_spec.Pairs(qi[keep].astype(np.int64), ri[keep].astype(np.int64), sc[keep])
+    return descriptor_spec.Found(qi[keep].astype(np.int64), ri[keep].astype(np.int64), sc[keep])

@@ -106,7 +106,7 @@ def searcher(
 
 def search_block(
     s: descriptor_spec.Searcher, x: np.ndarray, original: np.ndarray, lay: Layout, knn: int
-) -> tuple[descriptor_spec.Pairs, Ranks]:
+) -> tuple[descriptor_spec.Found, Ranks]:
     """A block's kNN pairs and ranks: FAISS proposes and pairs are rescored for l2 and ip;
     l1 and d1 score every pair of the block exactly (distances.block_scores)."""
     if s.metric in distances.FAISS_METRICS:
@@ -170,7 +170,7 @@ def rank_pass(
 
 
 def _block_batch(
-    subs: np.ndarray, qids: np.ndarray, pairs: descriptor_spec.Pairs, r: Ranks, ids: np.ndarray
+    subs: np.ndarray, qids: np.ndarray, pairs: descriptor_spec.Found, r: Ranks, ids: np.ndarray
 ) -> pa.RecordBatch:
     """One block's rows of ``rank_pass``: its kNN pairs (kind 0), then one rank row per
     query (kind 1); ``subs``, ``qids``: the block's submissions and query ids, ``ids``
