@@ -153,7 +153,7 @@ def test_counts_of_a_pool_mixed_over_partitions_equal_the_specification(spark):
     from disc21spark.matching import positions
     from disc21spark.matching.census import census
     from disc21spark.matching.spec import pessimistic_order, true_pair_ranks
-    from disc21spark.matching.stats.spec import buckets, levels_of
+    from disc21spark.matching.stats.weighted import buckets, levels_of
 
     rng = np.random.default_rng(1)
     n = 3000
