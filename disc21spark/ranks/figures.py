@@ -122,9 +122,7 @@ def _rank_distributions(ranks, methods, tests, style, n_refs) -> str:
         ax.plot(grid, grid / n_refs, color="grey", linestyle=":", label="chance (random order)")
         ax.set_xscale("log")
         ax.set_ylim(0, 1.02)
-        ax.set_title(test, fontsize=9)
-        ax.set_xlabel("rank of the original")
-        ax.set_ylabel("share of queries ≤ rank")
+        _label(ax, test, "rank of the original", "share of queries ≤ rank")
     for ax in axes.ravel()[len(tests) :]:
         ax.axis("off")
     _legend(fig, axes, len(methods))
@@ -145,9 +143,7 @@ def _rank_summary(s, methods, tests, style) -> str:
         ax.set_xticks(x)
         ax.set_xticklabels(tests, rotation=25, fontsize=8, ha="right")
         ax.set_yscale("log")
-        ax.set_xlabel("test")
-        ax.set_ylabel(col.replace("_", " ") + " (1 = found first)")
-        ax.set_title(col.replace("_", " "), fontsize=10)
+        _label(ax, col.replace("_", " "), "test", col.replace("_", " ") + " (1 = found first)", 10)
     _legend(fig, axes, len(methods))
     return "rank_summary.png", fig
 
@@ -172,9 +168,8 @@ def _difficulty(d, methods, style) -> str:
             if kind in ("crop", "lowcon", "resize", "jpeg", "bright"):
                 ax.invert_xaxis()  # a smaller parameter is the harder test
             unit = "tiles" if kind == "jumble" else "parameter"
-            ax.set_xlabel(f"{family}: {unit} (harder →)")
-            ax.set_ylabel(col.replace("_", " "))
-            ax.set_title(f"{family}: {col.replace('_', ' ')}", fontsize=9)
+            title = f"{family}: {col.replace('_', ' ')}"
+            _label(ax, title, f"{family}: {unit} (harder →)", col.replace("_", " "))
     _legend(fig, axes, len(methods))
     return "difficulty.png", fig
 
@@ -202,9 +197,7 @@ def _queries_needed(curve, needed, methods, tests, style) -> str:
             ax.axhline(100 * rank_spec.TOLERANCE, color="grey", linestyle=":", label="±10 % goal")
             _log_x(ax, curve.queries)
             ax.set_ylim(0, 100)
-            ax.set_title(f"{test}: {stat} rank", fontsize=9)
-            ax.set_xlabel("queries run")
-            ax.set_ylabel("95 % interval, ± % of final")
+            _label(ax, f"{test}: {stat} rank", "queries run", "95 % interval, ± % of final")
     _legend(fig, axes, len(methods))
     return "queries_needed.png", fig
 
@@ -235,9 +228,7 @@ def _rank_vs_size(sz, slopes, methods, tests, style) -> str:
                 chance.index, chance.to_numpy(), color="grey", linestyle=":", label="chance (N+1)/2"
             )
             ax.set_yscale("log")
-            ax.set_title(f"{test}: {stat} rank", fontsize=9)
-            ax.set_xlabel("library size (images)")
-            ax.set_ylabel(f"{stat} rank")
+            _label(ax, f"{test}: {stat} rank", "library size (images)", f"{stat} rank")
     _legend(fig, axes, len(methods))
     return "rank_vs_size.png", fig
 
@@ -269,8 +260,13 @@ def _stability_points(st, across, methods, tests, style) -> str:
             ax.set_xticks(x)
             ax.set_xticklabels(methods, rotation=25, fontsize=8, ha="right")
             ax.set_yscale("log")
-            ax.set_title(f"{test}: {stat} rank per subset", fontsize=9)
-            ax.set_xlabel("method")
-            ax.set_ylabel(f"{stat} rank in subset")
+            _label(ax, f"{test}: {stat} rank per subset", "method", f"{stat} rank in subset")
     _legend(fig, axes, len(methods))
     return "stability.png", fig
+
+
+def _label(ax, title: str, xlabel: str, ylabel: str, size: int = 9) -> None:
+    """A panel's title (``size`` points) and axis labels."""
+    ax.set_title(title, fontsize=size)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
