@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from disc21spark.matching.model import MatchingMetrics, Submission
+from disc21spark.matching.stats import compare
 from disc21spark.pool import report as pool_report
 
 if TYPE_CHECKING:
@@ -59,6 +60,34 @@ class Leaderboard:
     def invalid(self) -> dict[str, str]:
         """Submission name → the reason it is invalid."""
         return {s.name: s.reason or "" for s in self.submissions if s.status != "ok"}
+
+    def queries_needed(self, difference: float) -> pd.DataFrame:
+        """How many queries a μAP difference of ``difference`` between neighbours would
+        need to be detectable (80 % power at the intervals' confidence; Sakai's design on
+        μAP's query resampling, docs/statistics.md): one row per place that has a next
+        one, columns ``rank``, ``submission``, ``next_detectable`` (float64: the smallest
+        difference these queries detect) and ``queries_needed`` (Int64: n · (δ_min /
+        difference)², queries of the same kind; <NA> without intervals). Raises
+        ValueError for a difference that is not a positive number."""
+        import pandas as pd
+
+        if not isinstance(difference, (int, float)) or not 0 < difference < float("inf"):
+            raise ValueError(f"difference must be a positive number, got {difference!r}")
+        rows = [r for r in self.to_dict()["submissions"] if r["status"] == "ok"][:-1]
+        needed = [
+            compare.queries_needed(r["n_queries"], r["next_detectable"], difference) for r in rows
+        ]
+        table = pd.DataFrame(
+            {
+                "rank": [r["rank"] for r in rows],
+                "submission": [r["submission"] for r in rows],
+                "next_detectable": [r["next_detectable"] for r in rows],
+                "queries_needed": needed,
+            }
+        )
+        return table.astype(
+            {"rank": "Int64", "next_detectable": "float64", "queries_needed": "Int64"}
+        )
 
     def plot(self, top: int = pool_report.TOP_PLOTTED) -> Figure:
         """The PR curves of the ``top`` best submissions, as pr_curves.png draws them."""
