@@ -243,7 +243,7 @@ def test_the_in_process_count_gives_the_specifications_figures(seed, n, n_scores
     reference = np.array([f"r{k % 100}" for k in keys], dtype=object)
     expected = evaluate_encoded(encode(query, reference, score, gt), gt, curve_points)
     table = pa.table({"query_id": query, "reference_id": reference, "score": score})
-    got = score_table(table, "t", gt, 0, curve_points)
+    got = score_table(table, "t", gt, (0, curve_points))
     assert got.to_dict() == expected.to_dict()
     for field in ("precision", "recall", "threshold"):
         np.testing.assert_array_equal(getattr(got.curve, field), getattr(expected.curve, field))

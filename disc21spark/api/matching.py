@@ -52,15 +52,15 @@ def evaluate(
     resamples: int = _RESAMPLES,
     confidence: float = _CONFIDENCE,
     seed: int = _SEED,
+    per_query: bool = False,
 ) -> MatchingMetrics:
     """One matching-track submission's figures, exactly as ``disc21spark evaluate``.
 
     Parameters
     ----------
     ground_truth : str, os.PathLike, pandas.DataFrame, pyarrow.Table or Spark DataFrame
-        Columns ``query_id``, ``reference_id`` (text; an empty or missing reference_id
-        marks a distractor query). A path is any path Spark reads (CSV, .csv.gz,
-        Parquet; hdfs://, s3a://...).
+        Columns ``query_id``, ``reference_id`` (text; empty or missing: a distractor
+        query). A path is any path Spark reads (CSV, .csv.gz, Parquet; hdfs://, s3a://).
     predictions : str, os.PathLike, pandas.DataFrame, pyarrow.Table or Spark DataFrame
         Columns ``query_id``, ``reference_id`` (text or integers) and ``score`` (numbers;
         higher is more confident), n rows. A path is read as the command reads
@@ -68,17 +68,16 @@ def evaluate(
     max_results : int
         More predictions than this is an error, as the official scorer says (0: no limit).
     engine : {"auto", "local", "spark"} or SparkSession
-        "auto": a Spark DataFrame, a remote path, a glob or a folder → Spark (a Spark
-        DataFrame where it is; what it caches is released before the call returns); a
-        table in memory or a local file of any size → this process (no JVM).
+        "auto": a Spark DataFrame (where it is; its cache released before returning), a
+        remote path, a glob or a folder → Spark; a table or a local file → this process.
     curve_points, sort_partitions, local_max_bytes : int, int or None, int or None (auto)
         Points kept in ``pr_curve`` (figures are exact); partitions of the repeat check's
         shuffle on Spark (None: adaptive); the memory the local engine plans for.
     predictions_format, ground_truth_format : {"auto", "csv", "parquet"}
         The format of a path (auto: from its name). Defaults: conf/defaults.ini.
-    query_groups : path or None
+    query_groups, per_query : path or None, bool
         A CSV ``query_id,group`` (``--query-groups``): each group's figures, with
-        intervals (docs/statistics.md).
+        intervals (docs/statistics.md); ``--per-query``: one row per query (matching.md).
     resamples, confidence, seed : int, float, int
         The intervals (``--resamples``: 0 for none; the same seed, the same bits).
 
@@ -86,7 +85,8 @@ def evaluate(
     -------
     MatchingMetrics
         The figures as attributes, ``to_dict()``, ``pr_curve`` (pandas), ``plot()``,
-        ``warnings``; with ``query_groups``, ``by_group()`` (pandas, as groups.csv).
+        ``warnings``; ``by_group()`` and ``queries`` (pandas, as groups.csv and
+        queries.csv) with ``query_groups`` and ``per_query``.
 
     Raises
     ------
@@ -94,7 +94,7 @@ def evaluate(
         Bad input: one line naming the file (a table: ``predictions (DataFrame)``), the
         line or row (a pandas index label, an Arrow position) and the reason."""
     given = (max_results, curve_points, sort_partitions, predictions_format, ground_truth_format)
-    options = _options(*given, query_groups, (resamples, confidence, seed))
+    options = _options(*given, query_groups, (resamples, confidence, seed), per_query)
     one = {label("predictions", predictions): predictions}
     return _score_one(*_prepared(ground_truth, one, engine, local_max_bytes, options), predictions)
 
@@ -107,10 +107,12 @@ def _options(
     ground_truth_format: str,
     query_groups: str | os.PathLike | None,
     intervals: tuple[int, float, int],
+    per_query: bool = False,
 ) -> dict[str, Any]:
     """The command's options both functions take, by their option names."""
     resamples, confidence, seed = intervals
     return {
+        "per_query": per_query,
         "resamples": resamples,
         "confidence": confidence,
         "seed": seed,
@@ -168,8 +170,8 @@ def _score_one(
     if not engine.choice.needs_spark:
         # a table gets what a file gets: the intervals, and with resamples=0 the
         # optimistic μAP (tie sensitivity needs no resample)
-        r = job.resampling
-        return score_table(predictions, source, gt, job.max_results, job.curve_points, r)
+        limits = (job.max_results, job.curve_points)
+        return score_table(predictions, source, gt, limits, job.resampling, job.per_query)
     return score_frame(
         engine.spark, _spark_raw(engine.spark, predictions, source), source, gt, job, Phases()
     )

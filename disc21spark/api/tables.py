@@ -45,17 +45,26 @@ def score_table(
     value: Any,
     source: str,
     gt: GroundTruth,
-    max_results: int,
-    curve_points: int,
+    limits: tuple[int, int],
     resampling: Resampling | None = None,
+    per_query: bool = False,
 ) -> MatchingMetrics:
     """One submission in memory scored as ``local.score_file`` scores a file, by the same
     passes (``batched.score_source``): the same checks in the same order (bad row,
     --max-results, a repeated pair, named by the rows' labels), the same counts, the
     same warnings (returned, not printed); with ``resampling``, the intervals (and its
-    query groups' table) too."""
+    query groups' table) too; ``limits``: (max_results, curve_points); ``per_query``: the
+    per-query table (``metrics.queries``)."""
     pairs, index = table_pairs(value, source)
     table = Source.of_table(source, pairs, index)
+    max_results, curve_points = limits
     return score_source(
-        table, "table", gt, max_results, curve_points, announce=False, resampling=resampling
+        table,
+        "table",
+        gt,
+        max_results,
+        curve_points,
+        announce=False,
+        resampling=resampling,
+        per_query=per_query,
     )

@@ -13,6 +13,7 @@ from disc21spark import engine
 from disc21spark.commands.evaluate_options import NAME as NAME
 from disc21spark.commands.evaluate_options import add_arguments as add_arguments
 from disc21spark.commands.evaluate_request import EvaluateRequest
+from disc21spark.core.errors import InputError
 
 SUMMARY = "score a submission, a pool of submissions, or descriptors"
 DESCRIPTION = """\
@@ -110,6 +111,13 @@ def pick(r: EvaluateRequest, choice: engine.Choice) -> Any:
         return DescriptorJob.from_options(r)
     if choice.kind == "pool":
         from disc21spark.pool.job import PoolJob
+
+        if r.per_query:
+            raise InputError(
+                "",
+                "--per-query writes one submission's queries.csv; give one file of the "
+                "pool (a pool's per-query output is not built)",
+            )
 
         return PoolJob.from_options(r, choice)
     if r.previous or r.fail_on_invalid:

@@ -93,6 +93,13 @@ def _add_scoring_arguments(p: argparse.ArgumentParser, conf: dict[str, Any]) -> 
         metavar="N",
         help="points kept in pr_curve.csv (the metrics always use every point)",
     )
+    p.add_argument(
+        "--per-query",
+        action="store_true",
+        help="matching track, one submission: also write queries.csv and queries.parquet, "
+        "one row per query of the ground truth (its predictions, the rank and score of its "
+        "best true pair, the wrong reference above it, its share of μAP)",
+    )
     add_option(
         p,
         conf,

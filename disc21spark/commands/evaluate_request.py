@@ -102,6 +102,7 @@ class EvaluateRequest(Request):
     confidence: float = from_defaults(float)
     seed: int = from_defaults(int)
     query_groups: str | None = None
+    per_query: bool = False
     track: str | None = None
 
     def checked(self) -> EvaluateRequest:
@@ -129,6 +130,11 @@ def checked(r: EvaluateRequest) -> EvaluateRequest:
     if descriptor and r.query_groups:
         _refuse(
             "--query-groups is for the matching track: score the descriptor track's "
+            "--write-predictions file with it"
+        )
+    if descriptor and r.per_query:
+        _refuse(
+            "--per-query is for the matching track: score the descriptor track's "
             "--write-predictions file with it"
         )
     if descriptor and r.knn is None and r.max_results < 1:

@@ -29,7 +29,7 @@ from disc21spark.core import memory, progress
 from disc21spark.core.errors import InputError
 from disc21spark.core.memory import BATCH_BYTES
 from disc21spark.core.phases import Phases
-from disc21spark.matching import coverage, positions
+from disc21spark.matching import coverage, per_query, positions
 from disc21spark.matching.arrays import strings
 from disc21spark.matching.codes import BatchEncoder
 from disc21spark.matching.line_scan import lines_holding
@@ -93,13 +93,15 @@ def score_source(
     given: str | None = None,
     resampling: Resampling | None = None,
     batch_bytes: int | None = None,
+    per_query: bool = False,
 ) -> MatchingMetrics:
     """One submission's metrics, in this process; the Spark job's checks and errors
     (InputError naming ``source.where``, NotForThisEngine). ``announce``: print the
     coverage warnings here (a pool's task leaves it to the driver); ``given``: the name
     the user gave (default ``source.where``); ``resampling``: add the intervals and tie
     sensitivity (stats/); ``batch_bytes``: the batch the file is read in (``engine.choose``
-    sizes it from the memory there is; None: ``core.memory.BATCH_BYTES``)."""
+    sizes it from the memory there is; None: ``core.memory.BATCH_BYTES``); ``per_query``:
+    add the per-query table (``metrics.queries``, ``per_query.table``)."""
     metrics = _scored(
         source,
         fmt,
@@ -108,7 +110,7 @@ def score_source(
         phases or Phases(),
         given or source.where,
         resampling,
-        batch_bytes or BATCH_BYTES,
+        (batch_bytes or BATCH_BYTES, per_query),
     )
     if announce:
         coverage.announce(given or source.where, metrics.warnings)
@@ -123,15 +125,21 @@ def _scored(
     phases: Phases,
     given: str,
     resampling: Resampling | None,
-    batch_bytes: int,
+    reading: tuple[int, bool],
 ) -> MatchingMetrics:
-    """``score_source``'s work; ``limits``: (max_results, curve_points)."""
+    """``score_source``'s work; ``limits``: (max_results, curve_points); ``reading``:
+    (batch_bytes, per_query)."""
     max_results, curve_points = limits
+    batch_bytes, want_queries = reading
     encoder = BatchEncoder(gt)
+    rows = per_query.QueryRows.empty(gt.n_queries) if want_queries else None
     with Spill() as spill:
         with phases.phase("read") as note, progress.counter("read", "rows") as read:
             for pairs in iter_pairs(source, fmt, batch_bytes):
-                spill.write(*encoder.encode(pairs))
+                encoded = encoder.encode(pairs)
+                spill.write(*encoded)
+                if rows is not None:
+                    rows.add_batch(*encoded[:3], pairs.reference)
                 read.add(len(pairs.score))
             note["rows"] = spill.rows
             batches = len(spill.sizes)
@@ -153,6 +161,8 @@ def _scored(
                 return encoder.query_counts(), _reference_counts(source, fmt, batch_bytes)
 
             metrics = coverage.check_counted(ids, gt, metrics, None)
+            if rows is not None:
+                metrics = _with_queries(metrics, truth, counted.counts, rows, gt, resampling)
             note["rows"] = metrics.n_predictions
             note["detail"] = f"{metrics.n_true_positives:,} true positives"
     if resampling is not None:
@@ -161,6 +171,22 @@ def _scored(
             note["rows"] = metrics.n_predictions
             note["detail"] = f"{resampling.resamples:,} resamples"
     return metrics
+
+
+def _with_queries(
+    metrics: MatchingMetrics,
+    truth: positions.TrueScores,
+    counts: positions.Counts,
+    rows: per_query.QueryRows,
+    gt: GroundTruth,
+    resampling: Resampling | None,
+) -> MatchingMetrics:
+    """``metrics`` with its per-query table, from the counts the figures came from."""
+    ranked = per_query.TrueRanks(
+        truth.query, truth.score, positions.ranks(counts), counts.misses_ge
+    )
+    groups = resampling.groups if resampling is not None else None
+    return replace(metrics, queries=per_query.table(gt, ranked, rows, groups))
 
 
 def _check_repeats(

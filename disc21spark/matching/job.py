@@ -61,6 +61,7 @@ class MatchingJob(ScoringJob):
             lines.extend(metrics.groups.lines())
         if self.output:
             extra = ", groups.csv" if metrics.groups is not None else ""
+            extra += ", queries.csv, queries.parquet" if metrics.queries is not None else ""
             lines.append(
                 f"results in {self.output}/ (metrics.json, pr_curve.csv, pr_curve.png{extra})"
             )
@@ -112,6 +113,7 @@ def _in_process(
                 announce=False,
                 resampling=job.resampling,
                 batch_bytes=job.choice.batch_bytes,
+                per_query=job.per_query,
             )
         except local.NotForThisEngine:
             return None
@@ -127,6 +129,7 @@ def _in_process(
             job.curve_points,
             files,
             job.resampling,
+            per_query=job.per_query,
         )
         if outcome.needs_spark:
             return None
@@ -167,6 +170,7 @@ def score_frame(
         job.max_results,
         sources={0: source},
         resampling=job.resampling,
+        per_query=job.per_query,
     )
     try:
         scored = score(spark, pairs, [0], scoring, phases)

@@ -98,6 +98,23 @@ def micro_ap(
     return ap
 
 
+def level_shares(
+    hits: np.ndarray, k_end: np.ndarray, n_end: np.ndarray, positives: int
+) -> np.ndarray:
+    """float64 (T,): what each true pair of a level adds to μAP, one column's counts
+    (int (T,), ``level_ends``): the mean of the scorer's terms at the level's true
+    positives. Within a level the pessimistic order puts the true pairs after the ties
+    in an order no query owns, so each takes an equal share; a level's shares add up to
+    its terms (μAP's sum within rounding)."""
+    hits = np.asarray(hits, dtype=np.int64)
+    k, n = _each_true_positive(hits, k_end.astype(np.float64), n_end.astype(np.float64))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        terms = _terms(k, n, float(positives))
+    level = np.repeat(np.arange(len(hits)), hits)
+    sums = np.bincount(level, weights=terms, minlength=len(hits))
+    return sums / np.maximum(hits, 1)
+
+
 def _each_true_positive(
     hits: np.ndarray, k: np.ndarray, n: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:

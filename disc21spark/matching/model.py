@@ -95,13 +95,15 @@ class MatchingMetrics:
     uncertainty: Any = field(default=None, compare=False, repr=False)
     # the figures by query group (stats/groups_table.GroupTable), with --query-groups
     groups: Any = field(default=None, compare=False, repr=False)
+    # one row per query (matching/per_query.py: a pandas DataFrame), with --per-query
+    queries: Any = field(default=None, compare=False, repr=False)
 
     def to_dict(self) -> dict:
         """The figures of metrics.json, by name (the curve, the warnings and the
         uncertainty are written on their own: pr_curve.csv, metrics.json's ``warnings``,
-        ``micro_ap_optimistic`` and ``bootstrap``)."""
-        out = asdict(replace(self, uncertainty=None, groups=None))
-        for key in ("curve", "warnings", "uncertainty", "groups"):
+        ``micro_ap_optimistic`` and ``bootstrap``; the per-query table in queries.csv)."""
+        out = asdict(replace(self, uncertainty=None, groups=None, queries=None))
+        for key in ("curve", "warnings", "uncertainty", "groups", "queries"):
             out.pop(key)
         return out
 
@@ -160,6 +162,7 @@ class ScoringJob(BaseJob):
     confidence: float = config.from_defaults(float)
     seed: int = config.from_defaults(int)
     query_groups: str | None = None  # the groups file (stats/groups_file.py)
+    per_query: bool = False  # one row per query (matching/per_query.py): queries.csv
     # that file read against the ground truth (``run`` sets it): a QueryGroups
     groups: object = field(default=None, compare=False, repr=False)
 

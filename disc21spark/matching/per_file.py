@@ -63,10 +63,12 @@ def score_files(
     curve_points: int,
     sizes: dict[str, int] | None = None,
     resampling: Resampling | None = None,
+    per_query: bool = False,
 ) -> list[Outcome]:
     """One Outcome per file of ``files`` (paths as listed by ``data_files``), in order;
     one Spark task per file. ``sizes``: bytes per file, when listed (a file of zero
-    bytes, for which the binaryFile source returns no row, is scored here)."""
+    bytes, for which the binaryFile source returns no row, is scored here);
+    ``per_query``: each file's metrics carry its per-query table."""
     sc = spark.sparkContext
     truth = sc.broadcast(gt)
     try:
@@ -79,7 +81,7 @@ def score_files(
             faults.in_task()
             source = Source.of_bytes(row.path, bytes(row.content))
             return row.path, task_outcome(
-                source, truth.value, fmt, max_results, curve_points, resampling
+                source, truth.value, fmt, max_results, curve_points, resampling, per_query
             )
 
         with spark_conf(spark, ONE_FILE_PER_TASK):
@@ -93,7 +95,9 @@ def score_files(
     return [
         by_name.get(display_path(unquote(f)))
         or (
-            task_outcome(Source.of_bytes(f, b""), gt, fmt, max_results, curve_points, resampling)
+            task_outcome(
+                Source.of_bytes(f, b""), gt, fmt, max_results, curve_points, resampling, per_query
+            )
             if f in empty
             else Outcome(needs_spark=True)
         )
@@ -108,11 +112,19 @@ def task_outcome(
     max_results: int,
     curve_points: int,
     resampling: Resampling | None = None,
+    per_query: bool = False,
 ) -> Outcome:
     """One file in this process: what a task of ``score_files`` computes."""
     try:
         metrics = local.score_source(
-            source, fmt, gt, max_results, curve_points, announce=False, resampling=resampling
+            source,
+            fmt,
+            gt,
+            max_results,
+            curve_points,
+            announce=False,
+            resampling=resampling,
+            per_query=per_query,
         )
         return Outcome(metrics=metrics)
     except InputError as error:

@@ -45,12 +45,15 @@ class RankedTruth:
     indices, float64 scores and int64 ranks (how many of the query's predictions score at
     least as high, the pair itself excluded: 0 = first); and ``optimistic``, int64 (T,):
     the non-matches in each optimistic bucket of the levels taken decreasing
-    (``stats.weighted.buckets(..., pessimistic=False)``), which the optimistic μAP needs."""
+    (``stats.weighted.buckets(..., pessimistic=False)``), which the optimistic μAP needs;
+    ``misses_ge``, int64 (T,): the non-matches scoring at least each true score,
+    ascending (``positions.Counts``), which the per-query table needs."""
 
     query: np.ndarray
     score: np.ndarray
     rank: np.ndarray
     optimistic: np.ndarray
+    misses_ge: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -237,7 +240,10 @@ def score_rows(
                 gt_of.get(sub, gt), truth, totals[sub], sub_stats, max_curve_points
             )
             ranks = positions.ranks(totals[sub])
-            ranked[sub] = RankedTruth(truth.query, truth.score, ranks, optimistic[sub])
+            counts = totals[sub]
+            ranked[sub] = RankedTruth(
+                truth.query, truth.score, ranks, optimistic[sub], counts.misses_ge
+            )
         note["rows"] = sum(m.n_true_positives for m in results.values())
         note["detail"] = "true positives"
     return results, ranked

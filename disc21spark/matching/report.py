@@ -1,4 +1,5 @@
-"""Results as files (metrics.json, pr_curve.csv, pr_curve.png) and as a table for people."""
+"""Results as files (metrics.json, pr_curve.csv, pr_curve.png, with --per-query queries.csv)
+and as a table for people."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from disc21spark.matching.model import MatchingMetrics
 from disc21spark.matching.stats.report import uncertainty_lines
 
 if TYPE_CHECKING:
+    import pandas as pd
     from pyspark.sql import SparkSession
 
 ROWS = (
@@ -116,4 +118,13 @@ def write_matching_report(
     write_curve_csv(folder / "pr_curve.csv", metrics)
     if metrics.groups is not None:
         metrics.groups.write_csv(folder / "groups.csv")
+    if metrics.queries is not None:
+        write_queries(folder, metrics.queries)
     plot_curves(folder / "pr_curve.png", [(name, metrics)], title)
+
+
+def write_queries(folder: Path, queries: pd.DataFrame) -> None:
+    """queries.csv (floats as Python writes them, so they read back to the bit; a
+    missing value empty) and queries.parquet, the same table typed."""
+    queries.to_csv(folder / "queries.csv", index=False)
+    queries.to_parquet(folder / "queries.parquet", index=False)

@@ -62,6 +62,8 @@ class Scoring:
     # intervals and tie sensitivity (stats/): None, or when each submission has its own
     # ground truth (rank evaluation), none
     resampling: Resampling | None = None
+    # each submission's per-query table (metrics.queries): a pass of its own over ``pairs``
+    per_query: bool = False
 
 
 @dataclass
@@ -104,6 +106,8 @@ def score(
                 sorted_rows = sorted_rows.where(F.col(labels.SUBMISSION).isin(list(valid)))
                 pairs = pairs.where(F.col(labels.SUBMISSION).isin(list(valid)))
             result.metrics, true_pairs = _metrics(spark, sorted_rows, pairs, valid, scoring, phases)
+            if scoring.per_query:
+                result.metrics = _with_queries(result.metrics, pairs, true_pairs, scoring, phases)
             if scoring.resampling is not None and not scoring.ground_truths:
                 result.metrics = stats_spark.attach(
                     spark,
@@ -117,6 +121,20 @@ def score(
         return result
     finally:
         _release(rows)
+
+
+def _with_queries(
+    metrics: dict, pairs: DataFrame, ranked: dict, scoring: Scoring, phases: Phases
+) -> dict[int, MatchingMetrics]:
+    """``metrics`` with each submission's per-query table: the ids read once more."""
+    from disc21spark.matching import per_query_spark
+
+    groups = scoring.resampling.groups if scoring.resampling is not None else None
+    with phases.phase("per query") as note:
+        out = per_query_spark.with_tables(metrics, pairs, ranked, scoring.gt, groups)
+        note["rows"] = sum(m.n_predictions for m in out.values())
+        note["detail"] = "the pairs read again, one aggregation per query"
+    return out
 
 
 def _release(rows: DataFrame) -> None:
