@@ -213,6 +213,7 @@ def evaluate_pool(
     resamples: int = _RESAMPLES,
     confidence: float = _CONFIDENCE,
     seed: int = _SEED,
+    private_queries: str | os.PathLike | None = None,
 ) -> Leaderboard:
     """Score many submissions at once; a bad one is marked invalid with its one-line
     message and does not sink the others (as ``disc21spark evaluate`` with a pool).
@@ -224,34 +225,33 @@ def evaluate_pool(
     predictions : path, sequence of paths, table, or mapping name → table
         Paths (files, globs, folders; a file per submission, named by its file name)
         scored on Spark by the command's pool job; one table (pandas, Arrow, Spark) and
-        its column ``submission_column``; or a mapping of submission name → table.
+        its ``submission_column``; or a mapping of submission name → table.
     submission_column : str or None
-        The column of a table (or of a Parquet pool file) that names the submission.
+        The column of a table (or of a Parquet pool file) naming the submission.
     max_results, engine, curve_points, sort_partitions, predictions_format,
     ground_truth_format, local_max_bytes : as for ``evaluate``
         (a pool of files: the largest file the per-file plan scores under ``auto``)
-    pool_plan : {"auto", "per-file", "distributed"} or None
+    pool_plan, private_queries : {"auto", "per-file", "distributed"} or None, path or None
+        ``--private-queries`` (files): the public board, ``private``, ``rank_changes()``.
     query_groups, resamples, confidence, seed : as for ``evaluate``
-        (``by_group()`` per submission; the intervals and the tiers drawn from them)
 
     Returns
     -------
     Leaderboard
-        ``table`` (a pandas DataFrame, as leaderboard.csv), ``submissions``,
-        ``board[name]`` (a submission's MatchingMetrics), ``invalid``, ``plot()``.
+        ``table`` (pandas, as leaderboard.csv), ``submissions``, ``board[name]`` (a
+        submission's MatchingMetrics), ``invalid``, ``plot()``.
 
     Raises
     ------
     InputError
-        Bad ground truth, options or pool (no file, rows with no submission); a bad
-        submission is reported in the leaderboard instead.
-    """
+        Bad ground truth, options or pool (a bad submission: in the leaderboard)."""
     given = (max_results, curve_points, sort_partitions, predictions_format, ground_truth_format)
     options = _options(*given, query_groups, (resamples, confidence, seed))
     if _all_paths(predictions):
         options.update(local_max_bytes=local_max_bytes, pool_plan=pool_plan)
-        return _pool_of_files(ground_truth, predictions, submission_column, engine, options)
-    tables = _named_tables(predictions, submission_column)
+        split = {"private_queries": os.fspath(private_queries)} if private_queries else {}
+        return _pool_of_files(ground_truth, predictions, submission_column, engine, options | split)
+    tables = _named_tables(predictions, submission_column, private_queries)
     request, chosen, gt = _prepared(ground_truth, tables, engine, local_max_bytes, options, True)
     return Leaderboard(
         [_submission(chosen, gt, table, request, name) for name, table in tables.items()]
@@ -300,11 +300,15 @@ def _pool_of_files(
         raise InputError("engine='local'", "a pool runs on Spark; use engine='spark'")
     spark = inputs.spark_session(engine, [])
     result = pool_job.run(spark, pool_job.PoolJob.from_options(request), announce=False)
-    return Leaderboard(result.submissions)
+    private = None if result.private is None else Leaderboard(result.private)
+    return Leaderboard(result.submissions, private)
 
 
-def _named_tables(predictions: Any, submission: str | None) -> dict[str, Any]:
-    """Submission name → table: a mapping as given, or one table split by its column."""
+def _named_tables(predictions: Any, submission: str | None, split: Any = None) -> dict[str, Any]:
+    """Submission name → table: a mapping as given, or one table split by its column;
+    ``split``: the private queries asked for, which tables cannot take (InputError)."""
+    if split is not None:
+        raise InputError("private_queries", "public and private boards need a pool of files")
     if isinstance(predictions, Mapping):
         return {str(k): v for k, v in sorted(predictions.items(), key=lambda kv: str(kv[0]))}
     if submission is None:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from disc21spark.matching.model import MatchingMetrics, Submission
 from disc21spark.matching.stats import compare
+from disc21spark.pool import boards
 from disc21spark.pool import report as pool_report
 
 if TYPE_CHECKING:
@@ -25,9 +26,23 @@ class Leaderboard:
     submissions : list of Submission
         Every submission, in name order: ``name``, ``status`` ("ok" or "invalid"),
         ``reason`` (the one-line error of an invalid one), ``metrics``.
+    private : Leaderboard or None
+        With ``private_queries``: the private board (this one is the public board).
     """
 
     submissions: list[Submission]
+    private: Leaderboard | None = None
+
+    def rank_changes(self) -> pd.DataFrame:
+        """With a private board: rank_changes.csv as a pandas DataFrame (columns
+        ``boards.CHANGE_COLUMNS``, the private board's order). Raises ValueError
+        without one."""
+        import pandas as pd
+
+        if self.private is None:
+            raise ValueError("no private board: score the pool with private_queries")
+        rows = boards.rank_changes(self.submissions, self.private.submissions)
+        return pd.DataFrame(rows, columns=list(boards.CHANGE_COLUMNS))
 
     @property
     def table(self) -> pd.DataFrame:

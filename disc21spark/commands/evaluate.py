@@ -120,6 +120,12 @@ def pick(r: EvaluateRequest, choice: engine.Choice) -> Any:
             )
 
         return PoolJob.from_options(r, choice)
+    if r.private_queries:
+        raise InputError(
+            "",
+            "--private-queries splits a pool's boards: give several files, a glob, a folder "
+            "or --submission-column",
+        )
     if r.previous or r.fail_on_invalid:
         log.info("one submission: --previous and --fail-on-invalid do not apply")
     return MatchingJob.from_options(r, choice)

@@ -202,6 +202,18 @@ def _add_pool_arguments(g: argparse._ArgumentGroup, conf: dict[str, Any]) -> Non
         metavar="PATH",
         help="pool: a previous run's --output; unchanged submissions reuse its results",
     )
+    g.add_argument(
+        "--private-queries",
+        metavar="PATH",
+        help="pool: a CSV with a query_id column naming the private board's queries; every "
+        "other query of the ground truth makes the public board, written to --output",
+    )
+    g.add_argument(
+        "--private-output",
+        metavar="DIR",
+        help="pool: the folder of the private board and its rank changes (never inside "
+        "--output); needs --private-queries",
+    )
     add_option(
         g,
         conf,

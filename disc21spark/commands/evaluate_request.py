@@ -12,14 +12,23 @@ import dataclasses
 import math
 import numbers
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any, ClassVar
 
 from disc21spark.commands.requests import Request, UsageError, below_one
 from disc21spark.core.config import from_defaults, parse_limit, parse_size, parse_span
+from disc21spark.core.paths import is_uri
 from disc21spark.engine import plan_named
 
 # the options of one track only (``checked`` refuses them on the other), by --help's group
-POOL_OPTIONS = ("submission_column", "fail_on_invalid", "previous", "pool_plan")
+POOL_OPTIONS = (
+    "submission_column",
+    "fail_on_invalid",
+    "previous",
+    "pool_plan",
+    "private_queries",
+    "private_output",
+)
 DESCRIPTOR_OPTIONS = (
     "query_descriptors",
     "reference_descriptors",
@@ -103,6 +112,8 @@ class EvaluateRequest(Request):
     seed: int = from_defaults(int)
     query_groups: str | None = None
     per_query: bool = False
+    private_queries: str | None = None
+    private_output: str | None = None
     track: str | None = None
 
     def checked(self) -> EvaluateRequest:
@@ -151,7 +162,35 @@ def checked(r: EvaluateRequest) -> EvaluateRequest:
     _refuse_the_other_track(r)
     if r.max_results < 0 or below_one(r.sort_partitions) or r.curve_points < 2:
         _refuse("--max-results must be ≥ 0, --sort-partitions ≥ 1 and --curve-points ≥ 2")
+    _check_boards(r)
     return r
+
+
+def _check_boards(r: EvaluateRequest) -> None:
+    """--private-queries and --private-output: both or neither (the API, which writes
+    nothing, takes the queries alone), the private board never inside the published
+    folder, no query groups beside them (not built)."""
+    if r.private_output and not r.private_queries:
+        _refuse("--private-output needs --private-queries (the queries of the private board)")
+    if r.private_queries and r.output and not r.private_output:
+        _refuse("--private-queries needs --private-output DIR: the private board's folder")
+    if not r.private_queries:
+        return
+    if r.query_groups:
+        _refuse("--query-groups with --private-queries is not built: score each board apart")
+    if r.output and _inside(r.private_output, r.output):
+        _refuse(
+            f"--private-output {r.private_output} is inside --output {r.output}: the private "
+            "board must never be published with the public one"
+        )
+
+
+def _inside(path: str, folder: str) -> bool:
+    """``path`` is ``folder`` or inside it (local paths, and URIs by their text)."""
+    if is_uri(path) or is_uri(folder):
+        return path.rstrip("/") == folder.rstrip("/") or path.startswith(folder.rstrip("/") + "/")
+    here, there = Path(path).resolve(), Path(folder).resolve()
+    return here == there or there in here.parents
 
 
 def _budgets(r: EvaluateRequest, descriptor: bool) -> dict[str, list[int]]:

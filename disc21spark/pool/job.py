@@ -14,8 +14,7 @@ import logging
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
+from pyspark.sql import SparkSession
 
 from disc21spark import engine
 from disc21spark.core import config, damage, fs, record
@@ -29,12 +28,13 @@ from disc21spark.core.output import check_writable
 from disc21spark.core.paths import detect_format, display_path
 from disc21spark.core.phases import Phases
 from disc21spark.core.runner import fields_from_options
-from disc21spark.matching import coverage, labels, per_file, report, validate
+from disc21spark.matching import coverage, per_file, report
 from disc21spark.matching.ground_truth import ground_truth_phase, groups_phase
 from disc21spark.matching.model import GroundTruth, ScoringJob, Submission
-from disc21spark.matching.read import read_parquet, read_predictions
+from disc21spark.matching.read import read_parquet
 from disc21spark.matching.rows import PREDICTION_COLUMNS
 from disc21spark.matching.score import Scoring, UnreadableInput, score
+from disc21spark.pool import boards
 from disc21spark.pool import report as pool_report
 from disc21spark.pool.listing import (  # noqa: F401 (submission_name: the pool's face)
     file_checksums,
@@ -42,6 +42,8 @@ from disc21spark.pool.listing import (  # noqa: F401 (submission_name: the pool'
     submission_name,
     table_checksums,
 )
+from disc21spark.pool.read import read_pool, submission_table
+from disc21spark.pool.split import PRIVATE, PUBLIC, Split, read_split
 
 log = logging.getLogger("disc21spark")
 
@@ -56,6 +58,9 @@ class PoolJob(ScoringJob):
     previous: str | None = None
     pool_plan: str = config.from_defaults()
     local_max_bytes: int | None = config.from_defaults(config.parse_limit)
+    # public and private boards (pool/split.py, pool/boards.py)
+    private_queries: str | None = None
+    private_output: str | None = None
     # the engine's decision (``engine.settle``); None: settled from pool_plan on entry
     choice: engine.Choice | None = None
 
@@ -81,18 +86,24 @@ class PoolJob(ScoringJob):
 
 @dataclass
 class PoolResult:
+    """The pool's submissions (the public board's, with a split), the settings a
+    previous run must share, and with a split the private board's submissions."""
+
     submissions: list[Submission]
     settings: dict = field(default_factory=dict)
+    private: list[Submission] | None = None
 
     @property
     def n_invalid(self) -> int:
         return sum(s.status != "ok" for s in self.submissions)
 
 
-def _settings(spark: SparkSession, job: PoolJob, gt_path: str) -> dict:
+def _settings(spark: SparkSession, job: PoolJob, gt_path: str, split: Split | None) -> dict:
     """What a previous run must share for its results to be reused: the ground truth by
-    its content (a file changed in place is a new ground truth), wherever it lives."""
+    its content (a file changed in place is a new ground truth), wherever it lives, and
+    the private queries by theirs (None: no split)."""
     return {
+        "private_queries_sha256": None if split is None else split.digest,
         "ground_truth_sha256": _content_digest(spark, gt_path),
         "max_results": job.max_results,
         "curve_points": job.curve_points,
@@ -110,63 +121,18 @@ def _content_digest(spark: SparkSession, path: str) -> str:
     return fs.files_digest(list(file_checksums(spark, files).items()))
 
 
-def _read_pool(spark: SparkSession, job: PoolJob, subs: list[Submission]) -> DataFrame:
-    """Typed predictions of the given submissions with an int ``submission`` column
-    (index in ``subs``)."""
-    index = {s.source: i for i, s in enumerate(subs)}
-    if job.submission_column:
-        table = _table(spark, job)
-        typed = validate.typed_predictions(table, keep=("_submission",))
-        names = spark.createDataFrame(
-            [(s.name, i) for i, s in enumerate(subs)], f"_name string, {labels.SUBMISSION} int"
-        )
-        # only the submissions asked for (the others are reused from a previous run)
-        named = typed.withColumn("_name", F.col("_submission").cast("string"))
-        return named.join(F.broadcast(names), "_name").drop("_name", "_submission")
-    frames = []
-    by_format: dict[str, list[str]] = {}
-    for s in subs:
-        by_format.setdefault(detect_format(s.source, job.predictions_format), []).append(s.source)
-    for fmt, files in by_format.items():
-        # each Parquet file with its own schema (a score stored as text in one file must
-        # not decide how the others are read); CSV files are all text alike
-        groups = [[f] for f in files] if fmt == "parquet" else [files]
-        for group in groups:
-            frames.append(validate.typed_predictions(read_predictions(spark, group, fmt)))
-    typed = frames[0]
-    for other in frames[1:]:
-        typed = typed.unionByName(other)
-    # Spark names a row's file by its URI ("a%20b.csv"), the listing by its path; a
-    # broadcast hash join, not a literal map (looked up by a linear scan of its keys)
-    files = spark.createDataFrame(
-        [(fs.uri(spark, f), i) for f, i in index.items()],
-        f"file string, {labels.SUBMISSION} int",
-    )
-    return typed.join(F.broadcast(files), "file", "left")
-
-
-def _table(spark: SparkSession, job: PoolJob) -> DataFrame:
-    """The raw predictions of a one-table pool, with its submission column kept."""
-    if detect_format(job.predictions[0], job.predictions_format) != "parquet":
-        raise InputError(
-            job.predictions[0], "--submission-column needs a Parquet table (CSV has 3 fields)"
-        )
-    raw = read_predictions(
-        spark, job.predictions, job.predictions_format, keep=(job.submission_column,)
-    )
-    return raw.withColumnRenamed(job.submission_column, "_submission")
-
-
 def run(spark: SparkSession, job: PoolJob, announce: bool = True) -> PoolResult:
     """Score a pool; writes job.output (when given) whole or not at all. ``announce``:
     say each scored submission's coverage warnings on stderr (the library API does not)."""
-    if job.output:
-        check_writable(job.output, job.overwrite)
+    for folder in (job.output, job.private_output):
+        if folder:
+            check_writable(folder, job.overwrite)
     phases = Phases()
     job = replace(job, choice=_settled(spark, job))
     gt = ground_truth_phase(spark, job.ground_truth, job.ground_truth_format, phases)
     job = replace(job, groups=groups_phase(spark, job.query_groups, gt, phases))
-    settings = _settings(spark, job, job.ground_truth)
+    split = split_phase(spark, job.private_queries, gt, phases)
+    settings = _settings(spark, job, job.ground_truth, split)
     with phases.phase("pool") as note:
         subs, sizes = _list_submissions(spark, job)
         previous = pool_report.read_previous(job.previous, settings) if job.previous else {}
@@ -177,12 +143,19 @@ def run(spark: SparkSession, job: PoolJob, announce: bool = True) -> PoolResult:
         todo = [s for s in subs if not s.reused]
         note["rows"] = len(subs)
         note["detail"] = f"{len(todo)} to score, {len(subs) - len(todo)} reused"
-    if todo:
+    if todo:  # with a split: which are valid, on the files as submitted
         _score(spark, job, gt, todo, sizes, phases)
+    private = None
+    if split is not None:
+
+        def board(board_gt: GroundTruth, ids: list[str], scored: list[Submission]) -> None:
+            _score_distributed(spark, job, board_gt, scored, phases, only=ids)
+
+        private = boards.score_boards(gt, split, subs, todo, board)
     for s in todo if announce else []:
         if s.metrics is not None:
             coverage.announce(s.name, s.metrics.warnings)
-    result = PoolResult(subs, settings)
+    result = PoolResult(subs, settings, private)
     if job.fail_on_invalid and result.n_invalid:
         first = next(s for s in subs if s.status != "ok")
         raise InputError(
@@ -190,20 +163,46 @@ def run(spark: SparkSession, job: PoolJob, announce: bool = True) -> PoolResult:
             f"{result.n_invalid} of {len(subs)} submissions invalid (--fail-on-invalid); "
             f"first: {first.name}: {first.reason}",
         )
-    if job.output:
-        inputs = {
-            "ground_truth": job.ground_truth,
-            "predictions": job.predictions,
-            "submission_column": job.submission_column,
-            "query_groups": job.query_groups,
-            "plan": job.choice.plan,
-            "plan_reasons": list(job.choice.reasons),
-            **settings,
-        }
-        with report.staged_report(spark, phases, job.output, job.overwrite, inputs) as written:
-            stage, run_info = written
-            pool_report.write(stage, result.submissions, run_info)
+    _write(spark, job, result, phases)
     return result
+
+
+def split_phase(
+    spark: SparkSession, path: str | None, gt: GroundTruth, phases: Phases
+) -> Split | None:
+    """The --private-queries file read against ``gt`` (None without one)."""
+    if path is None:
+        return None
+    with phases.phase("private queries") as note:
+        split = read_split(path, gt, spark)
+        note["rows"] = int(split.private.sum())
+        note["detail"] = "queries on the private board"
+    return split
+
+
+def _write(spark: SparkSession, job: PoolJob, result: PoolResult, phases: Phases) -> None:
+    """The published board in ``job.output`` and, with a split, the private board in
+    ``job.private_output``: the private one first, so that a failure publishes nothing."""
+    inputs = {
+        "ground_truth": job.ground_truth,
+        "predictions": job.predictions,
+        "submission_column": job.submission_column,
+        "query_groups": job.query_groups,
+        "plan": job.choice.plan,
+        "plan_reasons": list(job.choice.reasons),
+        **result.settings,
+    }
+    if result.private is not None and job.private_output:
+        shown = {**inputs, "board": PRIVATE, "private_queries": job.private_queries}
+        out = job.private_output
+        with report.staged_report(spark, phases, out, job.overwrite, shown) as (stage, run_info):
+            boards.write_private(stage, result.submissions, result.private, run_info)
+    if job.output:
+        if result.private is not None:
+            inputs["board"] = PUBLIC
+        out = job.output
+        with report.staged_report(spark, phases, out, job.overwrite, inputs) as (stage, run_info):
+            pool_report.write(stage, result.submissions, run_info)
 
 
 def _settled(spark: SparkSession, job: PoolJob) -> engine.Choice:
@@ -227,7 +226,7 @@ def _settled(spark: SparkSession, job: PoolJob) -> engine.Choice:
 def _list_submissions(spark: SparkSession, job: PoolJob) -> tuple[list[Submission], dict[str, int]]:
     """The pool's submissions, and each submission file's size in bytes."""
     if job.submission_column:
-        table = _table(spark, job)
+        table = submission_table(spark, job)
         sums = table_checksums(table, "_submission")
         if None in sums:
             raise InputError(
@@ -286,9 +285,15 @@ def _score(
 
 
 def _score_distributed(
-    spark: SparkSession, job: PoolJob, gt: GroundTruth, subs: list[Submission], phases: Phases
+    spark: SparkSession,
+    job: PoolJob,
+    gt: GroundTruth,
+    subs: list[Submission],
+    phases: Phases,
+    only: list[str] | None = None,
 ) -> None:
-    """Submissions through the one scorer: one read, one census, one count for them all."""
+    """Submissions through the one scorer: one read, one census, one count for them all;
+    ``only``: their rows of these query ids alone (a board's, ``gt`` its ground truth)."""
     live = [s for s in subs if _parquet_usable(spark, job, s)]
     while live:  # an unreadable file is dropped (and marked) and the read starts again
         scoring = Scoring(
@@ -300,7 +305,7 @@ def _score_distributed(
             read_detail=f"{len(live)} submissions parsed, checked and counted in one pass",
             resampling=job.resampling,
         )
-        pairs = _read_pool(spark, job, live)
+        pairs = read_pool(spark, job, live, only)
         try:
             scored = score(spark, pairs, range(len(live)), scoring, phases)
         except UnreadableInput as exc:

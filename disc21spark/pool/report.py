@@ -329,7 +329,7 @@ def _metrics(row: dict, curve_csv: Path, uncertainty: Uncertainty | None) -> Mat
         data = list(csv.reader(fh))[1:]
     values = np.array([[float(x) for x in r] for r in data]) if data else np.zeros((0, 3))
     curve = PRCurve(values[:, 0], values[:, 1], values[:, 2])
-    own = ("curve", "warnings", "uncertainty", "groups")
+    own = ("curve", "warnings", "uncertainty", "groups", "queries")
     fields = {k: row[k] for k in MatchingMetrics.__dataclass_fields__ if k not in own}
     # a leaderboard written before the coverage warnings has none
     warnings = tuple(row.get("warnings") or ())

@@ -52,13 +52,8 @@ def read_query_groups(path: str, gt: GroundTruth, spark: object = None) -> Query
     ``gt``. Raises InputError naming the file, the line and the reason: no header with
     both columns, an empty id or group, a query unknown to ``gt``, a query named twice,
     no row at all."""
-    try:
-        text = fs.read_text(path, spark)
-    except UnicodeDecodeError:
-        raise InputError(path, "cannot be read (not UTF-8 text)") from None
-    except OSError as exc:
-        raise InputError(path, f"cannot be read ({first_line(exc)})") from None
-    rows = _rows(path, text)
+    text = read_text(path, spark)
+    rows = csv_rows(path, text, COLUMNS)
     index = {str(q): i for i, q in enumerate(gt.query_ids)}
     named: dict[str, str] = {}
     first_line_of: dict[str, int] = {}
@@ -81,19 +76,33 @@ def read_query_groups(path: str, gt: GroundTruth, spark: object = None) -> Query
     return QueryGroups(path, names, codes, sizes, digest)
 
 
-def _rows(path: str, text: str) -> list[tuple[int, str, str]]:
-    """(line number, query id, group) of every data row; InputError for a bad one."""
+def read_text(path: str, spark: object = None) -> str:
+    """The text of a small CSV file of ours (any file system ``core/fs`` reads);
+    InputError when it cannot be read or is not UTF-8."""
+    try:
+        return fs.read_text(path, spark)
+    except UnicodeDecodeError:
+        raise InputError(path, "cannot be read (not UTF-8 text)") from None
+    except OSError as exc:
+        raise InputError(path, f"cannot be read ({first_line(exc)})") from None
+
+
+def csv_rows(path: str, text: str, wanted: tuple[str, ...]) -> list[tuple]:
+    """(line number, *the ``wanted`` columns' values) of every data row of a small CSV
+    with a header naming them (other columns ignored, blank lines skipped, values
+    stripped); InputError naming the line for a bad one."""
     lines = [(n, line) for n, line in enumerate(text.splitlines(), start=1) if line.strip()]
     if not lines:
-        raise InputError(path, "empty (a header query_id,group and one row per query expected)")
+        header = ",".join(wanted)
+        raise InputError(path, f"empty (a header {header} and one row per query expected)")
     number, header = lines[0]
     columns = [c.strip() for c in next(csv.reader(io.StringIO(header)))]
-    missing = [c for c in COLUMNS if c not in columns]
+    missing = [c for c in wanted if c not in columns]
     if missing:
         raise InputError(
             path, f"missing column {missing[0]!r} (has: {', '.join(columns)})", f"line {number}"
         )
-    at = [columns.index(c) for c in COLUMNS]
+    at = [columns.index(c) for c in wanted]
     out = []
     for number, line in lines[1:]:
         fields = [f.strip() for f in next(csv.reader(io.StringIO(line)))]
@@ -101,12 +110,11 @@ def _rows(path: str, text: str) -> list[tuple[int, str, str]]:
             raise InputError(
                 path, f"{len(fields)} fields, the header has {len(columns)}", f"line {number}"
             )
-        query, group = (fields[i] for i in at)
-        if not query or not group:
-            raise InputError(
-                path, f"empty {'query_id' if not query else 'group'}", f"line {number}"
-            )
-        out.append((number, query, group))
+        values = tuple(fields[i] for i in at)
+        empty = [c for c, v in zip(wanted, values) if not v]
+        if empty:
+            raise InputError(path, f"empty {empty[0]}", f"line {number}")
+        out.append((number, *values))
     if not out:
         raise InputError(path, "no row after the header (one row per query expected)")
     return out

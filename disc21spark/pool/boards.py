@@ -1,0 +1,93 @@
+"""The public and the private board of a pool with ``--private-queries`` (``split.py``).
+
+Whether a submission is valid is judged first, on the files as submitted, with the full
+ground truth (``pool/job.py``). Then each board scores the valid submissions on its own
+ground truth, their rows filtered to its queries (a broadcast semi-join, on the
+distributed plan): each board's figures and intervals are those of the pool scored on
+that ground truth and the filtered files alone. The private board, and the table of
+rank changes between the boards, are written to ``--private-output`` only.
+"""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+
+from disc21spark.matching.model import GroundTruth, Submission
+from disc21spark.pool import report as pool_report
+from disc21spark.pool.split import PRIVATE, PUBLIC, Split
+
+CHANGES = "rank_changes.csv"
+CHANGE_COLUMNS = (
+    "submission",
+    "public_rank",
+    "private_rank",
+    "rank_change",
+    "public_micro_ap",
+    "private_micro_ap",
+)
+
+# (board's ground truth, the board's query ids, the valid submissions) → metrics set
+Scorer = Callable[[GroundTruth, list[str], list[Submission]], None]
+
+
+def score_boards(
+    gt: GroundTruth, split: Split, subs: list[Submission], todo: list[Submission], score: Scorer
+) -> list[Submission]:
+    """Each valid submission of ``todo`` scored on the public board (its metrics
+    replaced), and a copy of every submission of ``subs`` scored on the private board
+    (reused ones included: no private board is kept between runs); the copies are
+    returned, in the order of ``subs``."""
+    valid = [s for s in todo if s.status == "ok"]
+    if valid:
+        score(split.board(gt, PUBLIC), split.query_ids(gt, PUBLIC), valid)
+    private = [
+        replace(s, metrics=None, reused=False) if s.status == "ok" else replace(s, reused=False)
+        for s in subs
+    ]
+    scored = [s for s in private if s.status == "ok"]
+    if scored:
+        score(split.board(gt, PRIVATE), split.query_ids(gt, PRIVATE), scored)
+    return private
+
+
+def rank_changes(public: list[Submission], private: list[Submission]) -> list[dict]:
+    """One row per submission valid on both boards, in the private board's order:
+    its rank on each (1 = first) and the change (positive: up on the private board)."""
+    ranks = {
+        name: {s.name: i for i, s in enumerate(_scored(board), start=1)}
+        for name, board in ((PUBLIC, public), (PRIVATE, private))
+    }
+    by_name = {s.name: s for s in public}
+    rows = []
+    for s in _scored(private):
+        before, after = ranks[PUBLIC].get(s.name), ranks[PRIVATE][s.name]
+        if before is None:
+            continue
+        rows.append(
+            {
+                "submission": s.name,
+                "public_rank": before,
+                "private_rank": after,
+                "rank_change": before - after,
+                "public_micro_ap": by_name[s.name].metrics.micro_ap,
+                "private_micro_ap": s.metrics.micro_ap,
+            }
+        )
+    return rows
+
+
+def _scored(board: list[Submission]) -> list[Submission]:
+    return [s for s in pool_report.ordered(board) if s.status == "ok"]
+
+
+def write_private(folder: Path, public: list, private: list, run: dict) -> None:
+    """The private board's files (as a pool's), and ``rank_changes.csv``."""
+    pool_report.write(folder, private, run)
+    with (folder / CHANGES).open("w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=CHANGE_COLUMNS)
+        writer.writeheader()
+        for row in rank_changes(public, private):
+            writer.writerow({k: repr(v) if isinstance(v, float) else v for k, v in row.items()})

@@ -1,0 +1,73 @@
+"""A pool's rows on Spark: the submission files (or one table with a submission column)
+read into one frame of typed predictions, each row with its submission's index."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from disc21spark.core import fs
+from disc21spark.core.errors import InputError
+from disc21spark.core.paths import detect_format
+from disc21spark.matching import labels, validate
+from disc21spark.matching.model import Submission
+from disc21spark.matching.read import read_predictions
+
+
+def read_pool(
+    spark: SparkSession, job: Any, subs: list[Submission], only: list[str] | None = None
+) -> DataFrame:
+    """Typed predictions of the given submissions with an int ``submission`` column
+    (index in ``subs``); ``only``: the rows of these query ids alone (a board's)."""
+    typed = _read_submissions(spark, job, subs)
+    if only is None:
+        return typed
+    queries = spark.createDataFrame([(q,) for q in only], "query_id string")
+    return typed.join(F.broadcast(queries), "query_id", "left_semi")
+
+
+def _read_submissions(spark: SparkSession, job: Any, subs: list[Submission]) -> DataFrame:
+    index = {s.source: i for i, s in enumerate(subs)}
+    if job.submission_column:
+        table = submission_table(spark, job)
+        typed = validate.typed_predictions(table, keep=("_submission",))
+        names = spark.createDataFrame(
+            [(s.name, i) for i, s in enumerate(subs)], f"_name string, {labels.SUBMISSION} int"
+        )
+        # only the submissions asked for (the others are reused from a previous run)
+        named = typed.withColumn("_name", F.col("_submission").cast("string"))
+        return named.join(F.broadcast(names), "_name").drop("_name", "_submission")
+    frames = []
+    by_format: dict[str, list[str]] = {}
+    for s in subs:
+        by_format.setdefault(detect_format(s.source, job.predictions_format), []).append(s.source)
+    for fmt, files in by_format.items():
+        # each Parquet file with its own schema (a score stored as text in one file must
+        # not decide how the others are read); CSV files are all text alike
+        groups = [[f] for f in files] if fmt == "parquet" else [files]
+        for group in groups:
+            frames.append(validate.typed_predictions(read_predictions(spark, group, fmt)))
+    typed = frames[0]
+    for other in frames[1:]:
+        typed = typed.unionByName(other)
+    # Spark names a row's file by its URI ("a%20b.csv"), the listing by its path; a
+    # broadcast hash join, not a literal map (looked up by a linear scan of its keys)
+    files = spark.createDataFrame(
+        [(fs.uri(spark, f), i) for f, i in index.items()],
+        f"file string, {labels.SUBMISSION} int",
+    )
+    return typed.join(F.broadcast(files), "file", "left")
+
+
+def submission_table(spark: SparkSession, job: Any) -> DataFrame:
+    """The raw predictions of a one-table pool, with its submission column kept."""
+    if detect_format(job.predictions[0], job.predictions_format) != "parquet":
+        raise InputError(
+            job.predictions[0], "--submission-column needs a Parquet table (CSV has 3 fields)"
+        )
+    raw = read_predictions(
+        spark, job.predictions, job.predictions_format, keep=(job.submission_column,)
+    )
+    return raw.withColumnRenamed(job.submission_column, "_submission")

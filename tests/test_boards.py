@@ -1,0 +1,255 @@
+"""Public and private boards (--private-queries, --private-output): each board equal to the
+pool scored on that board's ground truth and the filtered files alone, on both pool
+plans; validity judged on the files as submitted; nothing private in the published
+folder; --previous reuse; the split file's errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from disc21spark.commands import main
+from disc21spark.core.errors import InputError
+from disc21spark.matching.model import GroundTruth
+from disc21spark.pool.split import PRIVATE, PUBLIC, read_split
+from tests.helpers import assert_same, assert_same_uncertainty, gt_csv, make_gt, random_submission
+
+SETTINGS = dict(max_results=0, resamples=20, confidence=0.9, seed=3)
+
+
+def private_csv(path: Path, ids: list[str]) -> Path:
+    path.write_text("query_id\n" + "".join(f"{q}\n" for q in ids))
+    return path
+
+
+def a_pool(tmp_path: Path):
+    """Four submissions of a 40-query ground truth, 16 queries private; ``broken``
+    repeats a pair of a private query: invalid on both boards."""
+    gt = make_gt(40, 25)
+    rng = np.random.default_rng(7)
+    private = sorted(rng.choice(gt.query_ids, 16, replace=False))
+    frames = {f"team{i}": random_submission(rng, gt, 200, 9) for i in range(3)}
+    broken = random_submission(rng, gt, 50, 9)
+    repeat = broken[broken["query_id"] == private[0]].head(1)
+    if repeat.empty:
+        repeat = pd.DataFrame([(private[0], "R999", 0.5)], columns=broken.columns)
+    frames["broken"] = pd.concat([broken, repeat, repeat], ignore_index=True)
+    folder = tmp_path / "pool"
+    folder.mkdir()
+    for name, frame in frames.items():
+        frame.to_csv(folder / f"{name}.csv", index=False)
+    split = private_csv(tmp_path / "private.csv", private)
+    return gt, frames, private, gt_csv(tmp_path / "gt.csv", gt), split
+
+
+def board_alone(tmp_path: Path, gt: GroundTruth, frames: dict, ids: list[str], name: str):
+    """The pool scored on the board's ground truth and the filtered files alone."""
+    from disc21spark.pool.job import PoolJob
+
+    keep = np.isin(gt.positive_queries, ids)
+    board = GroundTruth(
+        "b", np.array(ids, dtype=object), gt.positive_queries[keep], gt.positive_references[keep]
+    )
+    folder = tmp_path / f"alone-{name}"
+    folder.mkdir()
+    for sub, frame in frames.items():
+        if sub != "broken":
+            frame[frame["query_id"].isin(ids)].to_csv(folder / f"{sub}.csv", index=False)
+    truth = gt_csv(tmp_path / f"gt-{name}.csv", board)
+    return PoolJob(str(truth), [str(folder / "*.csv")], None, pool_plan="distributed", **SETTINGS)
+
+
+@pytest.mark.parametrize("plan", ["per-file", "distributed"])
+def test_each_board_equals_its_split_scored_alone(spark, tmp_path, plan):
+    from disc21spark.pool import job as pool_job
+
+    gt, frames, private, truth, split = a_pool(tmp_path)
+    public = [q for q in gt.query_ids if q not in set(private)]
+    out, hidden = tmp_path / "out", tmp_path / "hidden"
+    job = pool_job.PoolJob(
+        str(truth),
+        [str(tmp_path / "pool" / "*.csv")],
+        str(out),
+        pool_plan=plan,
+        private_queries=str(split),
+        private_output=str(hidden),
+        **SETTINGS,
+    )
+    result = pool_job.run(spark, job)
+    boards = {PUBLIC: result.submissions, PRIVATE: result.private}
+    for name, ids in ((PUBLIC, public), (PRIVATE, private)):
+        alone = pool_job.run(spark, board_alone(tmp_path, gt, frames, list(ids), name))
+        wanted = {s.name: s.metrics for s in alone.submissions}
+        for s in boards[name]:
+            if s.name == "broken":  # judged on the file as submitted: a repeated pair
+                assert s.status == "invalid" and "repeated" in s.reason
+                continue
+            assert_same(s.metrics, wanted[s.name])
+            assert_same_uncertainty(s.metrics.uncertainty, wanted[s.name].uncertainty)
+    assert_nothing_private_published(out, result.private, private)
+    changes = pd.read_csv(hidden / "rank_changes.csv")
+    ranks = {
+        name: [
+            r["submission"]
+            for r in json.loads((d / "leaderboard.json").read_text())["submissions"]
+            if r["status"] == "ok"
+        ]
+        for name, d in ((PUBLIC, out), (PRIVATE, hidden))
+    }
+    assert changes["submission"].tolist() == ranks[PRIVATE]
+    for row in changes.itertuples():
+        assert ranks[PUBLIC].index(row.submission) + 1 == row.public_rank
+        assert row.rank_change == row.public_rank - row.private_rank
+    doc = json.loads((out / "leaderboard.json").read_text())["run"]
+    assert doc["board"] == PUBLIC and "private_queries" not in doc
+
+
+def assert_nothing_private_published(out: Path, private_board: list, private_ids: list) -> None:
+    """No file of the published folder names a private query or holds a private figure."""
+    figures = set()
+    for s in private_board:
+        if s.metrics is None:
+            continue
+        m = s.metrics
+        for value in (m.micro_ap, m.recall_at_rank1, m.recall_at_rank10):
+            figures |= {repr(value), f"{value:.6f}"}
+    needles = [q.encode() for q in private_ids] + [f.encode() for f in figures]
+    files = [p for p in out.rglob("*") if p.is_file()]
+    assert files
+    for path in files:
+        data = path.read_bytes()
+        found = [n.decode() for n in needles if n in data]
+        assert not found, f"{path.relative_to(out)} holds {found}"
+
+
+def test_a_rerun_reuses_the_public_board_and_rescores_the_private_one(spark, tmp_path):
+    from disc21spark.pool import job as pool_job
+
+    gt, frames, private, truth, split = a_pool(tmp_path)
+    common = dict(private_queries=str(split), pool_plan="distributed", **SETTINGS)
+    first = pool_job.run(
+        spark,
+        pool_job.PoolJob(
+            str(truth),
+            [str(tmp_path / "pool")],
+            str(tmp_path / "a"),
+            private_output=str(tmp_path / "pa"),
+            **common,
+        ),
+    )
+    again = pool_job.run(
+        spark,
+        pool_job.PoolJob(
+            str(truth),
+            [str(tmp_path / "pool")],
+            str(tmp_path / "b"),
+            private_output=str(tmp_path / "pb"),
+            previous=str(tmp_path / "a"),
+            **common,
+        ),
+    )
+    assert all(s.reused for s in again.submissions)
+    for d in ("leaderboard.csv", "rank_changes.csv"):
+        where = ("a", "b") if d == "leaderboard.csv" else ("pa", "pb")
+        assert (tmp_path / where[0] / d).read_text() == (tmp_path / where[1] / d).read_text()
+    assert [s.metrics for s in again.private] == [s.metrics for s in first.private]
+    # another split is another public board: nothing reused
+    other = private_csv(tmp_path / "other.csv", private[1:])
+    third = pool_job.run(
+        spark,
+        pool_job.PoolJob(
+            str(truth),
+            [str(tmp_path / "pool")],
+            None,
+            previous=str(tmp_path / "a"),
+            **{**common, "private_queries": str(other)},
+        ),
+    )
+    assert not any(s.reused for s in third.submissions)
+
+
+def test_the_api_returns_both_boards(spark, tmp_path):
+    from disc21spark import evaluate_pool
+
+    gt, frames, private, truth, split = a_pool(tmp_path)
+    board = evaluate_pool(
+        str(truth), [str(tmp_path / "pool")], engine=spark, private_queries=split, resamples=0
+    )
+    assert board.private is not None and len(board.private) == len(board) == 4
+    changes = board.rank_changes()
+    assert list(changes.columns)[:3] == ["submission", "public_rank", "private_rank"]
+    assert sorted(changes["submission"]) == ["team0", "team1", "team2"]
+    with pytest.raises(ValueError, match="no private board"):
+        evaluate_pool(
+            str(truth), [str(tmp_path / "pool")], engine=spark, resamples=0
+        ).rank_changes()
+
+
+@pytest.mark.parametrize(
+    "text, reason",
+    [
+        ("query_id\nQ001\nQ999\n", "line 3: query 'Q999' is not in the ground truth"),
+        ("query_id\nQ001\nQ002\nQ001\n", "line 4: query 'Q001' named twice (first on line 2)"),
+        ("", "empty (a header query_id and one row per query expected)"),
+        ("query_id\n", "no row after the header (one row per query expected)"),
+        ("id\nQ001\n", "line 1: missing column 'query_id' (has: id)"),
+        (
+            "query_id\nQ000\nQ001\nQ002\n",
+            "names all 3 queries of the ground truth: no public query left",
+        ),
+    ],
+)
+def test_a_bad_private_queries_file_is_one_line(tmp_path, text, reason):
+    gt = make_gt(3, 2)
+    path = tmp_path / "private.csv"
+    path.write_text(text)
+    with pytest.raises(InputError) as raised:
+        read_split(str(path), gt)
+    assert str(raised.value) == f"{path}: {reason}"
+
+
+def test_the_command_line_refuses_a_bad_split_before_publishing(tmp_path, capsys):
+    gt = make_gt(6, 4)
+    truth = gt_csv(tmp_path / "gt.csv", gt)
+    random_submission(np.random.default_rng(1), gt, 30, 5).to_csv(tmp_path / "a.csv", index=False)
+    base = ["evaluate", "--ground-truth", str(truth), "--quiet", "--predictions"]
+    cases = [
+        (
+            ["--output", str(tmp_path / "out"), "--private-queries", "p.csv"],
+            "--private-queries needs --private-output DIR: the private board's folder",
+        ),
+        (
+            ["--output", str(tmp_path / "out"), "--private-output", str(tmp_path / "h")],
+            "--private-output needs --private-queries (the queries of the private board)",
+        ),
+        (
+            [
+                "--output",
+                str(tmp_path / "out"),
+                "--private-queries",
+                "p.csv",
+                "--private-output",
+                str(tmp_path / "out" / "private"),
+            ],
+            f"--private-output {tmp_path / 'out' / 'private'} is inside --output "
+            f"{tmp_path / 'out'}: the private board must never be published with the public one",
+        ),
+    ]
+    for extra, message in cases:
+        with pytest.raises(SystemExit) as stopped:
+            main([*base, str(tmp_path / "a.csv"), *extra])
+        assert stopped.value.code == 2
+        assert capsys.readouterr().err.strip().splitlines()[-1].endswith(f"error: {message}")
+    private_csv(tmp_path / "p.csv", ["Q000"])
+    one = [*base, str(tmp_path / "a.csv"), "--output", str(tmp_path / "out")]
+    one += ["--private-queries", str(tmp_path / "p.csv"), "--private-output", str(tmp_path / "h")]
+    assert main(one) == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        "error: --private-queries splits a pool's boards: give several files, a glob, a "
+        "folder or --submission-column"
+    )
+    assert not (tmp_path / "out").exists() and not (tmp_path / "h").exists()
