@@ -249,7 +249,89 @@ def test_the_command_line_refuses_a_bad_split_before_publishing(tmp_path, capsys
     one += ["--private-queries", str(tmp_path / "p.csv"), "--private-output", str(tmp_path / "h")]
     assert main(one) == 2
     assert capsys.readouterr().err.strip().splitlines()[-1] == (
-        "error: --private-queries splits a pool's boards: give several files, a glob, a "
+        "error: --private-queries is for a pool's boards: give several files, a glob, a "
         "folder or --submission-column"
     )
     assert not (tmp_path / "out").exists() and not (tmp_path / "h").exists()
+
+
+def test_a_frozen_board_stays_and_a_corrected_ground_truth_is_scored_beside_it(spark, tmp_path):
+    from disc21spark.core.errors import OutputError
+    from disc21spark.pool import job as pool_job
+
+    gt = make_gt(30, 20)
+    rng = np.random.default_rng(11)
+    (tmp_path / "pool").mkdir()
+    for i in range(3):
+        random_submission(rng, gt, 150, 9).to_csv(tmp_path / "pool" / f"team{i}.csv", index=False)
+    truth = gt_csv(tmp_path / "gt.csv", gt)
+    common = dict(pool_plan="distributed", max_results=0, resamples=0)
+    frozen = tmp_path / "frozen"
+    pool_job.run(
+        spark,
+        pool_job.PoolJob(str(truth), [str(tmp_path / "pool")], str(frozen), freeze=True, **common),
+    )
+    kept = {p: p.read_bytes() for p in frozen.rglob("*") if p.is_file()}
+    assert json.loads((frozen / "FROZEN.json").read_text())["submissions"] == 3
+    with pytest.raises(OutputError, match="a frozen board, which no run replaces"):
+        pool_job.run(
+            spark,
+            pool_job.PoolJob(
+                str(truth), [str(tmp_path / "pool")], str(frozen), overwrite=True, **common
+            ),
+        )
+    assert {p: p.read_bytes() for p in frozen.rglob("*") if p.is_file()} == kept
+    # a corrected label, and team2 made invalid (a repeated pair) since the freeze
+    fixed = GroundTruth("g", gt.query_ids, gt.positive_queries, gt.positive_references.copy())
+    fixed.positive_references[:5] = ["R025", "R026", "R027", "R028", "R029"]
+    corrected = gt_csv(tmp_path / "fixed.csv", fixed)
+    team2 = tmp_path / "pool" / "team2.csv"
+    team2.write_text(team2.read_text() + team2.read_text().splitlines()[1] + "\n")
+    rescored = tmp_path / "rescored"
+    pool_job.run(
+        spark,
+        pool_job.PoolJob(
+            str(corrected),
+            [str(tmp_path / "pool")],
+            str(rescored),
+            compare_to=str(frozen),
+            **common,
+        ),
+    )
+    before = json.loads((frozen / "leaderboard.json").read_text())
+    after = json.loads((rescored / "leaderboard.json").read_text())
+    assert after["run"]["compared_ground_truth_sha256"] == before["run"]["ground_truth_sha256"]
+    assert after["run"]["ground_truth_sha256"] != before["run"]["ground_truth_sha256"]
+    table = pd.read_csv(rescored / "changes.csv", float_precision="round_trip")
+    old = {r["submission"]: r for r in before["submissions"]}
+    new = {r["submission"]: r for r in after["submissions"]}
+    assert sorted(table["submission"]) == ["team0", "team1", "team2"]
+    for row in table.itertuples():
+        a, b = old[row.submission], new[row.submission]
+        assert (row.status_before, row.status_after) == (a["status"], b["status"])
+        assert row.validity_changed == (row.submission == "team2")
+        if b["status"] == "ok":
+            assert row.rank_change == a["rank"] - b["rank"]
+            assert row.micro_ap_delta == b["micro_ap"] - a["micro_ap"]
+            assert row.micro_ap_after == b["micro_ap"]
+    assert (frozen / "FROZEN.json").exists() and not (rescored / "FROZEN.json").exists()
+
+
+def test_board_options_on_one_submission_and_a_missing_board_are_one_line(tmp_path, capsys):
+    gt = make_gt(6, 4)
+    truth = gt_csv(tmp_path / "gt.csv", gt)
+    random_submission(np.random.default_rng(1), gt, 30, 5).to_csv(tmp_path / "a.csv", index=False)
+    base = ["evaluate", "--ground-truth", str(truth), "--quiet", "--output", str(tmp_path / "o")]
+    assert main([*base, "--predictions", str(tmp_path / "a.csv"), "--freeze"]) == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        "error: --freeze is for a pool's boards: give several files, a glob, a folder or "
+        "--submission-column"
+    )
+    (tmp_path / "b.csv").write_text((tmp_path / "a.csv").read_text())
+    pool = [str(tmp_path / "a.csv"), str(tmp_path / "b.csv")]
+    (tmp_path / "empty").mkdir()
+    code = main([*base, "--predictions", *pool, "--compare-to", str(tmp_path / "empty")])
+    assert code == 2 and not (tmp_path / "o").exists()
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        f"error: --compare-to {tmp_path / 'empty'}: no leaderboard.json there (not a board)"
+    )

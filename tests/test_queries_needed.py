@@ -92,3 +92,36 @@ def test_the_detectable_difference_agrees_with_subsampled_queries(seed):
     assert abs(simulated / predicted - 1) <= TOLERANCE, (simulated, predicted)
     needed = whole.queries_needed(simulated)["queries_needed"].iloc[0]
     assert (1 - TOLERANCE) ** 2 <= m / needed <= (1 + TOLERANCE) ** 2, (needed, m)
+
+
+def test_the_pool_command_writes_and_says_the_queries_needed(spark, tmp_path, capsys):
+    """``evaluate --queries-needed`` on a pool: queries_needed.csv and the terminal's
+    lines say what ``Leaderboard.queries_needed`` says."""
+    from disc21spark.commands import main
+
+    gt, subs = simulated_pool(3)
+    gt.to_csv(tmp_path / "gt.csv", index=False)
+    (tmp_path / "pool").mkdir()
+    for name, frame in subs.items():
+        frame.head(6000).to_csv(tmp_path / "pool" / f"{name}.csv", index=False)
+    args = ["evaluate", "--ground-truth", str(tmp_path / "gt.csv"), "--predictions"]
+    args += [str(tmp_path / "pool"), "--output", str(tmp_path / "out"), "--resamples", "100"]
+    assert main([*args, "--queries-needed", "0.005", "--max-results", "0"]) == 0
+    written = pd.read_csv(tmp_path / "out" / "queries_needed.csv", float_precision="round_trip")
+    api = ds.evaluate_pool(
+        str(tmp_path / "gt.csv"),
+        [str(tmp_path / "pool")],
+        engine=spark,
+        resamples=100,
+        max_results=0,
+    ).queries_needed(0.005)
+    assert written["queries_needed"].tolist() == api["queries_needed"].tolist()
+    assert written["next_detectable"].tolist() == api["next_detectable"].tolist()
+    said = capsys.readouterr().out
+    first = api.iloc[0]
+    assert f"{first['submission']}: {first['queries_needed']:,} queries" in said
+    with pytest.raises(SystemExit):
+        main([*args, "--queries-needed", "0", "--output", str(tmp_path / "o2")])
+    assert "--queries-needed must be a positive μAP difference, such as 0.01 (got 0.0)" in (
+        capsys.readouterr().err
+    )

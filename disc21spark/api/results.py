@@ -88,18 +88,8 @@ class Leaderboard:
 
         if not isinstance(difference, (int, float)) or not 0 < difference < float("inf"):
             raise ValueError(f"difference must be a positive number, got {difference!r}")
-        rows = [r for r in self.to_dict()["submissions"] if r["status"] == "ok"][:-1]
-        needed = [
-            compare.queries_needed(r["n_queries"], r["next_detectable"], difference) for r in rows
-        ]
-        table = pd.DataFrame(
-            {
-                "rank": [r["rank"] for r in rows],
-                "submission": [r["submission"] for r in rows],
-                "next_detectable": [r["next_detectable"] for r in rows],
-                "queries_needed": needed,
-            }
-        )
+        rows = compare.queries_needed_rows(self.to_dict()["submissions"], difference)
+        table = pd.DataFrame(rows, columns=list(compare.NEEDED_COLUMNS))
         return table.astype(
             {"rank": "Int64", "next_detectable": "float64", "queries_needed": "Int64"}
         )

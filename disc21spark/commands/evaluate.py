@@ -120,10 +120,12 @@ def pick(r: EvaluateRequest, choice: engine.Choice) -> Any:
             )
 
         return PoolJob.from_options(r, choice)
-    if r.private_queries:
+    pool_only = ("private_queries", "freeze", "compare_to", "queries_needed")
+    asked = ["--" + n.replace("_", "-") for n in pool_only if getattr(r, n) not in (None, False)]
+    if asked:
         raise InputError(
             "",
-            "--private-queries splits a pool's boards: give several files, a glob, a folder "
+            f"{asked[0]} is for a pool's boards: give several files, a glob, a folder "
             "or --submission-column",
         )
     if r.previous or r.fail_on_invalid:

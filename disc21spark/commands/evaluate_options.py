@@ -214,6 +214,25 @@ def _add_pool_arguments(g: argparse._ArgumentGroup, conf: dict[str, Any]) -> Non
         help="pool: the folder of the private board and its rank changes (never inside "
         "--output); needs --private-queries",
     )
+    g.add_argument(
+        "--freeze",
+        action="store_true",
+        help="pool: publish --output frozen (FROZEN.json): no later run replaces it, not even "
+        "with --overwrite",
+    )
+    g.add_argument(
+        "--compare-to",
+        metavar="PATH",
+        help="pool: a board to compare with (a frozen one, typically): changes.csv in "
+        "--output gives each submission's rank, figure and validity changes",
+    )
+    g.add_argument(
+        "--queries-needed",
+        type=float,
+        metavar="DIFFERENCE",
+        help="pool: the queries a μAP difference this large between neighbours would need "
+        "to be detectable, per place (queries_needed.csv; needs --resamples > 0)",
+    )
     add_option(
         g,
         conf,

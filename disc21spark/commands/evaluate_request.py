@@ -28,6 +28,9 @@ POOL_OPTIONS = (
     "pool_plan",
     "private_queries",
     "private_output",
+    "freeze",
+    "compare_to",
+    "queries_needed",
 )
 DESCRIPTOR_OPTIONS = (
     "query_descriptors",
@@ -114,6 +117,9 @@ class EvaluateRequest(Request):
     per_query: bool = False
     private_queries: str | None = None
     private_output: str | None = None
+    freeze: bool = False
+    compare_to: str | None = None
+    queries_needed: float | None = None
     track: str | None = None
 
     def checked(self) -> EvaluateRequest:
@@ -167,9 +173,12 @@ def checked(r: EvaluateRequest) -> EvaluateRequest:
 
 
 def _check_boards(r: EvaluateRequest) -> None:
-    """--private-queries and --private-output: both or neither (the API, which writes
-    nothing, takes the queries alone), the private board never inside the published
-    folder, no query groups beside them (not built)."""
+    """--queries-needed a positive difference; --private-queries and --private-output:
+    both or neither (the API, which writes nothing, takes the queries alone), the private
+    board never inside the published folder, no query groups beside them (not built)."""
+    q = r.queries_needed
+    if q is not None and (not isinstance(q, numbers.Real) or not 0 < q < math.inf):
+        _refuse(f"--queries-needed must be a positive μAP difference, such as 0.01 (got {q!r})")
     if r.private_output and not r.private_queries:
         _refuse("--private-output needs --private-queries (the queries of the private board)")
     if r.private_queries and r.output and not r.private_output:

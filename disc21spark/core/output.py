@@ -52,9 +52,22 @@ def check_writable(path: str | os.PathLike, overwrite: bool) -> None:
         run.checked_outputs.add(key)
 
 
+# a board an organiser froze (``evaluate --freeze``): no run replaces the folder holding it
+FROZEN = "FROZEN.json"
+
+
+def frozen_error(path: str) -> OutputError:
+    return OutputError(
+        f"{path}: a frozen board, which no run replaces (not even with --overwrite); write "
+        f"the rescored board beside it: --output ANOTHER --compare-to {path}"
+    )
+
+
 def _check_local(out: Path, overwrite: bool) -> Path:
     if out.exists() and not out.is_dir():
         raise OutputError(f"{out}: exists and is not a folder")
+    if (out / FROZEN).exists():
+        raise frozen_error(str(out))
     if out.is_dir() and any(out.iterdir()) and not overwrite:
         raise OutputError(f"{out}: folder exists and is not empty (pass --overwrite to replace it)")
     if not out.parent.exists():
@@ -195,6 +208,8 @@ def _check_writable_uri(path: str, overwrite: bool, spark: Any = None) -> None:
         if where.exists():
             if not where.is_dir():
                 raise OutputError(f"{path}: exists and is not a folder")
+            if where.exists(spark._jvm.org.apache.hadoop.fs.Path(where.path, FROZEN)):
+                raise frozen_error(path)
             if not overwrite and not where.is_empty_dir():
                 raise OutputError(
                     f"{path}: folder exists and is not empty (pass --overwrite to replace it)"

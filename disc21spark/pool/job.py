@@ -34,7 +34,7 @@ from disc21spark.matching.model import GroundTruth, ScoringJob, Submission
 from disc21spark.matching.read import read_parquet
 from disc21spark.matching.rows import PREDICTION_COLUMNS
 from disc21spark.matching.score import Scoring, UnreadableInput, score
-from disc21spark.pool import boards
+from disc21spark.pool import boards, changes
 from disc21spark.pool import report as pool_report
 from disc21spark.pool.listing import (  # noqa: F401 (submission_name: the pool's face)
     file_checksums,
@@ -61,6 +61,11 @@ class PoolJob(ScoringJob):
     # public and private boards (pool/split.py, pool/boards.py)
     private_queries: str | None = None
     private_output: str | None = None
+    # a frozen board (pool/changes.py): publish this one frozen; compare with that one
+    freeze: bool = False
+    compare_to: str | None = None
+    # a μAP difference: the queries it would need, per place (queries_needed.csv)
+    queries_needed: float | None = None
     # the engine's decision (``engine.settle``); None: settled from pool_plan on entry
     choice: engine.Choice | None = None
 
@@ -76,6 +81,10 @@ class PoolJob(ScoringJob):
 
     def summary(self, result: PoolResult) -> list[str]:
         lines = [pool_report.format_table(result.submissions), summary_line(result)]
+        if self.queries_needed is not None:
+            lines += pool_report.queries_needed_lines(result.submissions, self.queries_needed)
+        if result.private is not None:  # a terminal's text ends up in logs: not shown
+            lines.append(f"the public board above; the private board in {self.private_output}/")
         if self.output:
             lines.append(
                 f"results in {self.output}/ (leaderboard.csv/.json/.md/.html, pr_curves/, "
@@ -132,6 +141,7 @@ def run(spark: SparkSession, job: PoolJob, announce: bool = True) -> PoolResult:
     gt = ground_truth_phase(spark, job.ground_truth, job.ground_truth_format, phases)
     job = replace(job, groups=groups_phase(spark, job.query_groups, gt, phases))
     split = split_phase(spark, job.private_queries, gt, phases)
+    before = changes.read_board(job.compare_to, spark) if job.compare_to else None
     settings = _settings(spark, job, job.ground_truth, split)
     with phases.phase("pool") as note:
         subs, sizes = _list_submissions(spark, job)
@@ -163,7 +173,7 @@ def run(spark: SparkSession, job: PoolJob, announce: bool = True) -> PoolResult:
             f"{result.n_invalid} of {len(subs)} submissions invalid (--fail-on-invalid); "
             f"first: {first.name}: {first.reason}",
         )
-    _write(spark, job, result, phases)
+    _write(spark, job, result, phases, before)
     return result
 
 
@@ -180,9 +190,12 @@ def split_phase(
     return split
 
 
-def _write(spark: SparkSession, job: PoolJob, result: PoolResult, phases: Phases) -> None:
-    """The published board in ``job.output`` and, with a split, the private board in
-    ``job.private_output``: the private one first, so that a failure publishes nothing."""
+def _write(
+    spark: SparkSession, job: PoolJob, result: PoolResult, phases: Phases, before: dict | None
+) -> None:
+    """The published board in ``job.output`` (frozen with ``job.freeze``; with
+    ``before``, the board compared to, changes.csv) and, with a split, the private board
+    in ``job.private_output``: the private one first, so that a failure publishes nothing."""
     inputs = {
         "ground_truth": job.ground_truth,
         "predictions": job.predictions,
@@ -197,12 +210,22 @@ def _write(spark: SparkSession, job: PoolJob, result: PoolResult, phases: Phases
         out = job.private_output
         with report.staged_report(spark, phases, out, job.overwrite, shown) as (stage, run_info):
             boards.write_private(stage, result.submissions, result.private, run_info)
-    if job.output:
-        if result.private is not None:
-            inputs["board"] = PUBLIC
-        out = job.output
-        with report.staged_report(spark, phases, out, job.overwrite, inputs) as (stage, run_info):
-            pool_report.write(stage, result.submissions, run_info)
+    if not job.output:
+        return
+    if result.private is not None:
+        inputs["board"] = PUBLIC
+    inputs["frozen"] = job.freeze
+    if before is not None:
+        inputs.update(changes.compared(before, job.compare_to))
+    with report.staged_report(spark, phases, job.output, job.overwrite, inputs) as written:
+        stage, run_info = written
+        pool_report.write(stage, result.submissions, run_info)
+        if before is not None:
+            changes.write_changes(stage, changes.changes(before, result.submissions))
+        if job.queries_needed is not None:
+            pool_report.write_queries_needed(stage, result.submissions, job.queries_needed)
+        if job.freeze:
+            changes.freeze(stage, result.settings, len(result.submissions))
 
 
 def _settled(spark: SparkSession, job: PoolJob) -> engine.Choice:

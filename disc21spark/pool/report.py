@@ -129,6 +129,30 @@ def write(folder: Path, subs: list, run: dict) -> None:
     )
 
 
+def write_queries_needed(folder: Path, subs: list, difference: float) -> None:
+    """queries_needed.csv: per place with a next one, the queries ``difference`` needs."""
+    rows = compare.queries_needed_rows(records(subs), difference)
+    with (folder / "queries_needed.csv").open("w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=compare.NEEDED_COLUMNS)
+        writer.writeheader()
+        writer.writerows({k: _csv_cell(v) for k, v in r.items()} for r in rows)
+
+
+def queries_needed_lines(subs: list, difference: float) -> list[str]:
+    """The terminal's lines of queries_needed.csv."""
+    rows = compare.queries_needed_rows(records(subs), difference)
+    out = [f"queries a μAP difference of {difference:g} from the next place would need:"]
+    for r in rows:
+        if r["queries_needed"] is None:
+            out.append(f"  {r['rank']:>3}  {r['submission']}: not measured (--resamples 0)")
+        else:
+            out.append(
+                f"  {r['rank']:>3}  {r['submission']}: {r['queries_needed']:,} queries "
+                f"(these detect {r['next_detectable']:.4f})"
+            )
+    return out
+
+
 def write_replicates(folder: Path, scored: list[Submission]) -> None:
     """resamples/<name>.npy: float64 (statistics, resamples), each scored submission's
     replicates (model.STATISTICS order), so that --previous can compare a reused

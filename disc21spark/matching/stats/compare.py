@@ -80,6 +80,25 @@ def queries_needed(n_queries: int, least: float | None, difference: float) -> in
     return math.ceil(n_queries * (least / abs(difference)) ** 2)
 
 
+NEEDED_COLUMNS = ("rank", "submission", "next_detectable", "queries_needed")
+
+
+def queries_needed_rows(rows: list[dict], difference: float) -> list[dict]:
+    """For each place of a board (leaderboard.json's rows) that has a next one: its rank,
+    submission, ``next_detectable`` and the queries ``difference`` would need
+    (``queries_needed``; None without intervals)."""
+    scored = [r for r in rows if r["status"] == "ok"][:-1]
+    return [
+        {
+            "rank": r["rank"],
+            "submission": r["submission"],
+            "next_detectable": r["next_detectable"],
+            "queries_needed": queries_needed(r["n_queries"], r["next_detectable"], difference),
+        }
+        for r in scored
+    ]
+
+
 def detectable_sentence(rows: list[dict]) -> str | None:
     """The line under a board (leaderboard.json's rows): the gap between neighbours that
     these queries tell apart, the median of ``next_detectable``; None without intervals."""
