@@ -147,7 +147,7 @@ def test_the_distributed_plan_equals_the_oracle(spark, partitions):
 
     rng = np.random.default_rng(partitions)
     gt = make_gt(30, 18)
-    for _ in range(3):
+    for _ in range(2):
         frame = random_submission(rng, gt, 300, 5)
         frame.loc[frame["score"] == 0.0, "score"] = -0.0
         pairs = spark.createDataFrame(frame, "query_id string, reference_id string, score double")
@@ -189,7 +189,17 @@ def test_per_query_is_refused_for_a_pool_and_the_descriptor_track(tmp_path, caps
         "(a pool's per-query output is not built)"
     )
     with pytest.raises(SystemExit) as stopped:
-        main([*args, "--query-descriptors", "q.h5", "--reference-descriptors", "r.h5"])
+        main(
+            [
+                *args,
+                "--query-descriptors",
+                "q.h5",
+                "--reference-descriptors",
+                "r.h5",
+                "--output",
+                "o",
+            ]
+        )
     assert stopped.value.code == 2
     assert "--per-query is for the matching track" in capsys.readouterr().err
 

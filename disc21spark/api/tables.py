@@ -57,14 +57,5 @@ def score_table(
     per-query table (``metrics.queries``)."""
     pairs, index = table_pairs(value, source)
     table = Source.of_table(source, pairs, index)
-    max_results, curve_points = limits
-    return score_source(
-        table,
-        "table",
-        gt,
-        max_results,
-        curve_points,
-        announce=False,
-        resampling=resampling,
-        per_query=per_query,
-    )
+    options = {"announce": False, "resampling": resampling, "per_query": per_query}
+    return score_source(table, "table", gt, *limits, **options)

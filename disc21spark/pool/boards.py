@@ -29,6 +29,9 @@ CHANGE_COLUMNS = (
     "private_micro_ap",
 )
 
+HIDDEN_REASON = (
+    "invalid as submitted; the reason names a private query, so the private board gives it"
+)
 # (board's ground truth, the board's query ids, the valid submissions) → metrics set
 Scorer = Callable[[GroundTruth, list[str], list[Submission]], None]
 
@@ -40,16 +43,22 @@ def score_boards(
     replaced), and a copy of every submission of ``subs`` scored on the private board
     (reused ones included: no private board is kept between runs); the copies are
     returned, in the order of ``subs``."""
-    valid = [s for s in todo if s.status == "ok"]
-    if valid:
-        score(split.board(gt, PUBLIC), split.query_ids(gt, PUBLIC), valid)
     private = [
         replace(s, metrics=None, reused=False) if s.status == "ok" else replace(s, reused=False)
         for s in subs
     ]
+    hidden = set(split.query_ids(gt, PRIVATE))
+    for s in subs:  # a reason naming a private query is told on the private board only
+        # any private id within the text, even inside a longer word: better one reason
+        # too many withheld than one private id published
+        if s.status != "ok" and any(q in (s.reason or "") for q in hidden):
+            s.reason = HIDDEN_REASON
+    valid = [s for s in todo if s.status == "ok"]
+    if valid:
+        score(split.board(gt, PUBLIC), split.query_ids(gt, PUBLIC), valid)
     scored = [s for s in private if s.status == "ok"]
     if scored:
-        score(split.board(gt, PRIVATE), split.query_ids(gt, PRIVATE), scored)
+        score(split.board(gt, PRIVATE), sorted(hidden), scored)
     return private
 
 

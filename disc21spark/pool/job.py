@@ -36,6 +36,7 @@ from disc21spark.matching.rows import PREDICTION_COLUMNS
 from disc21spark.matching.score import Scoring, UnreadableInput, score
 from disc21spark.pool import boards, changes
 from disc21spark.pool import report as pool_report
+from disc21spark.pool.boards import HIDDEN_REASON
 from disc21spark.pool.listing import (  # noqa: F401 (submission_name: the pool's face)
     file_checksums,
     named_files,
@@ -148,7 +149,8 @@ def run(spark: SparkSession, job: PoolJob, announce: bool = True) -> PoolResult:
         previous = pool_report.read_previous(job.previous, settings) if job.previous else {}
         for s in subs:
             old = previous.get(s.name)
-            if old is not None and old.checksum == s.checksum:
+            # a reason withheld from a public board is found again for the private one
+            if old is not None and old.checksum == s.checksum and old.reason != HIDDEN_REASON:
                 s.status, s.reason, s.metrics, s.reused = old.status, old.reason, old.metrics, True
         todo = [s for s in subs if not s.reused]
         note["rows"] = len(subs)
