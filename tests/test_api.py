@@ -14,6 +14,7 @@ import pytest
 
 import disc21spark as ds
 from disc21spark.commands import main
+from disc21spark.matching.model import ATTACHED
 from disc21spark.testing.synth import (
     read_ground_truth_csv,
     simulate_submission,
@@ -22,11 +23,7 @@ from disc21spark.testing.synth import (
 )
 
 IDS = {"query_id": str, "reference_id": str}
-FIGURES = [
-    k
-    for k in ds.MatchingMetrics.__dataclass_fields__
-    if k not in ("curve", "warnings", "uncertainty", "groups")
-]
+FIGURES = [k for k in ds.MatchingMetrics.__dataclass_fields__ if k not in ATTACHED]
 
 
 @pytest.fixture(scope="module")

@@ -55,6 +55,10 @@ class PRCurve:
         )
 
 
+# the fields of MatchingMetrics that are not figures of metrics.json (written apart)
+ATTACHED = ("curve", "warnings", "uncertainty", "groups", "queries")
+
+
 @dataclass(frozen=True)
 class MatchingMetrics:
     """Every figure of metrics.json; all exact, whatever the size of the input.
@@ -103,7 +107,7 @@ class MatchingMetrics:
         uncertainty are written on their own: pr_curve.csv, metrics.json's ``warnings``,
         ``micro_ap_optimistic`` and ``bootstrap``; the per-query table in queries.csv)."""
         out = asdict(replace(self, uncertainty=None, groups=None, queries=None))
-        for key in ("curve", "warnings", "uncertainty", "groups", "queries"):
+        for key in ATTACHED:
             out.pop(key)
         return out
 

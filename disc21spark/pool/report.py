@@ -15,7 +15,7 @@ import numpy as np
 from disc21spark.core import fs, paths
 from disc21spark.core.errors import InputError
 from disc21spark.core.paths import display_path
-from disc21spark.matching.model import MatchingMetrics, PRCurve, Submission
+from disc21spark.matching.model import ATTACHED, MatchingMetrics, PRCurve, Submission
 from disc21spark.matching.report import ROWS, json_safe, plot_curves, write_curve_csv
 from disc21spark.matching.stats import compare
 from disc21spark.matching.stats.groups_table import GroupTable
@@ -353,8 +353,7 @@ def _metrics(row: dict, curve_csv: Path, uncertainty: Uncertainty | None) -> Mat
         data = list(csv.reader(fh))[1:]
     values = np.array([[float(x) for x in r] for r in data]) if data else np.zeros((0, 3))
     curve = PRCurve(values[:, 0], values[:, 1], values[:, 2])
-    own = ("curve", "warnings", "uncertainty", "groups", "queries")
-    fields = {k: row[k] for k in MatchingMetrics.__dataclass_fields__ if k not in own}
+    fields = {k: row[k] for k in MatchingMetrics.__dataclass_fields__ if k not in ATTACHED}
     # a leaderboard written before the coverage warnings has none
     warnings = tuple(row.get("warnings") or ())
     return MatchingMetrics(**fields, curve=curve, warnings=warnings, uncertainty=uncertainty)
