@@ -130,26 +130,14 @@ def test_a_rerun_reuses_the_public_board_and_rescores_the_private_one(spark, tmp
 
     gt, frames, private, truth, split = a_pool(tmp_path)
     common = dict(private_queries=str(split), pool_plan="distributed", max_results=0, resamples=0)
-    first = pool_job.run(
-        spark,
-        pool_job.PoolJob(
-            str(truth),
-            [str(tmp_path / "pool")],
-            str(tmp_path / "a"),
-            private_output=str(tmp_path / "pa"),
-            **common,
-        ),
-    )
-    again = pool_job.run(
-        spark,
-        pool_job.PoolJob(
-            str(truth),
-            [str(tmp_path / "pool")],
-            str(tmp_path / "b"),
-            private_output=str(tmp_path / "pb"),
-            previous=str(tmp_path / "a"),
-            **common,
-        ),
+
+    def scored(out: str | None, **options):
+        job = pool_job.PoolJob(str(truth), [str(tmp_path / "pool")], out, **{**common, **options})
+        return pool_job.run(spark, job)
+
+    first = scored(str(tmp_path / "a"), private_output=str(tmp_path / "pa"))
+    again = scored(
+        str(tmp_path / "b"), private_output=str(tmp_path / "pb"), previous=str(tmp_path / "a")
     )
     # broken's reason names a private query: withheld on the public board, found again
     assert [s.name for s in again.submissions if not s.reused] == ["broken"]
@@ -165,16 +153,7 @@ def test_a_rerun_reuses_the_public_board_and_rescores_the_private_one(spark, tmp
     assert [s.metrics for s in again.private] == [s.metrics for s in first.private]
     # another split is another public board: nothing reused
     other = private_csv(tmp_path / "other.csv", private[1:])
-    third = pool_job.run(
-        spark,
-        pool_job.PoolJob(
-            str(truth),
-            [str(tmp_path / "pool")],
-            None,
-            previous=str(tmp_path / "a"),
-            **{**common, "private_queries": str(other)},
-        ),
-    )
+    third = scored(None, previous=str(tmp_path / "a"), private_queries=str(other))
     assert not any(s.reused for s in third.submissions)
 
 
