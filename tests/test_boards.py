@@ -151,14 +151,16 @@ def test_a_rerun_reuses_the_public_board_and_rescores_the_private_one(spark, tmp
         tmp_path / "pb" / "rank_changes.csv"
     ).read_text()
     assert [s.metrics for s in again.private] == [s.metrics for s in first.private]
-    # another split is another public board: nothing reused
-    other = private_csv(tmp_path / "other.csv", private[1:])
-    third = scored(None, previous=str(tmp_path / "a"), private_queries=str(other))
-    assert not any(s.reused for s in third.submissions)
+    # another split is another public board: nothing of it is reused
+    from disc21spark.pool.report import read_previous
+
+    assert read_previous(str(tmp_path / "a"), first.settings)
+    other = {**first.settings, "private_queries_sha256": "0" * 64}
+    assert read_previous(str(tmp_path / "a"), other) == {}
 
 
 def test_the_api_returns_both_boards(spark, tmp_path):
-    from disc21spark import evaluate_pool
+    from disc21spark import Leaderboard, evaluate_pool
 
     gt, frames, private, truth, split = a_pool(tmp_path)
     board = evaluate_pool(
@@ -169,9 +171,7 @@ def test_the_api_returns_both_boards(spark, tmp_path):
     assert list(changes.columns)[:3] == ["submission", "public_rank", "private_rank"]
     assert sorted(changes["submission"]) == ["team0", "team1", "team2"]
     with pytest.raises(ValueError, match="no private board"):
-        evaluate_pool(
-            str(truth), [str(tmp_path / "pool")], engine=spark, resamples=0
-        ).rank_changes()
+        Leaderboard(board.submissions).rank_changes()
 
 
 @pytest.mark.parametrize(

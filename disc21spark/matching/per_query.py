@@ -113,10 +113,11 @@ def table(
     true_score = np.where(has_best, truth.score[at] if len(truth.score) else 0.0, np.nan)
     above = rows.wrong_score >= np.where(has_best, true_score, -np.inf)
     above &= np.isfinite(rows.wrong_score)
+    true_pairs = _true_pairs(gt)
     frame = {
         "query_id": gt.query_ids.astype(str),
-        "has_match": _true_pairs(gt) > 0,
-        "true_pairs": _true_pairs(gt),
+        "has_match": true_pairs > 0,
+        "true_pairs": true_pairs,
         "predictions": rows.predictions,
         "found": np.bincount(truth.query, minlength=n).astype(np.int64),
         "rank": pd.array(np.where(has_best, truth.rank[at] + 1 if len(truth.rank) else 0, 0)),

@@ -47,6 +47,10 @@ from disc21spark.pool.read import read_pool, submission_table
 from disc21spark.pool.split import PRIVATE, PUBLIC, Split, read_split
 
 log = logging.getLogger("disc21spark")
+BOARDS_PLAN = (
+    "each board: the valid submissions read again on the distributed plan, their rows "
+    "filtered to the board's queries by a broadcast semi-join"
+)
 
 
 @dataclass(frozen=True)
@@ -207,6 +211,8 @@ def _write(
         "plan_reasons": list(job.choice.reasons),
         **result.settings,
     }
+    if result.private is not None:  # validity on the plan chosen, the boards on this one
+        inputs["plan_reasons"].append(BOARDS_PLAN)
     if result.private is not None and job.private_output:
         shown = {**inputs, "board": PRIVATE, "private_queries": job.private_queries}
         out = job.private_output
