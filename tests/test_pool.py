@@ -297,7 +297,7 @@ def test_odd_parquet_types_send_the_pool_to_the_distributed_plan(spark, tmp_path
     )
     subs = [Submission("ints", str(folder / "ints.parquet"))]
     source = Source.of_bytes(subs[0].source, Path(subs[0].source).read_bytes())
-    assert per_file.task_outcome(source, ground_truth(), "auto", 10, 10).needs_spark
+    assert per_file.task_outcome(source, ground_truth(), "auto", (10, 10)).needs_spark
     result = pool.run(spark, pool.PoolJob(gt_file, [str(folder)], None, pool_plan="auto"))
     by_name = {s.name: s for s in result.submissions}
     sources = [(s.source, 1) for s in result.submissions]

@@ -69,6 +69,10 @@ def score_files(
     one Spark task per file. ``sizes``: bytes per file, when listed (a file of zero
     bytes, for which the binaryFile source returns no row, is scored here);
     ``per_query``: each file's metrics carry its per-query table."""
+    limits, options = (
+        (max_results, curve_points),
+        {"resampling": resampling, "per_query": per_query},
+    )
     sc = spark.sparkContext
     truth = sc.broadcast(gt)
     try:
@@ -80,9 +84,7 @@ def score_files(
         def one(row) -> tuple[str, Outcome]:
             faults.in_task()
             source = Source.of_bytes(row.path, bytes(row.content))
-            return row.path, task_outcome(
-                source, truth.value, fmt, max_results, curve_points, resampling, per_query
-            )
+            return row.path, task_outcome(source, truth.value, fmt, limits, options)
 
         with spark_conf(spark, ONE_FILE_PER_TASK):
             frame = reader.load(files).select("path", "content")
@@ -95,9 +97,7 @@ def score_files(
     return [
         by_name.get(display_path(unquote(f)))
         or (
-            task_outcome(
-                Source.of_bytes(f, b""), gt, fmt, max_results, curve_points, resampling, per_query
-            )
+            task_outcome(Source.of_bytes(f, b""), gt, fmt, limits, options)
             if f in empty
             else Outcome(needs_spark=True)
         )
@@ -106,26 +106,13 @@ def score_files(
 
 
 def task_outcome(
-    source: Source,
-    gt: GroundTruth,
-    fmt: str,
-    max_results: int,
-    curve_points: int,
-    resampling: Resampling | None = None,
-    per_query: bool = False,
+    source: Source, gt: GroundTruth, fmt: str, limits: tuple[int, int], options: dict | None = None
 ) -> Outcome:
-    """One file in this process: what a task of ``score_files`` computes."""
+    """One file in this process: what a task of ``score_files`` computes. ``limits``:
+    (max_results, curve_points); ``options``: ``local.score_source``'s ``resampling`` and
+    ``per_query``."""
     try:
-        metrics = local.score_source(
-            source,
-            fmt,
-            gt,
-            max_results,
-            curve_points,
-            announce=False,
-            resampling=resampling,
-            per_query=per_query,
-        )
+        metrics = local.score_source(source, fmt, gt, *limits, announce=False, **(options or {}))
         return Outcome(metrics=metrics)
     except InputError as error:
         return Outcome(error=(error.source, error.reason, error.where))
