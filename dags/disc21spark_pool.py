@@ -1,6 +1,11 @@
 """disc21spark_pool: score a pool of DISC21 submissions on a schedule, incrementally.
 
-wait_for_submissions → plan → evaluate (spark-submit jobs/evaluate.py) → publish
+step ─┬─ score:  wait_for_submissions → plan → evaluate (spark-submit jobs/evaluate.py) → publish
+       ├─ freeze: the latest public board copied, frozen, to ``frozen``
+       └─ reveal: the latest run's private board copied, frozen, to ``revealed``
+
+* **step** is ``score`` on the schedule; an organiser triggers ``freeze`` and ``reveal``
+  by hand (Trigger DAG w/ config: ``{"step": "freeze", "frozen": "/boards/official"}``).
 
 * **wait_for_submissions** pokes the pool folder until its files differ (added, removed,
   rewritten: size and modification time) from those the last successful run scored; with
@@ -13,6 +18,12 @@ wait_for_submissions → plan → evaluate (spark-submit jobs/evaluate.py) → p
   SparkSubmitOperator: master, Spark settings and the Python environment are params.
 * **publish** swaps ``latest`` to the new run only after evaluate succeeded; every run
   folder is kept.
+* With ``private_queries`` each run scores a public and a private board: the public one
+  is the run folder ``latest`` points to, the private one goes to
+  ``<private_runs>/<run>``, a folder apart from ``runs``.
+* **freeze** and **reveal** copy a board to a new folder with ``FROZEN.json`` inside: no
+  later run replaces it. A run on a corrected ground truth is compared to the frozen
+  board with ``evaluate_args: ["--compare-to", "<frozen>"]``.
 
 Params are described in the README ("Scheduled runs with Airflow").
 """
@@ -25,12 +36,14 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from airflow.sdk import DAG, Param, PokeReturnValue, task
+from airflow.sdk.exceptions import AirflowFailException
 
 # the helper beside this file: not every way of parsing DAGs puts their folder on sys.path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from disc21spark_submit import Disc21SparkSubmit, spark_params  # noqa: E402
 
 from disc21spark import scheduled  # noqa: E402  (on sys.path thanks to disc21spark_submit)
+from disc21spark.core.errors import InputError, OutputError  # noqa: E402
 
 # how often the pool is looked at, and how long a run waits for a change before it is
 # skipped (a deployment's choice, read when the DAG file is parsed)
@@ -38,6 +51,8 @@ POKE_SECONDS = float(os.environ.get("DISC21SPARK_POKE_SECONDS", 300))
 WAIT_SECONDS = float(os.environ.get("DISC21SPARK_WAIT_SECONDS", 23 * 3600))
 SCHEDULE = os.environ.get("DISC21SPARK_POOL_SCHEDULE", "@daily") or None
 PLAN = "ti.xcom_pull(task_ids='plan')"
+# the step param → the task the run goes on with (the others are skipped)
+STEPS = {"score": "wait_for_submissions", "freeze": "freeze", "reveal": "reveal"}
 
 with DAG(
     dag_id="disc21spark_pool",
@@ -63,12 +78,44 @@ with DAG(
             type="array",
             description='more options of jobs/evaluate.py, e.g. ["--max-results", "0"]',
         ),
+        "step": Param(
+            "score",
+            enum=list(STEPS),
+            description="score the pool (the schedule's); freeze or reveal (by hand)",
+        ),
+        "private_queries": Param(
+            "", type="string", description="the private board's queries (empty: one board)"
+        ),
+        "private_runs": Param(
+            "", type="string", description="folder of the private boards, apart from runs"
+        ),
+        "frozen": Param("", type="string", description="freeze: the new folder of the copy"),
+        "revealed": Param("", type="string", description="reveal: the new folder of the copy"),
         "wait_for_change": Param(
             True, type="boolean", description="wait for new or changed submission files"
         ),
         **spark_params(),
     },
 ):
+
+    @task.branch
+    def step(params: dict | None = None) -> str:
+        return STEPS[params["step"]]
+
+    def no_retry(call, *args):
+        # a bad param or an existing folder stays so on every try: fail at once, one line
+        try:
+            return call(*args)
+        except (InputError, OutputError) as exc:
+            raise AirflowFailException(f"error: {exc}") from None
+
+    @task
+    def freeze(params: dict | None = None) -> str:
+        return no_retry(scheduled.freeze_latest, params)
+
+    @task
+    def reveal(params: dict | None = None) -> str:
+        return no_retry(scheduled.reveal_latest, params)
 
     @task.sensor(
         poke_interval=POKE_SECONDS, timeout=WAIT_SECONDS, mode="reschedule", soft_fail=True
@@ -81,7 +128,7 @@ with DAG(
     @task
     def plan(params: dict | None = None, logical_date=None, dag_run=None) -> dict:
         # a run triggered by hand may have no logical date in Airflow 3: its run_after then
-        return scheduled.plan_pool_run(params, logical_date or dag_run.run_after)
+        return no_retry(scheduled.plan_pool_run, params, logical_date or dag_run.run_after)
 
     evaluate = Disc21SparkSubmit(
         task_id="evaluate",
@@ -101,4 +148,5 @@ with DAG(
 
     state = wait_for_submissions()
     planned = plan()
+    step() >> [state, freeze(), reveal()]
     state >> planned >> evaluate >> publish(planned, state)

@@ -23,6 +23,7 @@ __all__ = [
     "evaluate",
     "evaluate_descriptors",
     "evaluate_pool",
+    "freeze_board",
     "make_library",
     "make_queries",
     "rank_eval",

@@ -12,6 +12,13 @@ Layout of a scheduled pool (``runs`` is a DAG param):
     runs/latest -> 2026-...    the last successful run: a symlink swapped atomically after
                                the run succeeded, never before; it is also the next
                                run's --previous
+    private_runs/2026-...Z/    with ``private_queries``, each run's private board
+                               (--private-output), in a folder apart from ``runs``
+
+An organiser's steps, triggered by hand (the pool DAG's ``step`` param): ``freeze``
+copies the latest public board to the new folder ``frozen``, ``reveal`` copies the
+latest run's private board to the new folder ``revealed``; both copies are frozen
+(``core/frozen.py``): no run replaces them.
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
+from disc21spark.core import frozen
 from disc21spark.core.errors import InputError
 
 log = logging.getLogger("disc21spark")
@@ -88,8 +96,7 @@ def plan_pool_run(params: Mapping, logical_date: datetime) -> dict:
     as --previous (never the output itself: a rerun of the same date reuses the run
     before), the application, its arguments and the spark-submit settings."""
     for key in ("pool", "ground_truth", "runs"):
-        if not params.get(key):
-            raise InputError(f"param {key}", "is required")
+        _required(params, key)
     project = Path(params["project"])
     output = Path(params["runs"]) / run_tag(logical_date)
     output.parent.mkdir(parents=True, exist_ok=True)  # the job writes into an existing folder
@@ -107,14 +114,64 @@ def plan_pool_run(params: Mapping, logical_date: datetime) -> dict:
     ]
     if previous is not None:
         args += ["--previous", str(previous)]
+    private = _private_output(params, output.name)
+    if private is not None:
+        args += ["--private-queries", params["private_queries"], "--private-output", private]
     args += [str(a) for a in params.get("evaluate_args") or []]
     return {
         "application": str(project / "jobs" / "evaluate.py"),
         "args": args,
         "output": str(output),
+        "private_output": private,
         "previous": str(previous) if previous else None,
         **submit_settings(params),
     }
+
+
+def _private_output(params: Mapping, tag: str) -> str | None:
+    """With ``private_queries``, the run's private board: ``<private_runs>/<tag>``, never
+    inside ``runs`` (whatever publishes the runs would publish it) nor around it."""
+    if not params.get("private_queries"):
+        return None
+    if not params.get("private_runs"):
+        raise InputError("param private_runs", "is required with private_queries")
+    runs, private = Path(params["runs"]).absolute(), Path(params["private_runs"]).absolute()
+    if private == runs or runs in private.parents or private in runs.parents:
+        reason = f"must be apart from runs ({runs}): the private boards are not published"
+        raise InputError("param private_runs", reason)
+    private.mkdir(parents=True, exist_ok=True)
+    return str(private / tag)
+
+
+def freeze_latest(params: Mapping) -> str:
+    """The ``freeze`` step: the latest public board copied, frozen, to ``frozen``."""
+    to = _required(params, "frozen")
+    return str(frozen.freeze_board(_latest_run(params), to))
+
+
+def reveal_latest(params: Mapping) -> str:
+    """The ``reveal`` step: the latest run's private board copied, frozen, to
+    ``revealed`` (what the organiser publishes at the end)."""
+    to, private_runs = _required(params, "revealed"), _required(params, "private_runs")
+    run = _latest_run(params)
+    private = Path(private_runs) / run.name
+    if not private.is_dir():
+        raise InputError(str(private), f"the latest run ({run.name}) wrote no private board")
+    return str(frozen.freeze_board(private, to))
+
+
+def _latest_run(params: Mapping) -> Path:
+    latest = latest_path(_required(params, "runs"), params.get("latest", ""))
+    run = last_run(latest)
+    if run is None:
+        raise InputError(str(latest), "no successful run yet: nothing to freeze or reveal")
+    return run
+
+
+def _required(params: Mapping, key: str) -> str:
+    if not params.get(key):
+        raise InputError(f"param {key}", "is required")
+    return params[key]
 
 
 def _run_before(run: Path) -> Path | None:
@@ -130,8 +187,7 @@ def _run_before(run: Path) -> Path | None:
 
 def plan_bench_run(params: Mapping, logical_date: datetime) -> dict:
     """The three jobs of a Howe benchmark (library → bench → rank report) in one run folder."""
-    if not params.get("runs"):
-        raise InputError("param runs", "is required")
+    _required(params, "runs")
     project = Path(params["project"])
     folder = Path(params["runs"]) / run_tag(logical_date)
     folder.mkdir(parents=True, exist_ok=True)  # the jobs write into an existing folder

@@ -20,6 +20,20 @@ def make_gt(n_queries: int, n_positive: int) -> GroundTruth:
     )
 
 
+def hand_case(
+    queries: list[str], matches: dict[str, str], rows: list[tuple[str, str, float]]
+) -> tuple[GroundTruth, pd.DataFrame]:
+    """A ground truth of `queries` with one true reference per query of `matches`, and a
+    submission of (query_id, reference_id, score) `rows`, for cases computed by hand."""
+    gt = GroundTruth(
+        "gt",
+        np.array(queries, dtype=object),
+        np.array(list(matches), dtype=object),
+        np.array(list(matches.values()), dtype=object),
+    )
+    return gt, pd.DataFrame(rows, columns=["query_id", "reference_id", "score"])
+
+
 def assert_same(a, b):
     assert a.to_dict() == b.to_dict()
     for field in ("precision", "recall", "threshold"):

@@ -242,3 +242,68 @@ def test_bad_input_fails_once_without_retries(airflow, tmp_path):
         ).fetchall()
     assert rows == [("failed", 1)], (rows, text[-6000:])
     assert not (base / "runs" / "latest").exists()
+
+
+def test_an_organisers_steps_freeze_and_reveal(airflow, tmp_path):
+    """A run with private queries publishes the public board and keeps the private one
+    apart; the organiser's ``freeze`` and ``reveal`` runs copy them, frozen; a freeze to
+    a folder that exists fails on its first try, with one line, and changes nothing."""
+    import sqlite3
+
+    base = make_pool(tmp_path)
+    gt = synth.read_ground_truth_csv(base / "gt.csv")
+    private = gt["query_id"].drop_duplicates().iloc[::2]
+    private.to_frame().to_csv(base / "private.csv", index=False)
+    runs, boards = base / "runs", base / "boards"
+    boards.mkdir()
+    conf = {
+        "pool": str(base / "pool"),
+        "ground_truth": str(base / "gt.csv"),
+        "runs": str(runs),
+        "private_queries": str(base / "private.csv"),
+        "private_runs": str(base / "private_runs"),
+        "master": "local[2]",
+        "spark_conf": {"spark.sql.shuffle.partitions": "4"},
+        "virtualenv": str(Path(sys.executable).parents[1]),
+    }
+
+    def dag_test(day: str, check: bool = True, **more) -> subprocess.CompletedProcess:
+        return airflow(
+            "dags",
+            "test",
+            "disc21spark_pool",
+            f"{day}T06:00:00+00:00",
+            "-c",
+            json.dumps({**conf, **more}),
+            check=check,
+        )
+
+    dag_test(DAYS[0])
+    run = runs / "2026-11-01T060000Z"
+    public, hidden = leaderboard(run), leaderboard(base / "private_runs" / run.name)
+    assert sorted(public) == sorted(hidden) == ["team_a", "team_b", "team_c"]
+    assert {r["micro_ap"] for r in public.values()}.isdisjoint(
+        r["micro_ap"] for r in hidden.values()
+    )
+
+    dag_test(DAYS[1], step="freeze", frozen=str(boards / "official"))
+    dag_test(DAYS[2], step="reveal", revealed=str(boards / "final"))
+    for folder, source, board in (
+        (boards / "official", run, "public"),
+        (boards / "final", base / "private_runs" / run.name, "private"),
+    ):
+        doc = json.loads((folder / "FROZEN.json").read_text())
+        assert (doc["board"], doc["copied_from"], doc["submissions"]) == (board, str(source), 3)
+        assert leaderboard(folder) == leaderboard(source)
+    assert not (runs / "2026-11-02T060000Z").exists()  # the steps scored nothing
+
+    proc = dag_test(DAYS[3], check=False, step="freeze", frozen=str(boards / "final"))
+    text = proc.stdout + proc.stderr
+    assert "final: exists (a frozen board is copied to a new folder)" in text, text[-6000:]
+    with sqlite3.connect(airflow.home / "airflow.db") as db:
+        rows = db.execute(
+            "SELECT state, try_number FROM task_instance WHERE dag_id = 'disc21spark_pool' "
+            "AND task_id = 'freeze' AND state NOT IN ('success', 'skipped')"
+        ).fetchall()
+    assert rows == [("failed", 1)], (rows, text[-6000:])
+    assert json.loads((boards / "final" / "FROZEN.json").read_text())["board"] == "private"

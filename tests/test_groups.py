@@ -18,6 +18,7 @@ from disc21spark.matching.model import GroundTruth
 from disc21spark.matching.stats import groups_spec
 from disc21spark.matching.stats.groups_file import read_query_groups
 from disc21spark.matching.stats.model import Resampling
+from tests import helpers
 from tests.helpers import make_gt, random_submission
 
 COLUMNS = ("query_id", "reference_id", "score")
@@ -30,13 +31,9 @@ def groups_csv(path: Path, mapping: dict[str, str]) -> Path:
 
 def hand_case(tmp_path: Path):
     """Q000..Q002 one positive each (R000..R002), Q003 a distractor; Q000 in a, Q001 in b."""
-    gt = GroundTruth(
-        "gt",
-        np.array(["Q000", "Q001", "Q002", "Q003"], dtype=object),
-        np.array(["Q000", "Q001", "Q002"], dtype=object),
-        np.array(["R000", "R001", "R002"], dtype=object),
-    )
-    frame = pd.DataFrame(
+    gt, frame = helpers.hand_case(
+        ["Q000", "Q001", "Q002", "Q003"],
+        {"Q000": "R000", "Q001": "R001", "Q002": "R002"},
         [
             ("Q000", "R000", 0.9),
             ("Q003", "R005", 0.8),
@@ -44,7 +41,6 @@ def hand_case(tmp_path: Path):
             ("Q002", "R002", 0.6),
             ("Q001", "R009", 0.95),
         ],
-        columns=COLUMNS,
     )
     groups = read_query_groups(str(groups_csv(tmp_path / "g.csv", {"Q000": "a", "Q001": "b"})), gt)
     return gt, frame, groups

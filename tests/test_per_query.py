@@ -18,6 +18,7 @@ from disc21spark.matching import local
 from disc21spark.matching.model import GroundTruth
 from disc21spark.matching.per_query import COLUMNS
 from disc21spark.matching.per_query_spec import per_query
+from tests import helpers
 from tests.helpers import gt_csv, make_gt, random_submission
 
 PAIRS = ("query_id", "reference_id", "score")
@@ -28,13 +29,9 @@ def hand_case() -> tuple[GroundTruth, pd.DataFrame]:
     pessimistic order: QXR0 (0.99, wrong), Q0R5 (0.95, wrong), Q0R0 (0.9, true: precision
     1/3), Q1R7 (0.8, wrong, first of the tie), Q1R1 (0.8, true: 2/5), Q2R2 (0.7).
     μAP = (1/3 + 2/5) / 3 = 11/45."""
-    gt = GroundTruth(
-        "gt",
-        np.array(["Q0", "Q1", "Q2", "Q3"], dtype=object),
-        np.array(["Q0", "Q1", "Q3"], dtype=object),
-        np.array(["R0", "R1", "R3"], dtype=object),
-    )
-    frame = pd.DataFrame(
+    return helpers.hand_case(
+        ["Q0", "Q1", "Q2", "Q3"],
+        {"Q0": "R0", "Q1": "R1", "Q3": "R3"},
         [
             ("Q1", "R1", 0.8),
             ("Q0", "R0", 0.9),
@@ -43,9 +40,7 @@ def hand_case() -> tuple[GroundTruth, pd.DataFrame]:
             ("Q0", "R5", 0.95),
             ("QX", "R0", 0.99),  # a query the ground truth lacks: in no row, yet ranked
         ],
-        columns=PAIRS,
     )
-    return gt, frame
 
 
 def as_records(table: pd.DataFrame) -> list[dict]:

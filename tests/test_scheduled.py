@@ -10,7 +10,8 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from disc21spark import scheduled
-from disc21spark.core.errors import InputError
+from disc21spark.core import output
+from disc21spark.core.errors import InputError, OutputError
 
 DAY = datetime(2026, 11, 30, tzinfo=timezone.utc)
 
@@ -206,3 +207,86 @@ def test_exit_codes_decide_retries():
     assert retry_decision(2) == (False, retry_decision(2)[1])
     assert "retrying cannot help" in retry_decision(2)[1]
     assert [retry_decision(code)[0] for code in (143, 130, 1, -9, None)] == [True] * 5
+
+
+def test_with_private_queries_each_run_writes_its_private_board_apart(tmp_path):
+    given = params(
+        tmp_path, private_queries="/c/private.csv", private_runs=str(tmp_path / "private")
+    )
+    plan = scheduled.plan_pool_run(given, DAY)
+    private = str(tmp_path / "private" / "2026-11-30T000000Z")
+    assert plan["private_output"] == private
+    assert plan["args"][-4:] == ["--private-queries", "/c/private.csv", "--private-output", private]
+    assert scheduled.plan_pool_run(params(tmp_path), DAY)["private_output"] is None
+    with pytest.raises(InputError, match="param private_runs: is required with private_queries"):
+        scheduled.plan_pool_run(params(tmp_path, private_queries="/c/p.csv"), DAY)
+    for inside in (tmp_path / "runs" / "private", tmp_path / "runs", tmp_path):
+        with pytest.raises(InputError, match="param private_runs: must be apart from runs"):
+            scheduled.plan_pool_run({**given, "private_runs": str(inside)}, DAY)
+
+
+def a_board(folder, sha: str = "abc", board: str | None = None, teams: int = 2):
+    """A folder as a pool run publishes it: leaderboard.json and a page."""
+    folder.mkdir(parents=True, exist_ok=True)
+    run = {"ground_truth_sha256": sha, **({"board": board} if board else {})}
+    subs = [{"submission": f"team{i}", "rank": i + 1} for i in range(teams)]
+    (folder / "leaderboard.json").write_text(json.dumps({"run": run, "submissions": subs}))
+    (folder / "leaderboard.html").write_text("<html></html>")
+    return folder
+
+
+def test_freeze_and_reveal_copy_the_latest_boards_frozen(tmp_path):
+    """freeze: the public board ``latest`` points to, copied whole to ``frozen`` with
+    FROZEN.json; reveal: that run's private board to ``revealed``. No run's output
+    replaces either copy, and a retried step finds its copy made."""
+    given = params(
+        tmp_path,
+        private_runs=str(tmp_path / "private"),
+        frozen=str(tmp_path / "official"),
+        revealed=str(tmp_path / "final"),
+    )
+    with pytest.raises(InputError, match="latest: no successful run yet"):
+        scheduled.freeze_latest(given)
+    run = publish_run(tmp_path, DAY)
+    a_board(tmp_path / "runs" / run, board="public", teams=3)
+    with pytest.raises(InputError, match="the latest run .2026-11-30T000000Z. wrote no private"):
+        scheduled.reveal_latest(given)
+    a_board(tmp_path / "private" / "2026-11-30T000000Z", sha="abc", board="private")
+
+    frozen = scheduled.freeze_latest(given)
+    assert frozen == str(tmp_path / "official")
+    doc = json.loads((tmp_path / "official" / "FROZEN.json").read_text())
+    assert doc["board"] == "public" and doc["submissions"] == 3
+    assert doc["ground_truth_sha256"] == "abc"
+    assert doc["copied_from"] == str(tmp_path / "runs" / run)
+    names = {p.name for p in (tmp_path / "official").iterdir()}
+    assert names == {"leaderboard.json", "leaderboard.html", scheduled.RECORD, "FROZEN.json"}
+    assert scheduled.freeze_latest(given) == frozen  # retried: nothing to do
+    revealed = scheduled.reveal_latest(given)
+    assert json.loads((tmp_path / "final" / "FROZEN.json").read_text())["board"] == "private"
+    for path in (frozen, revealed):
+        with pytest.raises(OutputError, match="a frozen board, which no run replaces"):
+            output.check_writable(path, overwrite=True)
+    assert not list(tmp_path.glob(".*freezing*"))  # no staging folder left behind
+
+
+def test_a_freeze_never_replaces_a_folder_and_needs_a_board(tmp_path):
+    board = a_board(tmp_path / "board")
+    (tmp_path / "taken").mkdir()
+    with pytest.raises(OutputError, match="taken: exists .a frozen board is copied to a new"):
+        scheduled.frozen.freeze_board(board, tmp_path / "taken")
+    assert not list((tmp_path / "taken").iterdir())
+    with pytest.raises(OutputError, match="inside the board it would copy"):
+        scheduled.frozen.freeze_board(board, board / "copy")
+    with pytest.raises(OutputError, match="nowhere: parent folder does not exist"):
+        scheduled.frozen.freeze_board(board, tmp_path / "nowhere" / "copy")
+    with pytest.raises(InputError, match="missing: no such folder"):
+        scheduled.frozen.freeze_board(tmp_path / "missing", tmp_path / "copy")
+    with pytest.raises(InputError, match="taken: no leaderboard.json there: not a board"):
+        scheduled.frozen.freeze_board(tmp_path / "taken", tmp_path / "copy")
+    (board / "leaderboard.json").write_text("{}")
+    with pytest.raises(InputError, match="leaderboard.json: not a leaderboard this tool wrote"):
+        scheduled.frozen.freeze_board(board, tmp_path / "copy")
+    assert not (tmp_path / "copy").exists()
+    with pytest.raises(InputError, match="param frozen: is required"):
+        scheduled.freeze_latest(params(tmp_path))

@@ -28,6 +28,7 @@ from typing import Any
 
 from disc21spark.core import faults, fs, lock, paths, record, signals
 from disc21spark.core.errors import OutputError
+from disc21spark.core.frozen import FROZEN, frozen_error
 
 
 def check_writable(path: str | os.PathLike, overwrite: bool) -> None:
@@ -50,17 +51,6 @@ def check_writable(path: str | os.PathLike, overwrite: bool) -> None:
         _check_local(out, overwrite)
     if run.runner:
         run.checked_outputs.add(key)
-
-
-# a board an organiser froze (``evaluate --freeze``): no run replaces the folder holding it
-FROZEN = "FROZEN.json"
-
-
-def frozen_error(path: str) -> OutputError:
-    return OutputError(
-        f"{path}: a frozen board, which no run replaces (not even with --overwrite); write "
-        f"the rescored board beside it: --output ANOTHER --compare-to {path}"
-    )
 
 
 def _check_local(out: Path, overwrite: bool) -> Path:

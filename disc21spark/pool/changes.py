@@ -11,13 +11,10 @@ the run record names both ground truths by their SHA-256.
 from __future__ import annotations
 
 import csv
-import json
-import time
 from pathlib import Path
 
-from disc21spark.core import fs
+from disc21spark.core import frozen, fs
 from disc21spark.core.errors import InputError
-from disc21spark.core.output import FROZEN
 from disc21spark.pool import report as pool_report
 
 CHANGES = "changes.csv"
@@ -40,14 +37,7 @@ def read_board(path: str, spark: object = None) -> dict:
     where = f"{path.rstrip('/')}/leaderboard.json"
     if not fs.exists(where, spark):
         raise InputError(f"--compare-to {path}", "no leaderboard.json there (not a board)")
-    try:
-        doc = json.loads(fs.read_text(where, spark))
-        if not isinstance(doc.get("run"), dict) or not isinstance(doc.get("submissions"), list):
-            raise ValueError("no run or no submissions")
-    except (ValueError, AttributeError, OSError) as exc:
-        reason = f"not a leaderboard this tool wrote ({type(exc).__name__}: {exc})"
-        raise InputError(f"--compare-to {path}", reason) from None
-    return doc
+    return frozen.parse_board(fs.read_text(where, spark), f"--compare-to {path}")
 
 
 def compared(board: dict, path: str) -> dict:
@@ -100,11 +90,6 @@ def _cell(value: object) -> object:
     return repr(value) if isinstance(value, float) else value
 
 
-def freeze(folder: Path, settings: dict, submissions: int) -> None:
+def freeze(folder: Path, run: dict, submissions: int) -> None:
     """FROZEN.json in the staging folder: the board appears frozen, or not at all."""
-    doc = {
-        "frozen_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "ground_truth_sha256": settings.get("ground_truth_sha256"),
-        "submissions": submissions,
-    }
-    (folder / FROZEN).write_text(json.dumps(doc, indent=2) + "\n")
+    frozen.write(folder, frozen.document(run, submissions))

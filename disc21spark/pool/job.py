@@ -233,7 +233,7 @@ def _write(
         if job.queries_needed is not None:
             pool_report.write_queries_needed(stage, result.submissions, job.queries_needed)
         if job.freeze:
-            changes.freeze(stage, result.settings, len(result.submissions))
+            changes.freeze(stage, inputs, len(result.submissions))
 
 
 def _settled(spark: SparkSession, job: PoolJob) -> engine.Choice:

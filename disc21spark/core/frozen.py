@@ -1,0 +1,115 @@
+"""Frozen boards: a board an organiser froze, which no run replaces.
+
+Two ways to freeze: ``evaluate --freeze`` publishes a pool's board with ``FROZEN.json``
+inside; ``freeze_board`` copies a board already published (the latest public board, or at
+the end the private one: the reveal) to a folder of its own, with ``FROZEN.json``. No
+run's output replaces a folder holding that file (``core/output.py``), not even with
+``--overwrite``.
+
+Nothing here imports numpy, pandas or PySpark: a scheduler's environment calls it
+(``scheduled.py``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+
+from disc21spark.core.errors import InputError, OutputError
+
+FROZEN = "FROZEN.json"
+BOARD = "leaderboard.json"
+
+
+def frozen_error(path: str) -> OutputError:
+    return OutputError(
+        f"{path}: a frozen board, which no run replaces (not even with --overwrite); write "
+        f"the rescored board beside it: --output ANOTHER --compare-to {path}"
+    )
+
+
+def document(run: dict, submissions: int, source: str | None = None) -> dict:
+    """FROZEN.json's content: when, on which ground truth (its SHA-256), how many
+    submissions, which board (public or private, when the pool had a split) and, for a
+    copy, the folder it was copied from."""
+    doc = {
+        "frozen_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "ground_truth_sha256": run.get("ground_truth_sha256"),
+        "submissions": submissions,
+    }
+    if run.get("board"):
+        doc["board"] = run["board"]
+    if source is not None:
+        doc["copied_from"] = source
+    return doc
+
+
+def write(folder: Path, doc: dict) -> None:
+    (folder / FROZEN).write_text(json.dumps(doc, indent=2) + "\n")
+
+
+def freeze_board(board: str | os.PathLike, to: str | os.PathLike) -> Path:
+    """Copy the published board in the local folder ``board`` to the new folder ``to``,
+    frozen. The copy appears whole or not at all (staged beside ``to``, then renamed).
+    Freezing the same board to the same folder again returns at once (a retried task).
+
+    Returns ``to`` as a Path. Raises InputError when ``board`` holds no board
+    (no ``leaderboard.json``), OutputError when ``to`` exists and is not this board's
+    frozen copy, or cannot be written."""
+    source, target = Path(board).absolute(), Path(to).absolute()
+    run = _read_board(source)
+    if target.exists() or target.is_symlink():
+        if _copied_from(target) == str(source):
+            return target
+        raise OutputError(f"{target}: exists (a frozen board is copied to a new folder)")
+    if not target.parent.is_dir():
+        raise OutputError(f"{target.parent}: parent folder does not exist")
+    if target == source or source in target.parents:
+        raise OutputError(f"{target}: inside the board it would copy")
+    staging = target.with_name(f".{target.name}.freezing-{os.getpid()}")
+    shutil.rmtree(staging, ignore_errors=True)
+    try:
+        shutil.copytree(source, staging, symlinks=True)
+        (staging / FROZEN).unlink(missing_ok=True)  # a frozen board copied: frozen anew
+        write(staging, document(run["run"], len(run["submissions"]), str(source)))
+        os.replace(staging, target)
+    except OSError as exc:
+        raise OutputError(f"{target}: cannot write the frozen copy ({exc})") from None
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return target
+
+
+def _read_board(folder: Path) -> dict:
+    where = folder / BOARD
+    if not where.is_file():
+        reason = f"no {BOARD} there: not a board a pool run published"
+        raise InputError(str(folder), reason if folder.is_dir() else "no such folder")
+    try:
+        text = where.read_text()
+    except OSError as exc:
+        raise InputError(str(where), f"cannot be read ({exc})") from None
+    return parse_board(text, str(where))
+
+
+def parse_board(text: str, label: str) -> dict:
+    """A leaderboard.json's content, ``{"run": ..., "submissions": [...]}``; InputError
+    naming ``label`` when it is not one this tool wrote."""
+    try:
+        doc = json.loads(text)
+        if not isinstance(doc.get("run"), dict) or not isinstance(doc.get("submissions"), list):
+            raise ValueError("no run or no submissions")
+    except (ValueError, AttributeError) as exc:
+        reason = f"not a leaderboard this tool wrote ({type(exc).__name__}: {exc})"
+        raise InputError(label, reason) from None
+    return doc
+
+
+def _copied_from(folder: Path) -> str | None:
+    try:
+        return json.loads((folder / FROZEN).read_text()).get("copied_from")
+    except (OSError, ValueError, AttributeError):
+        return None
