@@ -6,8 +6,11 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from disc21spark.matching.model import GroundTruth
+from disc21spark.matching.per_query import COLUMNS
+from disc21spark.matching.per_query_spec import per_query
 
 
 def make_gt(n_queries: int, n_positive: int) -> GroundTruth:
@@ -79,3 +82,26 @@ def gt_csv(path: Path, gt: GroundTruth) -> Path:
     rows += [f"{q}," for q in gt.query_ids if q not in set(gt.positive_queries)]
     path.write_text("query_id,reference_id\n" + "\n".join(rows) + "\n")
     return path
+
+
+def as_records(table: pd.DataFrame) -> list[dict]:
+    """The table's rows with every missing value as None."""
+    rows = table.astype(object).where(table.notna(), None).to_dict("records")
+    return [
+        {k: (int(v) if k == "rank" and v is not None else v) for k, v in r.items()} for r in rows
+    ]
+
+
+def assert_equal_to_oracle(table: pd.DataFrame, frame: pd.DataFrame, gt: GroundTruth) -> None:
+    """Row for row, by query id (the table keeps the ground truth's order, which a
+    ground truth read from a file may change)."""
+    wanted = sorted(
+        per_query(gt, *(frame[c].to_numpy() for c in ("query_id", "reference_id", "score"))),
+        key=lambda r: r["query_id"],
+    )
+    found = sorted(as_records(table), key=lambda r: r["query_id"])
+    assert list(table.columns) == list(COLUMNS)
+    assert len(found) == len(wanted)
+    for f, w in zip(found, wanted):
+        assert f.pop("contribution") == pytest.approx(w.pop("contribution"), rel=1e-12, abs=1e-15)
+        assert f == w

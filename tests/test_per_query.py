@@ -17,11 +17,8 @@ from disc21spark.commands import main
 from disc21spark.matching import local
 from disc21spark.matching.model import GroundTruth
 from disc21spark.matching.per_query import COLUMNS
-from disc21spark.matching.per_query_spec import per_query
 from tests import helpers
-from tests.helpers import gt_csv, make_gt, random_submission
-
-PAIRS = ("query_id", "reference_id", "score")
+from tests.helpers import as_records, assert_equal_to_oracle, gt_csv, make_gt, random_submission
 
 
 def hand_case() -> tuple[GroundTruth, pd.DataFrame]:
@@ -41,28 +38,6 @@ def hand_case() -> tuple[GroundTruth, pd.DataFrame]:
             ("QX", "R0", 0.99),  # a query the ground truth lacks: in no row, yet ranked
         ],
     )
-
-
-def as_records(table: pd.DataFrame) -> list[dict]:
-    """The table's rows with every missing value as None."""
-    rows = table.astype(object).where(table.notna(), None).to_dict("records")
-    return [
-        {k: (int(v) if k == "rank" and v is not None else v) for k, v in r.items()} for r in rows
-    ]
-
-
-def assert_equal_to_oracle(table: pd.DataFrame, frame: pd.DataFrame, gt: GroundTruth) -> None:
-    """Row for row, by query id (the table keeps the ground truth's order, which a
-    ground truth read from a file may change)."""
-    wanted = sorted(
-        per_query(gt, *(frame[c].to_numpy() for c in PAIRS)), key=lambda r: r["query_id"]
-    )
-    found = sorted(as_records(table), key=lambda r: r["query_id"])
-    assert list(table.columns) == list(COLUMNS)
-    assert len(found) == len(wanted)
-    for f, w in zip(found, wanted):
-        assert f.pop("contribution") == pytest.approx(w.pop("contribution"), rel=1e-12, abs=1e-15)
-        assert f == w
 
 
 def score_in_process(tmp_path: Path, frame: pd.DataFrame, gt: GroundTruth):
@@ -170,19 +145,8 @@ def test_the_command_line_writes_queries_on_both_engines(tmp_path, capsys):
     pd.testing.assert_frame_equal(tables["local"], tables["spark"])
 
 
-def test_per_query_is_refused_for_a_pool_and_the_descriptor_track(tmp_path, capsys):
-    gt, frame = hand_case()
-    truth = gt_csv(tmp_path / "gt.csv", gt)
-    for name in ("a.csv", "b.csv"):
-        frame.to_csv(tmp_path / name, index=False)
-    args = ["evaluate", "--ground-truth", str(truth), "--per-query", "--quiet"]
-    pool = [*args, "--predictions", str(tmp_path / "a.csv"), str(tmp_path / "b.csv")]
-    assert main([*pool, "--output", str(tmp_path / "out")]) == 2
-    assert not (tmp_path / "out").exists()
-    assert capsys.readouterr().err.strip().splitlines()[-1] == (
-        "error: --per-query writes one submission's queries.csv; give one file of the pool "
-        "(a pool's per-query output is not built)"
-    )
+def test_per_query_is_refused_for_the_descriptor_track(tmp_path, capsys):
+    args = ["evaluate", "--ground-truth", "gt.csv", "--per-query", "--quiet"]
     with pytest.raises(SystemExit) as stopped:
         main(
             [

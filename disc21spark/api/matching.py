@@ -214,6 +214,7 @@ def evaluate_pool(
     confidence: float = _CONFIDENCE,
     seed: int = _SEED,
     private_queries: str | os.PathLike | None = None,
+    per_query: bool = False,
 ) -> Leaderboard:
     """Score many submissions at once; a bad one is marked invalid with its one-line
     message and does not sink the others (as ``disc21spark evaluate`` with a pool).
@@ -227,35 +228,34 @@ def evaluate_pool(
         scored on Spark by the command's pool job; one table (pandas, Arrow, Spark) and
         its ``submission_column``; or a mapping of submission name → table.
     submission_column : str or None
-        The column of a table (or of a Parquet pool file) naming the submission.
+        The column of a table (or of a Parquet pool file) naming each row's submission.
     max_results, engine, curve_points, sort_partitions, predictions_format,
-    ground_truth_format, local_max_bytes : as for ``evaluate``
-        (a pool of files: the largest file the per-file plan scores under ``auto``)
+    ground_truth_format, local_max_bytes : as for ``evaluate`` (local_max_bytes, a pool
+        of files: the largest file the per-file plan scores under ``auto``)
     pool_plan, private_queries : {"auto", "per-file", "distributed"} or None, path or None
         ``--private-queries`` (files): the public board, ``private``, ``rank_changes()``.
-    query_groups, resamples, confidence, seed : as for ``evaluate``
+    query_groups, resamples, confidence, seed, per_query : as for ``evaluate``; per_query
+        also gives ``queries()``, ``missed_queries()``, ``separating_queries()``.
 
     Returns
     -------
     Leaderboard
-        ``table`` (pandas, as leaderboard.csv), ``submissions``, ``board[name]`` (a
-        submission's MatchingMetrics), ``invalid``, ``plot()``.
+        ``table`` (as leaderboard.csv), ``submissions``, ``board[name]``, ``invalid``...
 
     Raises
     ------
     InputError
         Bad ground truth, options or pool (a bad submission: in the leaderboard)."""
     given = (max_results, curve_points, sort_partitions, predictions_format, ground_truth_format)
-    options = _options(*given, query_groups, (resamples, confidence, seed))
+    options = _options(*given, query_groups, (resamples, confidence, seed), per_query)
     if _all_paths(predictions):
         options.update(local_max_bytes=local_max_bytes, pool_plan=pool_plan)
         split = {"private_queries": os.fspath(private_queries)} if private_queries else {}
         return _pool_of_files(ground_truth, predictions, submission_column, engine, options | split)
     tables = _named_tables(predictions, submission_column, private_queries)
     request, chosen, gt = _prepared(ground_truth, tables, engine, local_max_bytes, options, True)
-    return Leaderboard(
-        [_submission(chosen, gt, table, request, name) for name, table in tables.items()]
-    )
+    scored = [_submission(chosen, gt, table, request, name) for name, table in tables.items()]
+    return Leaderboard(scored)
 
 
 def _submission(engine: Engine, gt: GroundTruth, table: Any, request: Any, name: str) -> Submission:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from disc21spark.matching.model import MatchingMetrics, Submission
 from disc21spark.matching.stats import compare
 from disc21spark.pool import boards
+from disc21spark.pool import queries as pool_queries
 from disc21spark.pool import report as pool_report
 
 if TYPE_CHECKING:
@@ -93,6 +94,28 @@ class Leaderboard:
         return table.astype(
             {"rank": "Int64", "next_detectable": "float64", "queries_needed": "Int64"}
         )
+
+    def queries(self) -> pd.DataFrame:
+        """With ``per_query=True``: every scored submission's per-query table in the
+        board's order, the column ``submission`` first (queries.csv of the pool)."""
+        return pool_queries.pool_table(self._with_tables())
+
+    def missed_queries(self) -> pd.DataFrame:
+        """With ``per_query=True``: the queries with a match that no scored submission
+        found a true pair of (queries_missed.csv: ``pool.queries.MISSED_COLUMNS``)."""
+        return pool_queries.missed(self._with_tables())
+
+    def separating_queries(self, top: int = pool_queries.SEPARATING) -> pd.DataFrame:
+        """With ``per_query=True``: for each pair of neighbours, the ``top`` queries whose
+        contributions to μAP differ most (queries_separating.csv:
+        ``pool.queries.SEPARATING_COLUMNS``)."""
+        return pool_queries.separating(self._with_tables(), top)
+
+    def _with_tables(self) -> list[Submission]:
+        """The submissions; ValueError when a scored one has no per-query table."""
+        if any(s.metrics is not None and s.metrics.queries is None for s in self.submissions):
+            raise ValueError("no per-query tables: score the pool with per_query=True")
+        return self.submissions
 
     def plot(self, top: int = pool_report.TOP_PLOTTED) -> Figure:
         """The PR curves of the ``top`` best submissions, as pr_curves.png draws them."""

@@ -112,13 +112,6 @@ def pick(r: EvaluateRequest, choice: engine.Choice) -> Any:
     if choice.kind == "pool":
         from disc21spark.pool.job import PoolJob
 
-        if r.per_query:
-            raise InputError(
-                "",
-                "--per-query writes one submission's queries.csv; give one file of the "
-                "pool (a pool's per-query output is not built)",
-            )
-
         return PoolJob.from_options(r, choice)
     pool_only = ("private_queries", "freeze", "compare_to", "queries_needed")
     asked = ["--" + n.replace("_", "-") for n in pool_only if getattr(r, n) not in (None, False)]

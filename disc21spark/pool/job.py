@@ -35,15 +35,14 @@ from disc21spark.matching.read import read_parquet
 from disc21spark.matching.rows import PREDICTION_COLUMNS
 from disc21spark.matching.score import Scoring, UnreadableInput, score
 from disc21spark.pool import boards, changes
+from disc21spark.pool import queries as pool_queries
 from disc21spark.pool import report as pool_report
 from disc21spark.pool.boards import HIDDEN_REASON
 from disc21spark.pool.listing import (  # noqa: F401 (submission_name: the pool's face)
     file_checksums,
-    named_files,
     submission_name,
-    table_checksums,
 )
-from disc21spark.pool.read import read_pool, submission_table
+from disc21spark.pool.read import list_submissions, read_pool
 from disc21spark.pool.split import PRIVATE, PUBLIC, Split, read_split
 
 log = logging.getLogger("disc21spark")
@@ -149,8 +148,10 @@ def run(spark: SparkSession, job: PoolJob, announce: bool = True) -> PoolResult:
     before = changes.read_board(job.compare_to, spark) if job.compare_to else None
     settings = _settings(spark, job, job.ground_truth, split)
     with phases.phase("pool") as note:
-        subs, sizes = _list_submissions(spark, job)
-        previous = pool_report.read_previous(job.previous, settings) if job.previous else {}
+        subs, sizes = list_submissions(spark, job)
+        # a reused submission has no per-query table: with --per-query every one is scored
+        reuse = job.previous and not job.per_query
+        previous = pool_report.read_previous(job.previous, settings) if reuse else {}
         for s in subs:
             old = previous.get(s.name)
             # a reason withheld from a public board is found again for the private one
@@ -232,6 +233,8 @@ def _write(
             changes.write_changes(stage, changes.changes(before, result.submissions))
         if job.queries_needed is not None:
             pool_report.write_queries_needed(stage, result.submissions, job.queries_needed)
+        if job.per_query:
+            pool_queries.write(stage, result.submissions)
         if job.freeze:
             changes.freeze(stage, inputs, len(result.submissions))
 
@@ -252,30 +255,6 @@ def _settled(spark: SparkSession, job: PoolJob) -> engine.Choice:
         ),
         kind="pool",
     )
-
-
-def _list_submissions(spark: SparkSession, job: PoolJob) -> tuple[list[Submission], dict[str, int]]:
-    """The pool's submissions, and each submission file's size in bytes."""
-    if job.submission_column:
-        table = submission_table(spark, job)
-        sums = table_checksums(table, "_submission")
-        if None in sums:
-            raise InputError(
-                job.predictions[0], f"rows without a {job.submission_column} (the submission)"
-            )
-        for name in sums:
-            if not name or name.startswith(".") or any(c in "/\\" or c < " " for c in name):
-                # a name becomes pr_curves/<name>.csv: it must stay a file inside --output
-                raise InputError(
-                    job.predictions[0],
-                    f"submission name {name!r} cannot name a file "
-                    "(no '/', '\\', leading '.' or control character)",
-                )
-        return [Submission(name, f"table:{name}", sums[name]) for name in sorted(sums)], {}
-    files = named_files(job.choice.files)
-    sums = file_checksums(spark, [file for file, _ in files.values()])
-    subs = [Submission(name, file, sums[file]) for name, (file, _) in files.items()]
-    return subs, dict(files.values())
 
 
 def _score(
@@ -300,6 +279,7 @@ def _score(
                 job.curve_points,
                 sizes,
                 job.resampling,
+                job.per_query,
             )
             left = []
             for s, outcome in zip(subs, outcomes):
@@ -335,6 +315,7 @@ def _score_distributed(
             sources={i: _where(s) for i, s in enumerate(live)},
             read_detail=f"{len(live)} submissions parsed, checked and counted in one pass",
             resampling=job.resampling,
+            per_query=job.per_query,
         )
         pairs = read_pool(spark, job, live, only)
         try:

@@ -1,5 +1,6 @@
-"""A pool's rows on Spark: the submission files (or one table with a submission column)
-read into one frame of typed predictions, each row with its submission's index."""
+"""A pool's submissions (``list_submissions``: names, sources, checksums) and its rows on
+Spark: the submission files (or one table with a submission column) read into one frame
+of typed predictions, each row with its submission's index."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from disc21spark.core.paths import detect_format
 from disc21spark.matching import labels, validate
 from disc21spark.matching.model import Submission
 from disc21spark.matching.read import read_predictions
+from disc21spark.pool.listing import file_checksums, named_files, table_checksums
 
 
 def read_pool(
@@ -71,3 +73,27 @@ def submission_table(spark: SparkSession, job: Any) -> DataFrame:
         spark, job.predictions, job.predictions_format, keep=(job.submission_column,)
     )
     return raw.withColumnRenamed(job.submission_column, "_submission")
+
+
+def list_submissions(spark: SparkSession, job: Any) -> tuple[list[Submission], dict[str, int]]:
+    """The pool's submissions, and each submission file's size in bytes."""
+    if job.submission_column:
+        table = submission_table(spark, job)
+        sums = table_checksums(table, "_submission")
+        if None in sums:
+            raise InputError(
+                job.predictions[0], f"rows without a {job.submission_column} (the submission)"
+            )
+        for name in sums:
+            if not name or name.startswith(".") or any(c in "/\\" or c < " " for c in name):
+                # a name becomes pr_curves/<name>.csv: it must stay a file inside --output
+                raise InputError(
+                    job.predictions[0],
+                    f"submission name {name!r} cannot name a file "
+                    "(no '/', '\\', leading '.' or control character)",
+                )
+        return [Submission(name, f"table:{name}", sums[name]) for name in sorted(sums)], {}
+    files = named_files(job.choice.files)
+    sums = file_checksums(spark, [file for file, _ in files.values()])
+    subs = [Submission(name, file, sums[file]) for name, (file, _) in files.items()]
+    return subs, dict(files.values())
