@@ -1,4 +1,4 @@
-"""The disc21spark command: evaluate | make-library | make-queries | extract | rank-eval.
+"""The disc21spark command: evaluate | freeze | make-library | make-queries | extract | rank-eval.
 
 Each command is a module here with its parser (defaults from conf/defaults.ini), its
 ``REQUEST`` (the typed options the parser's are turned into and checked:
@@ -14,13 +14,13 @@ import io
 import sys
 from types import ModuleType
 
-from disc21spark.commands import evaluate, extract, make_library, make_queries, rank_eval
+from disc21spark.commands import evaluate, extract, freeze, make_library, make_queries, rank_eval
 from disc21spark.commands.common import Parser, version_text
 from disc21spark.commands.requests import UsageError
 from disc21spark.core import invocation
 
 COMMANDS: dict[str, ModuleType] = {
-    m.NAME: m for m in (evaluate, make_library, make_queries, extract, rank_eval)
+    m.NAME: m for m in (evaluate, freeze, make_library, make_queries, extract, rank_eval)
 }
 PROG = "disc21spark"
 

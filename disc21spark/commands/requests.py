@@ -118,6 +118,16 @@ class ExtractRequest(Request):
 
 
 @dataclass(frozen=True)
+class FreezeRequest(Request):
+    """``disc21spark freeze``."""
+
+    SECTION: ClassVar[str] = "freeze"
+
+    board: str
+    output: str
+
+
+@dataclass(frozen=True)
 class RankRequest(Request):
     """``disc21spark rank-eval``."""
 

@@ -59,16 +59,18 @@ def freeze_board(board: str | os.PathLike, to: str | os.PathLike) -> Path:
     Returns ``to`` as a Path. Raises InputError when ``board`` holds no board
     (no ``leaderboard.json``), OutputError when ``to`` exists and is not this board's
     frozen copy, or cannot be written."""
-    source, target = Path(board).absolute(), Path(to).absolute()
-    run = _read_board(source)
+    # the board by its real folder (``runs/latest`` is a symlink that moves on); the
+    # messages name both as given
+    source, target, named = Path(board).resolve(), Path(to).absolute(), os.fspath(to)
+    run = _read_board(source, os.fspath(board))
     if target.exists() or target.is_symlink():
         if _copied_from(target) == str(source):
             return target
-        raise OutputError(f"{target}: exists (a frozen board is copied to a new folder)")
+        raise OutputError(f"{named}: exists (a frozen board is copied to a new folder)")
     if not target.parent.is_dir():
         raise OutputError(f"{target.parent}: parent folder does not exist")
-    if target == source or source in target.parents:
-        raise OutputError(f"{target}: inside the board it would copy")
+    if target == source or source in target.resolve().parents:
+        raise OutputError(f"{named}: inside the board it would copy")
     staging = target.with_name(f".{target.name}.freezing-{os.getpid()}")
     shutil.rmtree(staging, ignore_errors=True)
     try:
@@ -77,22 +79,23 @@ def freeze_board(board: str | os.PathLike, to: str | os.PathLike) -> Path:
         write(staging, document(run["run"], len(run["submissions"]), str(source)))
         os.replace(staging, target)
     except OSError as exc:
-        raise OutputError(f"{target}: cannot write the frozen copy ({exc})") from None
+        raise OutputError(f"{named}: cannot write the frozen copy ({exc})") from None
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return target
 
 
-def _read_board(folder: Path) -> dict:
+def _read_board(folder: Path, named: str) -> dict:
     where = folder / BOARD
     if not where.is_file():
         reason = f"no {BOARD} there: not a board a pool run published"
-        raise InputError(str(folder), reason if folder.is_dir() else "no such folder")
+        raise InputError(named, reason if folder.is_dir() else "no such folder")
+    label = os.path.join(named, BOARD)
     try:
         text = where.read_text()
     except OSError as exc:
-        raise InputError(str(where), f"cannot be read ({exc})") from None
-    return parse_board(text, str(where))
+        raise InputError(label, f"cannot be read ({exc})") from None
+    return parse_board(text, label)
 
 
 def parse_board(text: str, label: str) -> dict:
