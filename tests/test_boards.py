@@ -320,3 +320,41 @@ def test_board_options_on_one_submission_and_a_missing_board_are_one_line(tmp_pa
     assert capsys.readouterr().err.strip().splitlines()[-1] == (
         f"error: --compare-to {tmp_path / 'empty'}: no leaderboard.json there (not a board)"
     )
+
+
+@pytest.mark.parametrize("engine", ["local", "spark"])
+def test_a_pool_of_tables_has_the_same_boards(spark, tmp_path, engine):
+    """``evaluate_pool(tables, private_queries=...)``: each board equal to the board alone
+    (its ground truth, the tables filtered to its queries), validity judged on the tables
+    as given, in process and on Spark."""
+    from disc21spark import evaluate_pool
+
+    gt, frames, private, truth, split = a_pool(tmp_path)
+    public = [q for q in gt.query_ids if q not in set(private)]
+    if engine == "spark":
+        tables = {name: spark.createDataFrame(frame) for name, frame in frames.items()}
+    else:  # an Arrow table among the pandas ones
+        import pyarrow as pa
+
+        tables = {**frames, "team0": pa.Table.from_pandas(frames["team0"], preserve_index=False)}
+    options = {k: v for k, v in SETTINGS.items()}
+    board = evaluate_pool(str(truth), tables, private_queries=split, engine=engine, **options)
+    boards = {PUBLIC: board, PRIVATE: board.private}
+    for name, ids in ((PUBLIC, public), (PRIVATE, private)):
+        keep = np.isin(gt.positive_queries, ids)
+        alone_gt = pd.DataFrame({"query_id": ids, "reference_id": [None] * len(ids)}).set_index(
+            "query_id"
+        )
+        alone_gt.loc[gt.positive_queries[keep], "reference_id"] = gt.positive_references[keep]
+        filtered = {n: f[f["query_id"].isin(ids)] for n, f in frames.items() if n != "broken"}
+        alone = evaluate_pool(alone_gt.reset_index(), filtered, engine="local", **options)
+        for s in boards[name].submissions:
+            if s.name == "broken":
+                assert s.status == "invalid"
+                assert ("duplicate pair" in s.reason) == (name == PRIVATE)
+                continue
+            assert_same(s.metrics, alone[s.name])
+            assert_same_uncertainty(s.metrics.uncertainty, alone[s.name].uncertainty)
+    assert board.rank_changes()["submission"].tolist() == [
+        s for s in board.private.table["submission"] if s != "broken"
+    ]

@@ -233,7 +233,7 @@ def evaluate_pool(
     ground_truth_format, local_max_bytes : as for ``evaluate`` (local_max_bytes, a pool
         of files: the largest file the per-file plan scores under ``auto``)
     pool_plan, private_queries : {"auto", "per-file", "distributed"} or None, path or None
-        ``--private-queries`` (files): the public board, ``private``, ``rank_changes()``.
+        ``--private-queries``: the public board, ``private``, ``rank_changes()``.
     query_groups, resamples, confidence, seed, per_query : as for ``evaluate``; per_query
         also gives ``queries()``, ``missed_queries()``, ``separating_queries()``.
 
@@ -252,10 +252,57 @@ def evaluate_pool(
         options.update(local_max_bytes=local_max_bytes, pool_plan=pool_plan)
         split = {"private_queries": os.fspath(private_queries)} if private_queries else {}
         return _pool_of_files(ground_truth, predictions, submission_column, engine, options | split)
-    tables = _named_tables(predictions, submission_column, private_queries)
+    tables = _named_tables(predictions, submission_column)
+    if private_queries is not None:
+        options["private_queries"] = os.fspath(private_queries)
+    return _pool_of_tables(ground_truth, tables, engine, local_max_bytes, options)
+
+
+def _pool_of_tables(
+    ground_truth: Any, tables: dict[str, Any], engine: Any, local_max_bytes: Any, options: dict
+) -> Leaderboard:
+    """Each table scored on the engine chosen once for them all, a bad one marked invalid;
+    with ``private_queries`` among ``options``, both boards."""
     request, chosen, gt = _prepared(ground_truth, tables, engine, local_max_bytes, options, True)
     scored = [_submission(chosen, gt, table, request, name) for name, table in tables.items()]
-    return Leaderboard(scored)
+    if request.private_queries is None:
+        return Leaderboard(scored)
+    return _boards_of_tables(chosen, gt, tables, request, scored)
+
+
+def _boards_of_tables(
+    engine: Engine, gt: GroundTruth, tables: dict[str, Any], request: Any, subs: list
+) -> Leaderboard:
+    """A pool of tables with ``request.private_queries`` (``pool/boards.py``): validity
+    judged on the tables as given, then each board scored on its own ground truth and
+    the tables' rows of its queries, on the engine chosen for the pool."""
+    from disc21spark.pool import boards
+    from disc21spark.pool.split import read_split
+
+    split = read_split(request.private_queries, gt, engine.spark)
+
+    def board(board_gt: GroundTruth, ids: list[str], valid: list[Submission]) -> None:
+        for s in valid:
+            rows = _rows_of_queries(tables[s.name], ids)
+            s.metrics = _score_one(request, engine, board_gt, rows, s.name)
+
+    private = boards.score_boards(gt, split, subs, subs, board)
+    return Leaderboard(subs, Leaderboard(private))
+
+
+def _rows_of_queries(table: Any, ids: list[str]) -> Any:
+    """The rows of a table (pandas, Arrow, Spark) whose query id, as text, is in ``ids``."""
+    if kind(table) == SPARK:
+        from pyspark.sql import functions as F
+
+        return table.where(F.col("query_id").cast("string").isin(ids))
+    if hasattr(table, "to_pylist"):
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        column = pc.cast(table["query_id"], pa.string())
+        return table.filter(pc.is_in(column, value_set=pa.array(ids, pa.string())))
+    return table[table["query_id"].astype(str).isin(ids)]
 
 
 def _submission(engine: Engine, gt: GroundTruth, table: Any, request: Any, name: str) -> Submission:
@@ -304,11 +351,8 @@ def _pool_of_files(
     return Leaderboard(result.submissions, private)
 
 
-def _named_tables(predictions: Any, submission: str | None, split: Any = None) -> dict[str, Any]:
-    """Submission name → table: a mapping as given, or one table split by its column;
-    ``split``: the private queries asked for, which tables cannot take (InputError)."""
-    if split is not None:
-        raise InputError("private_queries", "public and private boards need a pool of files")
+def _named_tables(predictions: Any, submission: str | None) -> dict[str, Any]:
+    """Submission name → table: a mapping as given, or one table split by its column."""
     if isinstance(predictions, Mapping):
         return {str(k): v for k, v in sorted(predictions.items(), key=lambda kv: str(kv[0]))}
     if submission is None:
