@@ -127,7 +127,7 @@ def test_a_hand_computed_pool():
         evaluate_pool(truth, tables, resamples=0).missed_queries()
 
 
-def test_per_query_rescores_a_pool_and_refuses_a_split(tmp_path, capsys):
+def test_per_query_rescores_every_submission_of_a_pool(tmp_path):
     gt = make_gt(20, 12)
     truth = gt_csv(tmp_path / "gt.csv", gt)
     (tmp_path / "pool").mkdir()
@@ -143,11 +143,41 @@ def test_per_query_rescores_a_pool_and_refuses_a_split(tmp_path, capsys):
     assert [r["reused"] for r in rows] == [False, False]  # a reused one has no table
     assert len(pd.read_parquet(tmp_path / "again" / "queries.parquet")) == 2 * 20
 
-    (tmp_path / "private.csv").write_text("query_id\nQ000\n")
-    split = ["--private-queries", str(tmp_path / "private.csv")]
-    split += ["--private-output", str(tmp_path / "private"), "--per-query"]
-    with pytest.raises(SystemExit) as stopped:
-        main([*args, "--output", str(tmp_path / "split"), *split])
-    assert stopped.value.code == 2
-    assert "--per-query with --private-queries is not built" in capsys.readouterr().err
-    assert not (tmp_path / "split").exists() and not (tmp_path / "private").exists()
+
+def test_with_a_split_each_board_has_its_own_tables(tmp_path):
+    """--per-query beside --private-queries: the published folder's tables hold the
+    public queries alone and no file there names a private one; the private board's
+    folder has the private queries' tables; each equal to the oracle on the board's
+    ground truth and the submission filtered to its queries."""
+    from disc21spark.matching.model import GroundTruth
+
+    rng = np.random.default_rng(8)
+    gt = make_gt(30, 18)
+    truth = gt_csv(tmp_path / "gt.csv", gt)
+    (tmp_path / "pool").mkdir()
+    frames = {name: random_submission(rng, gt, 150, 5) for name in ("a", "b", "c")}
+    for name, frame in frames.items():
+        frame.to_csv(tmp_path / "pool" / f"{name}.csv", index=False)
+    private = [str(q) for q in gt.query_ids[::3]]
+    (tmp_path / "private.csv").write_text("query_id\n" + "".join(f"{q}\n" for q in private))
+    out, hidden = tmp_path / "out", tmp_path / "hidden"
+    args = ["evaluate", "--ground-truth", str(truth), "--predictions", str(tmp_path / "pool")]
+    args += ["--private-queries", str(tmp_path / "private.csv"), "--private-output", str(hidden)]
+    assert main([*args, "--output", str(out), "--per-query", "--resamples", "0", "--quiet"]) == 0
+    public = [str(q) for q in gt.query_ids if str(q) not in set(private)]
+    for folder, ids in ((out, public), (hidden, private)):
+        keep = np.isin(gt.positive_queries, ids)
+        board = GroundTruth(
+            "b",
+            np.array(ids, dtype=object),
+            gt.positive_queries[keep],
+            gt.positive_references[keep],
+        )
+        pool = pd.read_parquet(folder / "queries.parquet")
+        for name, frame in frames.items():
+            table = pool[pool["submission"] == name].drop(columns="submission")
+            assert table["query_id"].tolist() == ids
+            assert_equal_to_oracle(table, frame[frame["query_id"].isin(ids)], board)
+    for path in (p for p in out.rglob("*") if p.is_file()):
+        text = path.read_bytes()
+        assert not [q for q in private if q.encode() in text], path

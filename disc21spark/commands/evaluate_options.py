@@ -96,9 +96,10 @@ def _add_scoring_arguments(p: argparse.ArgumentParser, conf: dict[str, Any]) -> 
     p.add_argument(
         "--per-query",
         action="store_true",
-        help="matching track, one submission: also write queries.csv and queries.parquet, "
-        "one row per query of the ground truth (its predictions, the rank and score of its "
-        "best true pair, the wrong reference above it, its share of μAP)",
+        help="matching track: also write queries.csv and queries.parquet, one row per query "
+        "of the ground truth (its predictions, the rank and score of its best true pair, the "
+        "wrong reference above it, its share of μAP); a pool: every submission's, "
+        "queries_missed.csv and queries_separating.csv",
     )
     add_option(
         p,

@@ -160,8 +160,10 @@ def run(spark: SparkSession, job: PoolJob, announce: bool = True) -> PoolResult:
         todo = [s for s in subs if not s.reused]
         note["rows"] = len(subs)
         note["detail"] = f"{len(todo)} to score, {len(subs) - len(todo)} reused"
-    if todo:  # with a split: which are valid, on the files as submitted
-        _score(spark, job, gt, todo, sizes, phases)
+    if todo:  # with a split: which are valid, on the files as submitted (no tables)
+        _score(
+            spark, job if split is None else replace(job, per_query=False), gt, todo, sizes, phases
+        )
     private = None
     if split is not None:
 
@@ -219,6 +221,8 @@ def _write(
         out = job.private_output
         with report.staged_report(spark, phases, out, job.overwrite, shown) as (stage, run_info):
             boards.write_private(stage, result.submissions, result.private, run_info)
+            if job.per_query:
+                pool_queries.write(stage, result.private)
     if not job.output:
         return
     if result.private is not None:
