@@ -358,3 +358,48 @@ def test_a_pool_of_tables_has_the_same_boards(spark, tmp_path, engine):
     assert board.rank_changes()["submission"].tolist() == [
         s for s in board.private.table["submission"] if s != "broken"
     ]
+
+
+def groups_csv(path: Path, groups: dict[str, str]) -> Path:
+    path.write_text("query_id,group\n" + "".join(f"{q},{g}\n" for q, g in groups.items()))
+    return path
+
+
+@pytest.mark.parametrize("pool", ["files", "tables"])
+def test_query_groups_on_each_board(spark, tmp_path, pool):
+    """--query-groups beside --private-queries: each board's group figures and intervals
+    equal to the board alone with the groups file cut to its queries; a group whose
+    queries are all private is not on the public board."""
+    from dataclasses import replace
+
+    from disc21spark import evaluate_pool
+    from disc21spark.pool import job as pool_job
+
+    gt, frames, private, truth, split = a_pool(tmp_path)
+    public = [q for q in gt.query_ids if q not in set(private)]
+    groups = {
+        q: ("hidden" if q in set(private[:4]) else "ab"[i % 2]) for i, q in enumerate(gt.query_ids)
+    }
+    groups = {q: g for q, g in groups.items() if g == "hidden" or q not in set(private[:4])}
+    path = groups_csv(tmp_path / "groups.csv", groups)
+    options = {**SETTINGS, "query_groups": str(path), "private_queries": split}
+    if pool == "files":
+        board = evaluate_pool(str(truth), [str(tmp_path / "pool" / "*.csv")], **options)
+    else:
+        board = evaluate_pool(str(truth), frames, engine="local", **options)
+    for name, ids, boards in ((PUBLIC, public, board), (PRIVATE, private, board.private)):
+        cut = groups_csv(
+            tmp_path / f"groups-{name}.csv", {q: groups[q] for q in ids if q in groups}
+        )
+        alone = pool_job.run(
+            spark,
+            replace(board_alone(tmp_path, gt, frames, list(ids), name), query_groups=str(cut)),
+        )
+        wanted = {s.name: s.metrics for s in alone.submissions}
+        for s in boards.submissions:
+            if s.status != "ok":
+                continue
+            pd.testing.assert_frame_equal(s.metrics.by_group(), wanted[s.name].by_group())
+            assert_same(s.metrics, wanted[s.name])
+        names = set(boards["team0"].by_group()["group"])
+        assert ("hidden" in names) == (name == PRIVATE)

@@ -156,12 +156,20 @@ def _prepared(
 
 
 def _score_one(
-    request: Any, engine: Engine, gt: GroundTruth, predictions: Any, name: str = "predictions"
+    request: Any,
+    engine: Engine,
+    gt: GroundTruth,
+    predictions: Any,
+    name: str = "predictions",
+    groups: Any = None,
 ) -> MatchingMetrics:
     """One submission on the chosen engine, through the command line's functions;
-    ``name``: how a table names itself in messages."""
+    ``name``: how a table names itself in messages; ``groups``: the query groups read
+    against ``gt`` (None: ``request.query_groups`` read against it, if any)."""
     job = MatchingJob.from_options(request, engine.choice)
-    job = replace(job, groups=groups_phase(engine.spark, job.query_groups, gt, Phases()))
+    if groups is None:
+        groups = groups_phase(engine.spark, job.query_groups, gt, Phases())
+    job = replace(job, groups=groups)
     if kind(predictions) == PATH:
         fmt = job.predictions_format
         choice = engines.settle(engine.spark, engine.choice, [job.predictions], fmt=fmt)
@@ -280,11 +288,13 @@ def _boards_of_tables(
     from disc21spark.pool.split import read_split
 
     split = read_split(request.private_queries, gt, engine.spark)
+    groups = groups_phase(engine.spark, request.query_groups, gt, Phases())
 
-    def board(board_gt: GroundTruth, ids: list[str], valid: list[Submission]) -> None:
+    def board(name: str, board_gt: GroundTruth, ids: list[str], valid: list[Submission]) -> None:
+        mine = split.groups(groups, name)
         for s in valid:
             rows = _rows_of_queries(tables[s.name], ids)
-            s.metrics = _score_one(request, engine, board_gt, rows, s.name)
+            s.metrics = _score_one(request, engine, board_gt, rows, s.name, mine)
 
     private = boards.score_boards(gt, split, subs, subs, board)
     return Leaderboard(subs, Leaderboard(private))

@@ -175,7 +175,7 @@ def checked(r: EvaluateRequest) -> EvaluateRequest:
 def _check_boards(r: EvaluateRequest) -> None:
     """--queries-needed a positive difference; --private-queries and --private-output:
     both or neither (the API, which writes nothing, takes the queries alone), the private
-    board never inside the published folder, no query groups beside them (not built)."""
+    board never inside the published folder."""
     q = r.queries_needed
     if q is not None and (not isinstance(q, numbers.Real) or not 0 < q < math.inf):
         _refuse(f"--queries-needed must be a positive μAP difference, such as 0.01 (got {q!r})")
@@ -185,8 +185,6 @@ def _check_boards(r: EvaluateRequest) -> None:
         _refuse("--private-queries needs --private-output DIR: the private board's folder")
     if not r.private_queries:
         return
-    if r.query_groups:
-        _refuse("--query-groups with --private-queries is not built: score each board apart")
     if r.output and _inside(r.private_output, r.output):
         _refuse(
             f"--private-output {r.private_output} is inside --output {r.output}: the private "

@@ -32,8 +32,8 @@ CHANGE_COLUMNS = (
 HIDDEN_REASON = (
     "invalid as submitted; the reason names a private query, so the private board gives it"
 )
-# (board's ground truth, the board's query ids, the valid submissions) → metrics set
-Scorer = Callable[[GroundTruth, list[str], list[Submission]], None]
+# (board's name, its ground truth, its query ids, the valid submissions) → metrics set
+Scorer = Callable[[str, GroundTruth, list[str], list[Submission]], None]
 
 
 def score_boards(
@@ -55,10 +55,10 @@ def score_boards(
             s.reason = HIDDEN_REASON
     valid = [s for s in todo if s.status == "ok"]
     if valid:
-        score(split.board(gt, PUBLIC), split.query_ids(gt, PUBLIC), valid)
+        score(PUBLIC, split.board(gt, PUBLIC), split.query_ids(gt, PUBLIC), valid)
     scored = [s for s in private if s.status == "ok"]
     if scored:
-        score(split.board(gt, PRIVATE), sorted(hidden), scored)
+        score(PRIVATE, split.board(gt, PRIVATE), sorted(hidden), scored)
     return private
 
 

@@ -167,8 +167,9 @@ def run(spark: SparkSession, job: PoolJob, announce: bool = True) -> PoolResult:
     private = None
     if split is not None:
 
-        def board(board_gt: GroundTruth, ids: list[str], scored: list[Submission]) -> None:
-            _score_distributed(spark, job, board_gt, scored, phases, only=ids)
+        def board(name: str, board_gt: GroundTruth, ids: list[str], scored: list) -> None:
+            on_board = replace(job, groups=split.groups(job.groups, name))
+            _score_distributed(spark, on_board, board_gt, scored, phases, only=ids)
 
         private = boards.score_boards(gt, split, subs, todo, board)
     for s in todo if announce else []:

@@ -19,7 +19,7 @@ import numpy as np
 
 from disc21spark.core.errors import InputError
 from disc21spark.matching.model import GroundTruth
-from disc21spark.matching.stats.groups_file import csv_rows, read_text
+from disc21spark.matching.stats.groups_file import QueryGroups, csv_rows, read_text, restricted
 
 PUBLIC, PRIVATE = "public", "private"
 
@@ -45,6 +45,12 @@ class Split:
             gt.positive_queries[keep],
             gt.positive_references[keep],
         )
+
+    def groups(self, groups: QueryGroups | None, name: str) -> QueryGroups | None:
+        """The query groups of the ``PUBLIC`` or ``PRIVATE`` board (None: none)."""
+        if groups is None:
+            return None
+        return restricted(groups, self.private if name == PRIVATE else ~self.private)
 
     def query_ids(self, gt: GroundTruth, name: str) -> list[str]:
         """The ids of the board's queries."""

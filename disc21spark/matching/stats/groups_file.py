@@ -76,6 +76,20 @@ def read_query_groups(path: str, gt: GroundTruth, spark: object = None) -> Query
     return QueryGroups(path, names, codes, sizes, digest)
 
 
+def restricted(groups: QueryGroups, keep: np.ndarray) -> QueryGroups:
+    """``groups`` as read against a ground truth of the queries ``keep`` (bool over the
+    ground truth's queries) alone: the same file, the groups left with no query gone."""
+    codes = groups.codes[keep]
+    sizes = np.bincount(codes, minlength=groups.none + 1)[: groups.none]
+    present = np.flatnonzero(sizes > 0)
+    recode = np.full(groups.none + 1, len(present), dtype=np.int32)
+    recode[present] = np.arange(len(present), dtype=np.int32)
+    names = tuple(groups.names[i] for i in present)
+    return QueryGroups(
+        groups.source, names, recode[codes], sizes[present].astype(np.int64), groups.digest
+    )
+
+
 def read_text(path: str, spark: object = None) -> str:
     """The text of a small CSV file of ours (any file system ``core/fs`` reads);
     InputError when it cannot be read or is not UTF-8."""
