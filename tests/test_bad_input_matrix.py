@@ -31,6 +31,7 @@ from pathlib import Path
 
 import pytest
 
+from disc21spark.commands import COMMANDS
 from tests.bad_input import CASES
 from tests.bad_input.common import LIB_SIZE, RECORD_FILES, Case, fill
 from tests.bad_input.images import library_with
@@ -159,14 +160,9 @@ def run_case(case: Case, engine: str, tmp: Path, capsys, shared: dict, session) 
 
 
 def jobs_script(command: str) -> list[str]:
-    script = {
-        "evaluate": "evaluate",
-        "make-library": "make_library",
-        "make-queries": "make_queries",
-        "extract": "extract_descriptors",
-        "rank-eval": "rank_eval",
-    }[command]
-    return [sys.executable, str(ROOT / "jobs" / f"{script}.py")]
+    from disc21spark.core.invocation import JOB_SCRIPTS
+
+    return [sys.executable, str(ROOT / "jobs" / JOB_SCRIPTS[command])]
 
 
 LAUNCHERS: dict[str, Callable[[str], list[str]]] = {
@@ -273,7 +269,7 @@ def test_the_docs_page_holds_the_table():
 def test_the_matrix_covers_the_issue():
     assert len(CASES) >= 80 and len({c.id for c in CASES}) == len(CASES)
     commands = {c.command[0] for c in CASES}
-    assert commands == {"evaluate", "make-library", "make-queries", "extract", "rank-eval"}
+    assert commands == set(COMMANDS)  # every command has its cases
     assert {"installed", "jobs", "local", "spark", "inproc", "none"} <= {
         e for c in CASES for e in c.engines
     }

@@ -74,7 +74,12 @@ def freeze_board(board: str | os.PathLike, to: str | os.PathLike) -> Path:
     staging = target.with_name(f".{target.name}.freezing-{os.getpid()}")
     shutil.rmtree(staging, ignore_errors=True)
     try:
-        shutil.copytree(source, staging, symlinks=True)
+        staging.mkdir()
+    except OSError as exc:  # the words of every command's output check (core/output.py)
+        reason = f"cannot write the output folder here ({exc.strerror or exc})"
+        raise OutputError(f"{target.parent}: {reason}") from None
+    try:
+        shutil.copytree(source, staging, symlinks=True, dirs_exist_ok=True)
         (staging / FROZEN).unlink(missing_ok=True)  # a frozen board copied: frozen anew
         write(staging, document(run["run"], len(run["submissions"]), str(source)))
         os.replace(staging, target)

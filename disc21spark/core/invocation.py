@@ -7,6 +7,7 @@ from __future__ import annotations
 # the installed command's subcommands → the checkout's job scripts
 JOB_SCRIPTS = {
     "evaluate": "evaluate.py",
+    "freeze": "freeze_board.py",
     "make-library": "make_library.py",
     "make-queries": "make_queries.py",
     "extract": "extract_descriptors.py",

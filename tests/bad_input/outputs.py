@@ -15,9 +15,15 @@ from tests.bad_inputs import (
 
 
 def output_cases(
-    name: str, command: list[str], setup=None, out: str = "{d}/out", sees: dict | None = None
+    name: str,
+    command: list[str],
+    setup=None,
+    out: str = "{d}/out",
+    sees: dict | None = None,
+    engines: tuple[str, ...] = (),
 ) -> list[Case]:
-    """The four ways an --output can be wrong, for one command (``sees``: other lines)."""
+    """The four ways an --output can be wrong, for one command (``sees``: other lines;
+    ``engines``: where they run, ``Case``'s default when empty)."""
     sees = sees or {}
     leaf = out.rsplit("/", 1)[1]
     at = command.index("--output") + 1
@@ -38,6 +44,7 @@ def output_cases(
             sees.get("file", f"error: {out}: exists and is not a folder"),
             plus(text(out.removeprefix("{d}/"), "mine")),
             preexisting=False,
+            engines=engines,
         ),
         Case(
             f"{name}-output-not-empty",
@@ -51,6 +58,7 @@ def output_cases(
             ),
             plus(text(out.removeprefix("{d}/") + "/mine.txt", "mine")),
             preexisting=False,
+            engines=engines,
         ),
         Case(
             f"{name}-output-no-parent",
@@ -61,6 +69,7 @@ def output_cases(
             "error: {d}/no: parent folder does not exist",
             setup,
             preexisting=False,
+            engines=engines,
         ),
         Case(
             f"{name}-output-read-only",
@@ -71,6 +80,7 @@ def output_cases(
             "error: {ro}: cannot write the output folder here (…)",
             setup,
             preexisting=False,
+            engines=engines,
         ),
     ]
 
@@ -88,6 +98,15 @@ CASES: list[Case] = [
     *output_cases("extract-bench", EXTRACT_BENCH),
     *output_cases("rank-eval", RANK),
 ]
+FREEZE = ["freeze", "--board", "{d}/board", "--output", "{d}/out"]
+TAKEN = "error: {d}/out: exists (a frozen board is copied to a new folder)"
+CASES += output_cases(
+    "freeze",
+    FREEZE,
+    text("board/leaderboard.json", '{"run": {}, "submissions": []}'),
+    sees={"file": TAKEN, "folder": TAKEN},
+    engines=("none",),  # freeze starts no Spark
+)
 EXISTS = "error: {d}/v.h5: exists (pass --overwrite to replace it)"
 CASES += output_cases(
     "extract", EXTRACT, library_with(None), out="{d}/v.h5", sees={"file": EXISTS, "folder": EXISTS}
