@@ -207,3 +207,17 @@ def check_exists(value: Any) -> None:
     path = os.fspath(value)
     if is_plain(path) and not os.path.exists(path):
         raise InputError(path, "no such file or directory")
+
+
+def rows_of_queries(table: Any, ids: list[str]) -> Any:
+    """The rows of a table (pandas, Arrow, Spark) whose query id, as text, is in ``ids``."""
+    if kind(table) == SPARK:
+        from pyspark.sql import functions as F
+
+        return table.where(F.col("query_id").cast("string").isin(ids))
+    if hasattr(table, "to_pylist"):
+        import pyarrow.compute as pc
+
+        column = pc.cast(table["query_id"], pa.string())
+        return table.filter(pc.is_in(column, value_set=pa.array(ids, pa.string())))
+    return table[table["query_id"].astype(str).isin(ids)]

@@ -272,54 +272,47 @@ def _pool_of_tables(
     """Each table scored on the engine chosen once for them all, a bad one marked invalid;
     with ``private_queries`` among ``options``, both boards."""
     request, chosen, gt = _prepared(ground_truth, tables, engine, local_max_bytes, options, True)
-    scored = [_submission(chosen, gt, table, request, name) for name, table in tables.items()]
+    groups = groups_phase(chosen.spark, request.query_groups, gt, Phases())  # once for all
     if request.private_queries is None:
-        return Leaderboard(scored)
-    return _boards_of_tables(chosen, gt, tables, request, scored)
+        return Leaderboard(
+            [_submission(chosen, gt, t, request, n, groups) for n, t in tables.items()]
+        )
+    # validity on the tables as given: the boards' figures replace these, so no per-query
+    # or group tables here (as the pool job's first pass)
+    judged = replace(request, per_query=False, query_groups=None)
+    scored = [_submission(chosen, gt, t, judged, n) for n, t in tables.items()]
+    return _boards_of_tables(chosen, gt, tables, request, scored, groups)
 
 
 def _boards_of_tables(
-    engine: Engine, gt: GroundTruth, tables: dict[str, Any], request: Any, subs: list
+    engine: Engine, gt: GroundTruth, tables: dict[str, Any], request: Any, subs: list, groups: Any
 ) -> Leaderboard:
-    """A pool of tables with ``request.private_queries`` (``pool/boards.py``): validity
-    judged on the tables as given, then each board scored on its own ground truth and
-    the tables' rows of its queries, on the engine chosen for the pool."""
+    """A pool of tables with ``request.private_queries`` (``pool/boards.py``): ``subs``
+    judged on the tables as given, then each board scored on its own ground truth, its
+    part of ``groups`` and the tables' rows of its queries, on the pool's engine."""
     from disc21spark.pool import boards
     from disc21spark.pool.split import read_split
 
     split = read_split(request.private_queries, gt, engine.spark)
-    groups = groups_phase(engine.spark, request.query_groups, gt, Phases())
 
     def board(name: str, board_gt: GroundTruth, ids: list[str], valid: list[Submission]) -> None:
         mine = split.groups(groups, name)
         for s in valid:
-            rows = _rows_of_queries(tables[s.name], ids)
+            rows = inputs.rows_of_queries(tables[s.name], ids)
             s.metrics = _score_one(request, engine, board_gt, rows, s.name, mine)
 
     private = boards.score_boards(gt, split, subs, subs, board)
     return Leaderboard(subs, Leaderboard(private))
 
 
-def _rows_of_queries(table: Any, ids: list[str]) -> Any:
-    """The rows of a table (pandas, Arrow, Spark) whose query id, as text, is in ``ids``."""
-    if kind(table) == SPARK:
-        from pyspark.sql import functions as F
-
-        return table.where(F.col("query_id").cast("string").isin(ids))
-    if hasattr(table, "to_pylist"):
-        import pyarrow as pa
-        import pyarrow.compute as pc
-
-        column = pc.cast(table["query_id"], pa.string())
-        return table.filter(pc.is_in(column, value_set=pa.array(ids, pa.string())))
-    return table[table["query_id"].astype(str).isin(ids)]
-
-
-def _submission(engine: Engine, gt: GroundTruth, table: Any, request: Any, name: str) -> Submission:
-    """One table of a pool scored, or marked invalid with its message."""
+def _submission(
+    engine: Engine, gt: GroundTruth, table: Any, request: Any, name: str, groups: Any = None
+) -> Submission:
+    """One table of a pool scored (``groups``: as ``_score_one`` takes them), or marked
+    invalid with its message."""
     s = Submission(name, label(name, table))
     try:
-        s.metrics = _score_one(request, engine, gt, table, name)
+        s.metrics = _score_one(request, engine, gt, table, name, groups)
     except InputError as error:
         s.invalid(error)
     return s

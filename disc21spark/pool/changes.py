@@ -37,7 +37,13 @@ def read_board(path: str, spark: object = None) -> dict:
     where = f"{path.rstrip('/')}/leaderboard.json"
     if not fs.exists(where, spark):
         raise InputError(f"--compare-to {path}", "no leaderboard.json there (not a board)")
-    return frozen.parse_board(fs.read_text(where, spark), f"--compare-to {path}")
+    label = f"--compare-to {path}"
+    try:  # unreadable or not UTF-8: the same line as a file that is not JSON
+        text = fs.read_text(where, spark)
+    except (OSError, ValueError) as exc:
+        reason = f"not a leaderboard this tool wrote ({type(exc).__name__}: {exc})"
+        raise InputError(label, reason) from None
+    return frozen.parse_board(text, label)
 
 
 def compared(board: dict, path: str) -> dict:

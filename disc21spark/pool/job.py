@@ -160,10 +160,10 @@ def run(spark: SparkSession, job: PoolJob, announce: bool = True) -> PoolResult:
         todo = [s for s in subs if not s.reused]
         note["rows"] = len(subs)
         note["detail"] = f"{len(todo)} to score, {len(subs) - len(todo)} reused"
-    if todo:  # with a split: which are valid, on the files as submitted (no tables)
-        _score(
-            spark, job if split is None else replace(job, per_query=False), gt, todo, sizes, phases
-        )
+    if todo:  # with a split: which are valid, on the files as submitted; the boards'
+        # figures replace these, so no per-query or group tables in this pass
+        judged = job if split is None else replace(job, per_query=False, groups=None)
+        _score(spark, judged, gt, todo, sizes, phases)
     private = None
     if split is not None:
 

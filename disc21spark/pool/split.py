@@ -34,10 +34,13 @@ class Split:
     private: np.ndarray
     digest: str
 
+    def mask(self, name: str) -> np.ndarray:
+        """bool (gt.n_queries,): the queries of the ``PUBLIC`` or ``PRIVATE`` board."""
+        return self.private if name == PRIVATE else ~self.private
+
     def board(self, gt: GroundTruth, name: str) -> GroundTruth:
         """The ground truth of the ``PUBLIC`` or ``PRIVATE`` board."""
-        mine = self.private if name == PRIVATE else ~self.private
-        ids = gt.query_ids[mine]
+        ids = gt.query_ids[self.mask(name)]
         keep = np.isin(gt.positive_queries.astype(str), ids.astype(str))
         return GroundTruth(
             f"{gt.source} ({name} queries)",
@@ -50,12 +53,11 @@ class Split:
         """The query groups of the ``PUBLIC`` or ``PRIVATE`` board (None: none)."""
         if groups is None:
             return None
-        return restricted(groups, self.private if name == PRIVATE else ~self.private)
+        return restricted(groups, self.mask(name))
 
     def query_ids(self, gt: GroundTruth, name: str) -> list[str]:
         """The ids of the board's queries."""
-        mine = self.private if name == PRIVATE else ~self.private
-        return [str(q) for q in gt.query_ids[mine]]
+        return [str(q) for q in gt.query_ids[self.mask(name)]]
 
 
 def read_split(path: str, gt: GroundTruth, spark: object = None) -> Split:
