@@ -320,6 +320,18 @@ def test_board_options_on_one_submission_and_a_missing_board_are_one_line(tmp_pa
     assert capsys.readouterr().err.strip().splitlines()[-1] == (
         f"error: --compare-to {tmp_path / 'empty'}: no leaderboard.json there (not a board)"
     )
+    (tmp_path / "empty" / "leaderboard.json").write_bytes(b"\xff\xfe not UTF-8")
+    code = main([*base, "--predictions", *pool, "--compare-to", str(tmp_path / "empty")])
+    assert code == 2 and not (tmp_path / "o").exists()
+    assert (
+        capsys.readouterr()
+        .err.strip()
+        .splitlines()[-1]
+        .startswith(
+            f"error: --compare-to {tmp_path / 'empty'}: not a leaderboard this tool wrote "
+            "(UnicodeDecodeError: "
+        )
+    )
 
 
 @pytest.mark.parametrize("engine", ["local", "spark"])
