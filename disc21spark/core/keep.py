@@ -41,28 +41,28 @@ def check(reads: dict[str, list[str]], writes: dict[str, str], overwrite: bool) 
     """Refuse (OutputError naming the options and the paths) an output of ``writes``
     (option → path) that is, holds or lies inside a path of ``reads`` (option → paths)
     or another output, or that would write inside or over a frozen board."""
-    for w_option, w_text in writes.items():
-        written = local(w_text)
-        if written is None:
-            continue
+    outputs = {option: (text, local(text)) for option, text in writes.items()}
+    outputs = {option: (text, at[0]) for option, (text, at) in outputs.items() if at}
+    _refuse_nested(outputs)
+    for w_option, (w_text, target) in outputs.items():
         for r_option, texts in reads.items():
             for r_text in texts:
                 read = local(r_text)
                 if read is not None:
-                    _refuse_overlap(
-                        f"{w_option} {w_text}", written[0], f"{r_option} {r_text}", read
-                    )
-        for o_option, o_text in writes.items():
-            other = local(o_text)
-            if o_option == w_option or other is None:
-                continue
-            if other[0] == written[0] or other[0] in written[0].parents:
-                relation = "is" if other[0] == written[0] else "holds"
+                    _refuse_overlap(f"{w_option} {w_text}", target, f"{r_option} {r_text}", read)
+        refuse_frozen(target if paths.is_uri(w_text) else w_text, replaced=overwrite)
+
+
+def _refuse_nested(outputs: dict[str, tuple[str, Path]]) -> None:
+    """Two outputs (option → (as given, resolved)) where one is or holds the other."""
+    for w_option, (w_text, target) in outputs.items():
+        for o_option, (o_text, other) in outputs.items():
+            if o_option != w_option and (other == target or other in target.parents):
+                relation = "is" if other == target else "holds"
                 raise OutputError(
                     f"{o_option} {o_text} {relation} {w_option} {w_text}: each output needs a "
                     "folder of its own (writing one would replace the other)"
                 )
-        refuse_frozen(written[0] if paths.is_uri(w_text) else w_text, replaced=overwrite)
 
 
 def _refuse_overlap(out: str, target: Path, named: str, read: tuple[Path, str | None]) -> None:
