@@ -138,8 +138,8 @@ CASES += [
 NEVER = "a run never replaces or writes into a path it reads"
 SPLIT = ("--private-queries", "{d}/split.csv")
 TWO = pool(text("pool/a.csv", CLEAN), text("pool/b.csv", CLEAN), text("split.csv", "Q1\nQ2\n"))
-SHELF = files(
-    text("shelf/official/leaderboard.json", "{}"), text("shelf/official/FROZEN.json", "{}")
+FROZEN_BOARD = files(
+    text("runs/official/leaderboard.json", "{}"), text("runs/official/FROZEN.json", "{}")
 )
 CASES += [
     Case(
@@ -192,11 +192,11 @@ CASES += [
         "evaluate-output-holds-frozen",
         OUT,
         "--output a folder holding a frozen board, --overwrite given",
-        [*EVAL[:-1], "{d}/shelf", "--overwrite"],
+        [*EVAL[:-1], "{d}/runs", "--overwrite"],
         2,
-        "error: {d}/shelf: holds the frozen board {d}/shelf/official, which no run replaces "
+        "error: {d}/runs: holds the frozen board {d}/runs/official, which no run replaces "
         "(not even with --overwrite)",
-        files(with_gt(text("p.csv", CLEAN)), SHELF),
+        files(with_gt(text("p.csv", CLEAN)), FROZEN_BOARD),
         preexisting=False,
         engines=("none",),
     ),
@@ -204,11 +204,11 @@ CASES += [
         "evaluate-output-inside-frozen",
         OUT,
         "--output inside a frozen board",
-        [*EVAL[:-1], "{d}/shelf/official/extra"],
+        [*EVAL[:-1], "{d}/runs/official/extra"],
         2,
-        "error: {d}/shelf/official/extra: inside the frozen board {d}/shelf/official, which no "
+        "error: {d}/runs/official/extra: inside the frozen board {d}/runs/official, which no "
         "run writes in (not even with --overwrite)",
-        files(with_gt(text("p.csv", CLEAN)), SHELF),
+        files(with_gt(text("p.csv", CLEAN)), FROZEN_BOARD),
         preexisting=False,
         engines=("none",),
     ),
@@ -216,11 +216,11 @@ CASES += [
         "freeze-output-inside-frozen",
         OUT,
         "freeze: --output inside a frozen board",
-        [*FREEZE[:-1], "{d}/shelf/official/private_copy"],
+        [*FREEZE[:-1], "{d}/runs/official/private_copy"],
         2,
-        "error: {d}/shelf/official/private_copy: inside the frozen board {d}/shelf/official, "
+        "error: {d}/runs/official/private_copy: inside the frozen board {d}/runs/official, "
         "which no run writes in (not even with --overwrite)",
-        files(text("board/leaderboard.json", '{"run": {}, "submissions": []}'), SHELF),
+        files(text("board/leaderboard.json", '{"run": {}, "submissions": []}'), FROZEN_BOARD),
         preexisting=False,
         engines=("none",),
     ),
