@@ -4,6 +4,8 @@ one (``Request.of_namespace``), the Python API builds one from its keywords
 (``api.inputs.request``); ``checked()`` applies the rules no single option can say, in
 the command line's words (UsageError), and the command's ``job_of`` builds its job from
 the checked request. ``disc21spark evaluate``'s is ``evaluate_request.EvaluateRequest``.
+Each request names the options of the paths it reads (``READS``) and writes
+(``WRITES``) once; ``checked(request)`` holds them to ``core/keep.py``'s rules.
 """
 
 from __future__ import annotations
