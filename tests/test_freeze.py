@@ -68,7 +68,8 @@ def test_bad_boards_and_taken_folders_end_in_one_line(tmp_path, capsys, monkeypa
         ("broken", "copy"): "error: broken/leaderboard.json: not a leaderboard this tool wrote "
         "(JSONDecodeError: Expecting property name enclosed in double quotes: line 1 column 2 (char 1))",
         ("board", "taken"): "error: taken: exists (a frozen board is copied to a new folder)",
-        ("board", "board/inside"): "error: board/inside: inside the board it would copy",
+        ("board", "board/inside"): "error: --output board/inside is inside --board board: a "
+        "run never replaces or writes into a path it reads",
         ("board", "nowhere/copy"): f"error: {tmp_path / 'nowhere'}: parent folder does not exist",
     }
     for (board, output), message in cases.items():

@@ -123,10 +123,11 @@ def _text(value: Any) -> str | None:
 def request(command: str, **given: Any) -> Any:
     """The typed request of ``command`` (its ``REQUEST``: ``commands.requests``,
     ``commands.evaluate_request``) of the API's keywords, by their option names, over
-    defaults.ini's values; checked in the command line's words (InputError). TypeError
-    for a keyword no option of the command has."""
+    defaults.ini's values; checked in the command line's words (InputError; OutputError
+    for an output over an input or a frozen board). TypeError for a keyword no option
+    of the command has."""
     from disc21spark.commands import COMMANDS
-    from disc21spark.commands.requests import UsageError
+    from disc21spark.commands.requests import UsageError, checked
 
     cls = COMMANDS[command].REQUEST
     options = {f.name for f in dataclasses.fields(cls)} - {"given", "track"}  # set here
@@ -135,7 +136,7 @@ def request(command: str, **given: Any) -> Any:
         raise TypeError(f"unknown option {unknown[0]!r} of {command}")
     explicit = frozenset(k for k, v in given.items() if v is not None)
     try:
-        return cls(**given, given=explicit).checked()
+        return checked(cls(**given, given=explicit))
     except UsageError as exc:
         raise InputError("", str(exc)) from None
 

@@ -16,8 +16,9 @@ from types import ModuleType
 
 from disc21spark.commands import evaluate, extract, freeze, make_library, make_queries, rank_eval
 from disc21spark.commands.common import Parser, version_text
-from disc21spark.commands.requests import UsageError
+from disc21spark.commands.requests import UsageError, checked
 from disc21spark.core import invocation
+from disc21spark.core.errors import OutputError
 
 COMMANDS: dict[str, ModuleType] = {
     m.NAME: m for m in (evaluate, freeze, make_library, make_queries, extract, rank_eval)
@@ -58,7 +59,8 @@ def parse(
     argv: list[str] | None = None, prog: str | None = None, description: str | None = None
 ) -> argparse.Namespace:
     """The options of ``argv`` (``[command, *options]``), checked; exits 2 (argparse's
-    usage error) on a bad command line, 0 after --help. With ``prog``, the command's
+    usage error) on a bad command line, 0 after --help; OutputError for an output over
+    a path it reads or a frozen board (``requests.checked``). With ``prog``, the command's
     parser is used alone under that name (as jobs/<name>.py were)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if prog is not None:
@@ -72,7 +74,7 @@ def parse(
         parser = by_name[args.command]
     args.given = given_options(parser, argv[1:])
     try:  # the rules no single option can say, in the request the library takes
-        args.request = COMMANDS[args.command].REQUEST.of_namespace(args).checked()
+        args.request = checked(COMMANDS[args.command].REQUEST.of_namespace(args))
     except UsageError as exc:
         parser.error(str(exc))
     return args
@@ -93,7 +95,11 @@ def main(
 ) -> int:
     """The console script ``disc21spark``: parse, then the runner; the exit code."""
     invocation.started_from_job_script(prog is not None)
-    args = parse(argv, prog, description)
+    try:
+        args = parse(argv, prog, description)
+    except OutputError as exc:  # refused before any work: one line, no usage
+        print(f"error: {exc}", file=sys.stderr)
+        return 2  # the runner's EXIT_INPUT
     from disc21spark.core.runner import run, setup_logging  # not needed for --help
 
     setup_logging(args.quiet)

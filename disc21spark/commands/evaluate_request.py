@@ -76,6 +76,19 @@ class EvaluateRequest(Request):
     does); ``track``: set by ``checked``."""
 
     SECTION: ClassVar[str] = "evaluate"
+    READS: ClassVar[tuple[str, ...]] = (
+        "ground_truth",
+        "predictions",
+        "query_descriptors",
+        "reference_descriptors",
+        "score_norm_descriptors",
+        "train_descriptors",
+        "query_groups",
+        "private_queries",
+        "previous",
+        "compare_to",
+    )
+    WRITES: ClassVar[tuple[str, ...]] = ("output", "private_output")
 
     ground_truth: str
     output: str | None

@@ -4,6 +4,8 @@ one (``Request.of_namespace``), the Python API builds one from its keywords
 (``api.inputs.request``); ``checked()`` applies the rules no single option can say, in
 the command line's words (UsageError), and the command's ``job_of`` builds its job from
 the checked request. ``disc21spark evaluate``'s is ``evaluate_request.EvaluateRequest``.
+Each request names the options of the paths it reads (``READS``) and writes
+(``WRITES``) once; ``checked(request)`` holds them to ``core/keep.py``'s rules.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from disc21spark.core import config
+from disc21spark.core import config, keep
 from disc21spark.core.config import from_defaults
 
 # make-library: a library this large is refused before anything is planned
@@ -30,6 +32,9 @@ class Request:
     ``given``: the options set explicitly, the others being defaults."""
 
     SECTION: ClassVar[str] = ""
+    # the options that name paths the command reads, and those it writes (core/keep.py)
+    READS: ClassVar[tuple[str, ...]] = ()
+    WRITES: ClassVar[tuple[str, ...]] = ("output",)
 
     master: str | None = from_defaults()
     profile: str = from_defaults()
@@ -49,6 +54,31 @@ class Request:
     def checked(self) -> Request:
         """This request, once the rules no single option can say hold (UsageError)."""
         return self
+
+    def paths(self, names: tuple[str, ...]) -> dict[str, list[str]]:
+        """The paths the options ``names`` give, by option (``--predictions`` → its
+        paths); an option not given is left out."""
+        found = {}
+        for name in names:
+            value = getattr(self, name)
+            if value is not None:
+                given = [value] if isinstance(value, str) else list(value)
+                found["--" + name.replace("_", "-")] = [str(v) for v in given]
+        return found
+
+
+def checked(request: Request) -> Request:
+    """``request`` once every rule holds: no path option empty (UsageError), the rules
+    of its ``checked()``, then no output over a path it reads or a frozen board
+    (OutputError, ``core/keep.py``). The one check of the command line and the API."""
+    paths = request.paths(request.READS + request.WRITES)
+    for option, given in paths.items():
+        if any(not text.strip() for text in given):
+            raise UsageError(f"{option}: an empty path (give a file or folder)")
+    request = request.checked()
+    writes = {option: given[0] for option, given in request.paths(request.WRITES).items()}
+    keep.check(request.paths(request.READS), writes, getattr(request, "overwrite", False))
+    return request
 
 
 @dataclass(frozen=True)
@@ -78,6 +108,7 @@ class QueriesRequest(Request):
     """``disc21spark make-queries``."""
 
     SECTION: ClassVar[str] = "make-queries"
+    READS: ClassVar[tuple[str, ...]] = ("images",)
 
     images: list[str]
     output: str
@@ -103,6 +134,7 @@ class ExtractRequest(Request):
     """``disc21spark extract``."""
 
     SECTION: ClassVar[str] = "extract"
+    READS: ClassVar[tuple[str, ...]] = ("images", "bench")
 
     method: str
     output: str
@@ -122,6 +154,7 @@ class FreezeRequest(Request):
     """``disc21spark freeze``."""
 
     SECTION: ClassVar[str] = "freeze"
+    READS: ClassVar[tuple[str, ...]] = ("board",)
 
     board: str
     output: str
@@ -132,6 +165,7 @@ class RankRequest(Request):
     """``disc21spark rank-eval``."""
 
     SECTION: ClassVar[str] = "rank-eval"
+    READS: ClassVar[tuple[str, ...]] = ("bench",)
 
     bench: str
     output: str

@@ -31,6 +31,32 @@ def frozen_error(path: str) -> OutputError:
     )
 
 
+def refuse_frozen(path: str | os.PathLike, replaced: bool = True) -> None:
+    """OutputError when writing the local ``path`` would write inside or over a frozen
+    board: a folder above it holds ``FROZEN.json``, or (``replaced``: the run would
+    replace ``path``) ``path`` is a frozen board or holds one anywhere below it. The one
+    check of every output (``core/keep.py`` before a run, ``core/output.py`` at publish,
+    ``freeze_board``)."""
+    given = os.fspath(path)
+    here = Path(given).resolve()
+    for folder in here.parents:
+        if (folder / FROZEN).is_file():
+            raise OutputError(
+                f"{given}: inside the frozen board {folder}, which no run writes in (not "
+                "even with --overwrite)"
+            )
+    if not replaced or not here.is_dir():
+        return
+    if (here / FROZEN).is_file():
+        raise frozen_error(given)
+    for top, _, names in os.walk(here):  # symlinked folders are not followed: not replaced
+        if FROZEN in names:
+            raise OutputError(
+                f"{given}: holds the frozen board {top}, which no run replaces (not even "
+                "with --overwrite)"
+            )
+
+
 def document(run: dict, submissions: int, source: str | None = None) -> dict:
     """FROZEN.json's content: when, on which ground truth (its SHA-256), how many
     submissions, which board (public or private, when the pool had a split) and, for a
@@ -69,6 +95,7 @@ def freeze_board(board: str | os.PathLike, to: str | os.PathLike) -> Path:
         raise OutputError(f"{named}: exists (a frozen board is copied to a new folder)")
     if not target.parent.is_dir():
         raise OutputError(f"{target.parent}: parent folder does not exist")
+    refuse_frozen(named, replaced=False)  # a copy inside a frozen board changes that board
     if target == source or source in target.resolve().parents:
         raise OutputError(f"{named}: inside the board it would copy")
     staging = target.with_name(f".{target.name}.freezing-{os.getpid()}")

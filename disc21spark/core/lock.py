@@ -124,6 +124,12 @@ def acquire(output: str | os.PathLike) -> bool:
     return True
 
 
+def held_here(path: Path) -> bool:
+    """Whether ``path`` is a lock file this process holds (it does not make a folder
+    holding it someone's files)."""
+    return bool(_HELD) and any(held.resolve() == path.resolve() for held, _ in _HELD.values())
+
+
 def release(output: str | os.PathLike) -> None:
     """Give up the lock of ``output``: the file removed first, then the lock dropped (a
     run that opened the file meanwhile sees it is gone and opens the path again)."""

@@ -28,7 +28,7 @@ from typing import Any
 
 from disc21spark.core import faults, fs, lock, paths, record, signals
 from disc21spark.core.errors import OutputError
-from disc21spark.core.frozen import FROZEN, frozen_error
+from disc21spark.core.frozen import FROZEN, frozen_error, refuse_frozen
 
 
 def check_writable(path: str | os.PathLike, overwrite: bool) -> None:
@@ -56,9 +56,8 @@ def check_writable(path: str | os.PathLike, overwrite: bool) -> None:
 def _check_local(out: Path, overwrite: bool) -> Path:
     if out.exists() and not out.is_dir():
         raise OutputError(f"{out}: exists and is not a folder")
-    if (out / FROZEN).exists():
-        raise frozen_error(str(out))
-    if out.is_dir() and any(out.iterdir()) and not overwrite:
+    refuse_frozen(out)
+    if out.is_dir() and any(not lock.held_here(p) for p in out.iterdir()) and not overwrite:
         raise OutputError(f"{out}: folder exists and is not empty (pass --overwrite to replace it)")
     if not out.parent.exists():
         raise OutputError(f"{out.parent}: parent folder does not exist")

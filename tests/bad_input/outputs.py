@@ -133,3 +133,106 @@ CASES += [
         preexisting=False,
     ),
 ]
+
+# ---------------------------------------- what a run never touches (issue 44, core/keep.py)
+NEVER = "a run never replaces or writes into a path it reads"
+SPLIT = ("--private-queries", "{d}/split.csv")
+TWO = pool(text("pool/a.csv", CLEAN), text("pool/b.csv", CLEAN), text("split.csv", "Q1\nQ2\n"))
+FROZEN_BOARD = files(
+    text("runs/official/leaderboard.json", "{}"), text("runs/official/FROZEN.json", "{}")
+)
+CASES += [
+    Case(
+        "pool-private-output-is-predictions",
+        OUT,
+        "a split: --private-output is the --predictions folder, --overwrite given",
+        evaluate_pool("{d}/pool", extra=(*SPLIT, "--private-output", "{d}/pool", "--overwrite")),
+        2,
+        f"error: --private-output {{d}}/pool is --predictions {{d}}/pool: {NEVER}",
+        TWO,
+        preexisting=False,
+        engines=("none",),
+    ),
+    Case(
+        "evaluate-output-holds-predictions",
+        OUT,
+        "--output the folder holding the predictions file, --overwrite given",
+        ["evaluate", "--ground-truth", "{d}/gt.csv", "--predictions", "{d}/in/p.csv"]
+        + ["--output", "{d}/in", "--overwrite"],
+        2,
+        f"error: --output {{d}}/in holds --predictions {{d}}/in/p.csv: {NEVER}",
+        with_gt(text("in/p.csv", CLEAN)),
+        preexisting=False,
+        engines=("none",),
+    ),
+    Case(
+        "evaluate-output-inside-input",
+        OUT,
+        "--output inside the --predictions folder",
+        evaluate_pool("{d}/pool")[:-1] + ["{d}/pool/out"],
+        2,
+        f"error: --output {{d}}/pool/out is inside --predictions {{d}}/pool: {NEVER}",
+        TWO,
+        preexisting=False,
+        engines=("none",),
+    ),
+    Case(
+        "pool-outputs-nested",
+        OUT,
+        "a split: --output inside --private-output",
+        [*evaluate_pool("{d}/pool")[:-1], "{d}/both/pub", *SPLIT, "--private-output", "{d}/both"],
+        2,
+        "error: --private-output {d}/both holds --output {d}/both/pub: each output needs a "
+        "folder of its own (writing one would replace the other)",
+        TWO,
+        preexisting=False,
+        engines=("none",),
+    ),
+    Case(
+        "evaluate-output-holds-frozen",
+        OUT,
+        "--output a folder holding a frozen board, --overwrite given",
+        [*EVAL[:-1], "{d}/runs", "--overwrite"],
+        2,
+        "error: {d}/runs: holds the frozen board {d}/runs/official, which no run replaces "
+        "(not even with --overwrite)",
+        files(with_gt(text("p.csv", CLEAN)), FROZEN_BOARD),
+        preexisting=False,
+        engines=("none",),
+    ),
+    Case(
+        "evaluate-output-inside-frozen",
+        OUT,
+        "--output inside a frozen board",
+        [*EVAL[:-1], "{d}/runs/official/extra"],
+        2,
+        "error: {d}/runs/official/extra: inside the frozen board {d}/runs/official, which no "
+        "run writes in (not even with --overwrite)",
+        files(with_gt(text("p.csv", CLEAN)), FROZEN_BOARD),
+        preexisting=False,
+        engines=("none",),
+    ),
+    Case(
+        "freeze-output-inside-frozen",
+        OUT,
+        "freeze: --output inside a frozen board",
+        [*FREEZE[:-1], "{d}/runs/official/private_copy"],
+        2,
+        "error: {d}/runs/official/private_copy: inside the frozen board {d}/runs/official, "
+        "which no run writes in (not even with --overwrite)",
+        files(text("board/leaderboard.json", '{"run": {}, "submissions": []}'), FROZEN_BOARD),
+        preexisting=False,
+        engines=("none",),
+    ),
+    Case(
+        "pool-empty-path",
+        OUT,
+        "a split: --private-queries '' --private-output ''",
+        evaluate_pool("{d}/pool", extra=("--private-queries", "", "--private-output", "")),
+        2,
+        "error: --private-queries: an empty path (give a file or folder)",
+        TWO,
+        preexisting=False,
+        engines=("none",),
+    ),
+]
