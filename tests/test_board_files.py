@@ -132,6 +132,10 @@ def test_an_edited_input_or_a_missing_private_board_is_never_up_to_date(
     out, hidden = tmp_path / "pub", tmp_path / "priv"
     args = command(d, out, "--query-groups", str(d / "groups.csv"), split=hidden)
     assert in_process(args, capsys, spark).code == 0
+    # the published run.json names the split by its path alone; the private one by content
+    plain = hashlib.sha256((d / "split.csv").read_bytes()).hexdigest()
+    assert not [name for name, data in published_bytes(out).items() if plain.encode() in data]
+    assert plain in (hidden / "run.json").read_text()
     one = tmp_path / "one"
     single = [*command(d, one, "--query-groups", str(d / "groups.csv"))]
     single[single.index(str(d / "pool"))] = str(d / "pool" / "team0.csv")

@@ -41,7 +41,11 @@ def test_freeze_copies_a_board_that_no_run_then_replaces(tmp_path, capsys, monke
         "run.json",
     ]
     doc = json.loads((tmp_path / "official" / "FROZEN.json").read_text())
-    assert (doc["board"], doc["submissions"], doc["ground_truth_sha256"]) == ("private", 2, "a" * 64)
+    assert (doc["board"], doc["submissions"], doc["ground_truth_sha256"]) == (
+        "private",
+        2,
+        "a" * 64,
+    )
     assert doc["copied_from"] == str(tmp_path / "board")
     # a retried freeze finds its copy; a run never replaces it, not even with --overwrite
     assert main(["freeze", "--board", "board", "--output", "official", "--quiet"]) == 0

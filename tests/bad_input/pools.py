@@ -234,7 +234,8 @@ CASES: list[Case] = [
         Case(
             f"pool-{option}-{kind}-board",
             PL,
-            f"{option} a {kind} board{' with --private-queries' if split else ''}",
+            f"--{option} {'an' if kind == 'unsplit' else 'a'} {kind} board"
+            + (" with --private-queries" if split else " without --private-queries"),
             evaluate_pool(
                 "{d}/a.csv",
                 "{d}/b.csv",
