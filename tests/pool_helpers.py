@@ -4,6 +4,7 @@ table that names a local folder through a non-local scheme."""
 
 from __future__ import annotations
 
+import json
 import uuid
 from pathlib import Path
 
@@ -45,3 +46,31 @@ def mount(spark, folder: Path) -> str:
     conf = spark.sparkContext._jsc.hadoopConfiguration()
     conf.set(f"fs.viewfs.mounttable.{table}.link./x", folder.as_uri())
     return f"viewfs://{table}/x"
+
+
+def published_board(
+    folder: Path, sha: str = "a" * 64, board: str | None = None, teams: int = 2, edit=None
+):
+    """A folder as a pool run publishes it, written by hand (no Spark): every part a board
+    has (_SUCCESS, run.json, leaderboard.json/.csv, pr_curves/), ``teams`` scored teams;
+    ``edit(doc)`` changes leaderboard.json's content before it is written."""
+    folder.mkdir(parents=True, exist_ok=True)
+    run = {"ground_truth_sha256": sha, **({"board": board} if board else {})}
+    figures = dict(micro_ap=0.5, recall_at_rank1=0.5, recall_at_rank10=0.5, n_predictions=4)
+    figures.update(n_positives=2, n_true_positives=1, n_queries=4, n_queries_with_predictions=2)
+    figures.update(n_unknown_query_predictions=0)
+    subs = [
+        {"rank": i + 1, "submission": f"team{i}", "status": "ok", "reason": None, **figures}
+        for i in range(teams)
+    ]
+    doc = {"run": run, "submissions": subs}
+    if edit is not None:
+        edit(doc)
+    (folder / "leaderboard.json").write_text(json.dumps(doc))
+    (folder / "leaderboard.csv").write_text("rank,submission\n1,team0\n2,team1\n")
+    (folder / "leaderboard.html").write_text("<html></html>")
+    (folder / "run.json").write_text(json.dumps(run))
+    (folder / "pr_curves").mkdir(exist_ok=True)
+    (folder / "pr_curves" / "team0.csv").write_text("precision,recall\n")
+    (folder / "_SUCCESS").write_bytes(b"")
+    return folder

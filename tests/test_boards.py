@@ -155,7 +155,7 @@ def test_a_rerun_reuses_the_public_board_and_rescores_the_private_one(spark, tmp
     from disc21spark.pool.report import read_previous
 
     assert read_previous(str(tmp_path / "a"), first.settings)
-    other = {**first.settings, "private_queries_sha256": "0" * 64}
+    other = {**first.settings, "private_queries_hmac_sha256": "0" * 64}
     assert read_previous(str(tmp_path / "a"), other) == {}
 
 

@@ -145,10 +145,10 @@ def test_a_leaderboard_written_before_the_warnings_is_still_reused(tmp_path):
     sub = Submission("unrelated", "pool/unrelated.csv", "sha", metrics=metrics)
     out = tmp_path / "out"
     out.mkdir()
-    report.write(out, [sub], {"ground_truth_sha256": "x"})
+    report.write(out, [sub], {"ground_truth_sha256": "a" * 64})
     doc = json.loads((out / "leaderboard.json").read_text())
     assert doc["submissions"][0]["warnings"] == [UNKNOWN_2, NO_REFERENCE]
     del doc["submissions"][0]["warnings"]  # as an older version wrote it
     (out / "leaderboard.json").write_text(json.dumps(doc))
-    (old,) = report.read_previous(str(out), {"ground_truth_sha256": "x"}).values()
+    (old,) = report.read_previous(str(out), {"ground_truth_sha256": "a" * 64}).values()
     assert old.metrics.warnings == () and old.metrics.micro_ap == metrics.micro_ap

@@ -11,7 +11,9 @@ import pytest
 
 from disc21spark import scheduled
 from disc21spark.core import output
+from disc21spark.core.board_files import PARTS
 from disc21spark.core.errors import InputError, OutputError
+from tests.pool_helpers import published_board
 
 DAY = datetime(2026, 11, 30, tzinfo=timezone.utc)
 
@@ -225,14 +227,9 @@ def test_with_private_queries_each_run_writes_its_private_board_apart(tmp_path):
             scheduled.plan_pool_run({**given, "private_runs": str(inside)}, DAY)
 
 
-def a_board(folder, sha: str = "abc", board: str | None = None, teams: int = 2):
-    """A folder as a pool run publishes it: leaderboard.json and a page."""
-    folder.mkdir(parents=True, exist_ok=True)
-    run = {"ground_truth_sha256": sha, **({"board": board} if board else {})}
-    subs = [{"submission": f"team{i}", "rank": i + 1} for i in range(teams)]
-    (folder / "leaderboard.json").write_text(json.dumps({"run": run, "submissions": subs}))
-    (folder / "leaderboard.html").write_text("<html></html>")
-    return folder
+def a_board(folder, sha: str = "a" * 64, board: str | None = None, teams: int = 2):
+    """A folder as a pool run publishes it (``pool_helpers.published_board``)."""
+    return published_board(folder, sha, board, teams)
 
 
 def test_freeze_and_reveal_copy_the_latest_boards_frozen(tmp_path):
@@ -251,16 +248,16 @@ def test_freeze_and_reveal_copy_the_latest_boards_frozen(tmp_path):
     a_board(tmp_path / "runs" / run, board="public", teams=3)
     with pytest.raises(InputError, match="the latest run .2026-11-30T000000Z. wrote no private"):
         scheduled.reveal_latest(given)
-    a_board(tmp_path / "private" / "2026-11-30T000000Z", sha="abc", board="private")
+    a_board(tmp_path / "private" / "2026-11-30T000000Z", board="private")
 
     frozen = scheduled.freeze_latest(given)
     assert frozen == str(tmp_path / "official")
     doc = json.loads((tmp_path / "official" / "FROZEN.json").read_text())
     assert doc["board"] == "public" and doc["submissions"] == 3
-    assert doc["ground_truth_sha256"] == "abc"
+    assert doc["ground_truth_sha256"] == "a" * 64
     assert doc["copied_from"] == str(tmp_path / "runs" / run)
     names = {p.name for p in (tmp_path / "official").iterdir()}
-    assert names == {"leaderboard.json", "leaderboard.html", scheduled.RECORD, "FROZEN.json"}
+    assert names == {*PARTS, "leaderboard.html", scheduled.RECORD, "FROZEN.json"}
     assert scheduled.freeze_latest(given) == frozen  # retried: nothing to do
     revealed = scheduled.reveal_latest(given)
     assert json.loads((tmp_path / "final" / "FROZEN.json").read_text())["board"] == "private"

@@ -52,6 +52,9 @@ class Evaluation:
     def output_folder(self) -> str | None:
         return None if self.request.explain else self.request.output
 
+    def private_folder(self) -> str | None:
+        return None if self.request.explain else self.request.private_output
+
     def settings(self) -> dict[str, Any]:
         """What the run record keeps of the command line: the options of this run's
         track (a matching run does not record the descriptor track's, nor a descriptor

@@ -18,10 +18,10 @@ import shutil
 import time
 from pathlib import Path
 
-from disc21spark.core.errors import InputError, OutputError
+from disc21spark.core import board_files
+from disc21spark.core.errors import OutputError
 
 FROZEN = "FROZEN.json"
-BOARD = "leaderboard.json"
 
 
 def frozen_error(path: str) -> OutputError:
@@ -80,24 +80,39 @@ def write(folder: Path, doc: dict) -> None:
 def freeze_board(board: str | os.PathLike, to: str | os.PathLike) -> Path:
     """Copy the published board in the local folder ``board`` to the new folder ``to``,
     frozen. The copy appears whole or not at all (staged beside ``to``, then renamed).
-    Freezing the same board to the same folder again returns at once (a retried task).
+    Freezing the same board, unchanged, to the same folder again returns at once (a
+    retried task): FROZEN.json keeps the board's digest (``board_sha256``).
 
-    Returns ``to`` as a Path. Raises InputError when ``board`` holds no board
-    (no ``leaderboard.json``), OutputError when ``to`` exists and is not this board's
-    frozen copy, or cannot be written."""
+    Returns ``to`` as a Path. Raises InputError when ``board`` is not a board a pool run
+    published whole (``board_files.read_whole``), OutputError when ``to`` exists and is
+    not this board's frozen copy as it is now, or cannot be written."""
     # the board by its real folder (``runs/latest`` is a symlink that moves on); the
     # messages name both as given
     source, target, named = Path(board).resolve(), Path(to).absolute(), os.fspath(to)
-    run = _read_board(source, os.fspath(board))
+    run = board_files.read_whole(source, os.fspath(board))
+    state = board_files.digest(source, leave_out=(FROZEN,))
     if target.exists() or target.is_symlink():
-        if _copied_from(target) == str(source):
-            return target
-        raise OutputError(f"{named}: exists (a frozen board is copied to a new folder)")
+        copied = _frozen_doc(target)
+        if copied.get("copied_from") != str(source):
+            raise OutputError(f"{named}: exists (a frozen board is copied to a new folder)")
+        if copied.get("board_sha256") != state:
+            raise OutputError(
+                f"{named}: exists and holds a frozen copy of an earlier state of "
+                f"{os.fspath(board)} (freeze it again to a new folder)"
+            )
+        return target
     if not target.parent.is_dir():
         raise OutputError(f"{target.parent}: parent folder does not exist")
     refuse_frozen(named, replaced=False)  # a copy inside a frozen board changes that board
     if target == source or source in target.resolve().parents:
         raise OutputError(f"{named}: inside the board it would copy")
+    doc = {**document(run["run"], len(run["submissions"]), str(source)), "board_sha256": state}
+    _copy(source, target, doc, named)
+    return target
+
+
+def _copy(source: Path, target: Path, doc: dict, named: str) -> None:
+    """``source`` copied to ``target`` with FROZEN.json ``doc``, through a staging folder."""
     staging = target.with_name(f".{target.name}.freezing-{os.getpid()}")
     shutil.rmtree(staging, ignore_errors=True)
     try:
@@ -108,43 +123,18 @@ def freeze_board(board: str | os.PathLike, to: str | os.PathLike) -> Path:
     try:
         shutil.copytree(source, staging, symlinks=True, dirs_exist_ok=True)
         (staging / FROZEN).unlink(missing_ok=True)  # a frozen board copied: frozen anew
-        write(staging, document(run["run"], len(run["submissions"]), str(source)))
+        write(staging, doc)
         os.replace(staging, target)
     except OSError as exc:
         raise OutputError(f"{named}: cannot write the frozen copy ({exc})") from None
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    return target
 
 
-def _read_board(folder: Path, named: str) -> dict:
-    where = folder / BOARD
-    if not where.is_file():
-        reason = f"no {BOARD} there: not a board a pool run published"
-        raise InputError(named, reason if folder.is_dir() else "no such folder")
-    label = os.path.join(named, BOARD)
+def _frozen_doc(folder: Path) -> dict:
+    """FROZEN.json of ``folder`` ({} when there is none or it is not an object)."""
     try:
-        text = where.read_text()
-    except OSError as exc:
-        raise InputError(label, f"cannot be read ({exc})") from None
-    return parse_board(text, label)
-
-
-def parse_board(text: str, label: str) -> dict:
-    """A leaderboard.json's content, ``{"run": ..., "submissions": [...]}``; InputError
-    naming ``label`` when it is not one this tool wrote."""
-    try:
-        doc = json.loads(text)
-        if not isinstance(doc.get("run"), dict) or not isinstance(doc.get("submissions"), list):
-            raise ValueError("no run or no submissions")
-    except (ValueError, AttributeError) as exc:
-        reason = f"not a leaderboard this tool wrote ({type(exc).__name__}: {exc})"
-        raise InputError(label, reason) from None
-    return doc
-
-
-def _copied_from(folder: Path) -> str | None:
-    try:
-        return json.loads((folder / FROZEN).read_text()).get("copied_from")
-    except (OSError, ValueError, AttributeError):
-        return None
+        doc = json.loads((folder / FROZEN).read_text())
+    except (OSError, ValueError):
+        return {}
+    return doc if isinstance(doc, dict) else {}

@@ -80,7 +80,7 @@ def staged_output(path: str | os.PathLike, overwrite: bool) -> Iterator[Path]:
         if paths.is_uri(str(path)):
             with _staged_uri_output(str(path), overwrite) as stage:
                 yield stage
-                record.write(stage)
+                record.write(stage, record.current().is_private(path))
                 faults.at("publish")
                 signals.check()  # a signal whose raise py4j swallowed still stops the publish
             signals.published()
@@ -102,7 +102,7 @@ def _staged_local(out: Path, overwrite: bool) -> Iterator[Path]:
     try:
         stage.chmod(0o777 & ~_umask())  # mkdtemp's 0700 would become the output's mode
         yield stage
-        record.write(stage)
+        record.write(stage, record.current().is_private(out))
         (stage / fs.SUCCESS).write_bytes(b"")
         _check_local(out, overwrite)  # someone may have written there meanwhile
         faults.at("publish")

@@ -44,7 +44,14 @@ INPUT_FIELDS = (
     "images",
     "bench",
     "previous",
+    "compare_to",
+    "query_groups",
+    "private_queries",
 )
+# inputs whose content a published folder must not let a reader test a guess of: the
+# private board's queries. Every run.json names them; only a private output's run.json
+# (``Record.private_outputs``) gives their size and SHA-256.
+PRIVATE_INPUTS = ("private_queries",)
 # fields that say where and how to write, not what the result is
 NOT_SETTINGS = ("output", "overwrite", "quiet", "debug", "command")
 PACKAGES = {"pyspark": "pyspark", "numpy": "numpy", "pyarrow": "pyarrow", "faiss": "faiss-cpu"}
@@ -70,6 +77,7 @@ class Record:
         self.phase_seconds: dict[str, float] = {}
         self._document: dict | None = None
         self.checked_outputs: set[str] = set()  # output folders the runner checked
+        self.private_outputs: set[str] = set()  # folders never published (a private board)
         self._inputs: Future | None = None
         self._digests: dict[str, Future] = {}
         self._digests_lock = threading.Lock()
@@ -100,9 +108,22 @@ class Record:
             self._inputs = pool.submit(describe_inputs, paths, self.files)
             pool.shutdown(wait=False)
 
-    def inputs(self) -> list[dict]:
+    def inputs(self, private: bool = False) -> list[dict]:
+        """Every input described (``describe_inputs``); unless ``private``, the inputs of
+        ``PRIVATE_INPUTS`` by their path alone."""
         self.hash_inputs()
-        return self._inputs.result() if self._inputs is not None else []
+        found = self._inputs.result() if self._inputs is not None else []
+        if private:
+            return found
+        hidden = set(private_paths(self.job))
+        return [{"path": i["path"], "withheld": True} if i["path"] in hidden else i for i in found]
+
+    def is_private(self, output: str | os.PathLike) -> bool:
+        return display_path(str(output)).rstrip("/") in self.private_outputs
+
+    def keep_private(self, output: str | os.PathLike) -> None:
+        """``output`` is never published: its run.json describes every input in full."""
+        self.private_outputs.add(display_path(str(output)).rstrip("/"))
 
     def settings(self) -> dict:
         fields = job_settings(self.job)
@@ -112,11 +133,12 @@ class Record:
             if name not in NOT_SETTINGS and name not in INPUT_FIELDS
         }
 
-    def document(self, files: fs.LocalFiles | None = None) -> dict:
+    def document(self, files: fs.LocalFiles | None = None, private: bool = False) -> dict:
         """The record as written: run.json, and the ``run`` block of the result files;
         built once per run (one end time, one git call), whoever asks first. ``files``:
         the engine of a library call (the runner's record knows its own; a call handed
-        none is described by ``fs.serving``)."""
+        none is described by ``fs.serving``). ``private``: a private output's, with the
+        private inputs' digests (``inputs``)."""
         if self._document is None:
             if not self.runner:
                 self.files = files or fs.serving()
@@ -131,7 +153,7 @@ class Record:
                 "inputs": self.inputs(),
                 "phase_seconds": dict(self.phase_seconds),
             }
-        return self._document
+        return {**self._document, "inputs": self.inputs(private)}
 
 
 _CURRENT: list[Record] = []
@@ -175,16 +197,22 @@ def job_settings(job: Any) -> dict[str, Any]:
     return dict(settings()) if callable(settings) else {}
 
 
-def input_paths(job: Any) -> list[str]:
+def input_paths(job: Any, names: tuple[str, ...] = INPUT_FIELDS) -> list[str]:
+    """The paths of the job's fields ``names`` (files, folders, globs), in that order."""
     paths: list[str] = []
     fields = job_settings(job)
-    for name in INPUT_FIELDS:
+    for name in names:
         value = fields.get(name)
         if isinstance(value, str | os.PathLike):
             paths.append(str(value))
         elif isinstance(value, list | tuple):
             paths += [str(v) for v in value]
     return paths
+
+
+def private_paths(job: Any) -> list[str]:
+    """The paths of the job's ``PRIVATE_INPUTS``."""
+    return input_paths(job, PRIVATE_INPUTS)
 
 
 def describe_inputs(paths: list[str], files: fs.LocalFiles) -> list[dict]:
@@ -262,20 +290,23 @@ def git_commit() -> str | None:
     return out.stdout.strip() or None
 
 
-def write(folder: Path) -> dict:
-    """run.json in an output folder (the staging folder, before it is published)."""
-    return write_to(folder / RUN_FILE)
+def write(folder: Path, private: bool = False) -> dict:
+    """run.json in an output folder (the staging folder, before it is published);
+    ``private``: a folder never published (``Record.document``)."""
+    return write_to(folder / RUN_FILE, private)
 
 
-def write_to(path: Path) -> dict:
-    document = current().document()
+def write_to(path: Path, private: bool = False) -> dict:
+    document = current().document(private=private)
     path.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
     return document
 
 
-def up_to_date(output: str) -> bool:
+def up_to_date(output: str, private: bool = False) -> bool:
     """Whether ``output`` holds a complete run of the same inputs (by content), settings
-    and package version as the current record's: a retried task has nothing to do."""
+    and package version as the current record's: a retried task has nothing to do.
+    ``private``: a folder never published, whose run.json gives the private inputs'
+    digests (the published one names them by path alone)."""
     try:
         if not fs.exists(f"{output.rstrip('/')}/{fs.SUCCESS}"):
             return False
@@ -287,7 +318,7 @@ def up_to_date(output: str) -> bool:
     return (
         same_version
         and old.get("settings") == record.settings()
-        and _comparable(old.get("inputs")) == _comparable(record.inputs())
+        and _comparable(old.get("inputs")) == _comparable(record.inputs(private))
     )
 
 

@@ -51,6 +51,9 @@ class Job(Protocol):
     def output_folder(self) -> str | None:
         """The folder the job publishes (checked before Spark starts), if any."""
 
+    def private_folder(self) -> str | None:
+        """A second folder the job writes and never publishes (a private board), if any."""
+
     def execute(self, spark: Any) -> Any:
         """Do the work; the result goes to ``summary``."""
 
@@ -74,6 +77,9 @@ class BaseJob:
 
     def output_folder(self) -> str | None:
         return getattr(self, "output", None)
+
+    def private_folder(self) -> str | None:
+        return None
 
 
 def fields_from_options(cls: type, options: Any, **given: Any) -> dict[str, Any]:
@@ -171,7 +177,7 @@ def _before_spark(job: Job, needs_spark: bool) -> int | None:
         print(f"error: {problem}", file=sys.stderr)
         return EXIT_INPUT
     folder = job.output_folder()
-    if folder and not job.overwrite and record.up_to_date(folder):
+    if folder and not job.overwrite and _up_to_date(job, folder):
         # a retried task: the output there was made by the same inputs and settings
         print(
             f"{folder}: up to date (its run.json has the same inputs, settings and "
@@ -183,6 +189,15 @@ def _before_spark(job: Job, needs_spark: bool) -> int | None:
     if folder and not paths.is_uri(folder):
         check_writable(folder, job.overwrite)  # before paying for Spark's start
     return None
+
+
+def _up_to_date(job: Job, folder: str) -> bool:
+    """Every output of the job whole (``_SUCCESS``) and made by the same inputs (by
+    content), settings and version: the published folder and, with one, the private."""
+    private = getattr(job, "private_folder", lambda: None)()
+    if private:
+        record.current().keep_private(private)
+    return record.up_to_date(folder) and (not private or record.up_to_date(private, True))
 
 
 def _interrupted(exc: KeyboardInterrupt, files: fs.LocalFiles) -> int:

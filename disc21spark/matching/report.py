@@ -52,11 +52,12 @@ def metrics_document(metrics: MatchingMetrics, run: dict, blocks: dict | None = 
     return doc
 
 
-def run_document(spark: SparkSession | None, **inputs: Any) -> dict:
+def run_document(spark: SparkSession | None, private: bool = False, **inputs: Any) -> dict:
     """The ``run`` part of a result file: the inputs and settings given, then the run
     record (core/record.py: command, times, the engine that ran the job, versions,
-    inputs with SHA-256, the seconds of each phase), built once per run."""
-    return {**inputs, **record.current().document(engine_of(spark))}
+    inputs with SHA-256, the seconds of each phase), built once per run; ``private``: a
+    folder never published (``record.Record.document``)."""
+    return {**inputs, **record.current().document(engine_of(spark), private)}
 
 
 @contextmanager
@@ -66,7 +67,7 @@ def staged_report(
     """The report phase: a staging folder that becomes ``output`` whole when the block
     ends well, and the run document of ``inputs`` for the files written there."""
     with phases.phase("report"), staged_output(output, overwrite) as stage:
-        yield stage, run_document(spark, **inputs)
+        yield stage, run_document(spark, record.current().is_private(output), **inputs)
 
 
 def format_table(metrics: MatchingMetrics, title: str = "DISC21 matching track") -> str:

@@ -13,8 +13,7 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from disc21spark.core import frozen, fs
-from disc21spark.core.errors import InputError
+from disc21spark.core import board_files, frozen
 from disc21spark.pool import report as pool_report
 
 CHANGES = "changes.csv"
@@ -33,17 +32,9 @@ COLUMNS = (
 
 def read_board(path: str, spark: object = None) -> dict:
     """leaderboard.json of the board at ``path`` (any file system ``core/fs`` reads):
-    ``{"run": ..., "submissions": [...]}``. InputError when there is none."""
-    where = f"{path.rstrip('/')}/leaderboard.json"
-    if not fs.exists(where, spark):
-        raise InputError(f"--compare-to {path}", "no leaderboard.json there (not a board)")
-    label = f"--compare-to {path}"
-    try:  # unreadable or not UTF-8: the same line as a file that is not JSON
-        text = fs.read_text(where, spark)
-    except (OSError, ValueError) as exc:
-        reason = f"not a leaderboard this tool wrote ({type(exc).__name__}: {exc})"
-        raise InputError(label, reason) from None
-    return frozen.parse_board(text, label)
+    ``{"run": ..., "submissions": [...]}``, checked (``core/board_files``). InputError
+    when there is none or it is not one a pool run wrote."""
+    return board_files.read(path, f"--compare-to {path}", spark)
 
 
 def compared(board: dict, path: str) -> dict:

@@ -28,14 +28,13 @@ from disc21spark.core.output import check_writable
 from disc21spark.core.paths import detect_format, display_path
 from disc21spark.core.phases import Phases
 from disc21spark.core.runner import fields_from_options
-from disc21spark.matching import coverage, per_file, report
+from disc21spark.matching import coverage, per_file
 from disc21spark.matching.ground_truth import ground_truth_phase, groups_phase
 from disc21spark.matching.model import GroundTruth, ScoringJob, Submission
 from disc21spark.matching.read import read_parquet
 from disc21spark.matching.rows import PREDICTION_COLUMNS
 from disc21spark.matching.score import Scoring, UnreadableInput, score
-from disc21spark.pool import boards, changes
-from disc21spark.pool import queries as pool_queries
+from disc21spark.pool import boards, kinds, publish
 from disc21spark.pool import report as pool_report
 from disc21spark.pool.boards import HIDDEN_REASON
 from disc21spark.pool.listing import (  # noqa: F401 (submission_name: the pool's face)
@@ -43,13 +42,9 @@ from disc21spark.pool.listing import (  # noqa: F401 (submission_name: the pool'
     submission_name,
 )
 from disc21spark.pool.read import list_submissions, read_pool
-from disc21spark.pool.split import PRIVATE, PUBLIC, Split, read_split
+from disc21spark.pool.split import Split, read_split
 
 log = logging.getLogger("disc21spark")
-BOARDS_PLAN = (
-    "each board: the valid submissions read again on the distributed plan, their rows "
-    "filtered to the board's queries by a broadcast semi-join"
-)
 
 
 @dataclass(frozen=True)
@@ -105,18 +100,24 @@ class PoolResult:
     submissions: list[Submission]
     settings: dict = field(default_factory=dict)
     private: list[Submission] | None = None
+    key: bytes | None = None  # the split's digest's key (kept on the private board)
+    split: Split | None = None
 
     @property
     def n_invalid(self) -> int:
         return sum(s.status != "ok" for s in self.submissions)
 
 
-def _settings(spark: SparkSession, job: PoolJob, gt_path: str, split: Split | None) -> dict:
+def _settings(
+    spark: SparkSession, job: PoolJob, gt_path: str, split: Split | None, key: bytes | None
+) -> dict:
     """What a previous run must share for its results to be reused: the ground truth by
     its content (a file changed in place is a new ground truth), wherever it lives, and
-    the private queries by theirs (None: no split)."""
+    the private queries by their keyed digest (``pool/kinds.py``; None: no split; the
+    plain SHA-256 a board written before it published is null now, never equal)."""
     return {
-        "private_queries_sha256": None if split is None else split.digest,
+        kinds.PLAIN: None,
+        kinds.KEYED: None if split is None else kinds.keyed_digest(key, split),
         "ground_truth_sha256": _content_digest(spark, gt_path),
         "max_results": job.max_results,
         "curve_points": job.curve_points,
@@ -145,12 +146,15 @@ def run(spark: SparkSession, job: PoolJob, announce: bool = True) -> PoolResult:
     gt = ground_truth_phase(spark, job.ground_truth, job.ground_truth_format, phases)
     job = replace(job, groups=groups_phase(spark, job.query_groups, gt, phases))
     split = split_phase(spark, job.private_queries, gt, phases)
-    before = changes.read_board(job.compare_to, spark) if job.compare_to else None
-    settings = _settings(spark, job, job.ground_truth, split)
+    # the boards named are checked before anything is written: their files, their kind
+    before = kinds.compared_board(job.compare_to, split, spark) if job.compare_to else None
+    prior = kinds.previous_board(job.previous, split, spark) if job.previous else None
+    key = None if split is None else kinds.split_key(prior, spark)
+    settings = _settings(spark, job, job.ground_truth, split, key)
     with phases.phase("pool") as note:
         subs, sizes = list_submissions(spark, job)
         # a reused submission has no per-query table: with --per-query every one is scored
-        reuse = job.previous and not job.per_query
+        reuse = prior is not None and not job.per_query
         previous = pool_report.read_previous(job.previous, settings) if reuse else {}
         for s in subs:
             old = previous.get(s.name)
@@ -175,7 +179,7 @@ def run(spark: SparkSession, job: PoolJob, announce: bool = True) -> PoolResult:
     for s in todo if announce else []:
         if s.metrics is not None:
             coverage.announce(s.name, s.metrics.warnings)
-    result = PoolResult(subs, settings, private)
+    result = PoolResult(subs, settings, private, key, split)
     if job.fail_on_invalid and result.n_invalid:
         first = next(s for s in subs if s.status != "ok")
         raise InputError(
@@ -183,7 +187,7 @@ def run(spark: SparkSession, job: PoolJob, announce: bool = True) -> PoolResult:
             f"{result.n_invalid} of {len(subs)} submissions invalid (--fail-on-invalid); "
             f"first: {first.name}: {first.reason}",
         )
-    _write(spark, job, result, phases, before)
+    publish.write(spark, job, result, phases, before)
     return result
 
 
@@ -198,50 +202,6 @@ def split_phase(
         note["rows"] = int(split.private.sum())
         note["detail"] = "queries on the private board"
     return split
-
-
-def _write(
-    spark: SparkSession, job: PoolJob, result: PoolResult, phases: Phases, before: dict | None
-) -> None:
-    """The published board in ``job.output`` (frozen with ``job.freeze``; with
-    ``before``, the board compared to, changes.csv) and, with a split, the private board
-    in ``job.private_output``: the private one first, so that a failure publishes nothing."""
-    inputs = {
-        "ground_truth": job.ground_truth,
-        "predictions": job.predictions,
-        "submission_column": job.submission_column,
-        "query_groups": job.query_groups,
-        "plan": job.choice.plan,
-        "plan_reasons": list(job.choice.reasons),
-        **result.settings,
-    }
-    if result.private is not None:  # validity on the plan chosen, the boards on this one
-        inputs["plan_reasons"].append(BOARDS_PLAN)
-    if result.private is not None and job.private_output:
-        shown = {**inputs, "board": PRIVATE, "private_queries": job.private_queries}
-        out = job.private_output
-        with report.staged_report(spark, phases, out, job.overwrite, shown) as (stage, run_info):
-            boards.write_private(stage, result.submissions, result.private, run_info)
-            if job.per_query:
-                pool_queries.write(stage, result.private)
-    if not job.output:
-        return
-    if result.private is not None:
-        inputs["board"] = PUBLIC
-    inputs["frozen"] = job.freeze
-    if before is not None:
-        inputs.update(changes.compared(before, job.compare_to))
-    with report.staged_report(spark, phases, job.output, job.overwrite, inputs) as written:
-        stage, run_info = written
-        pool_report.write(stage, result.submissions, run_info)
-        if before is not None:
-            changes.write_changes(stage, changes.changes(before, result.submissions))
-        if job.queries_needed is not None:
-            pool_report.write_queries_needed(stage, result.submissions, job.queries_needed)
-        if job.per_query:
-            pool_queries.write(stage, result.submissions)
-        if job.freeze:
-            changes.freeze(stage, inputs, len(result.submissions))
 
 
 def _settled(spark: SparkSession, job: PoolJob) -> engine.Choice:

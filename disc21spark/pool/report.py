@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from disc21spark.core import fs, paths
+from disc21spark.core import board_files, fs, paths
 from disc21spark.core.errors import InputError
 from disc21spark.core.paths import display_path
 from disc21spark.matching.model import ATTACHED, MatchingMetrics, PRCurve, Submission
@@ -305,15 +305,21 @@ def _read_previous(folder: str, here: Path, settings: dict) -> dict:
     if not path.exists():
         log.warning("--previous %s: no leaderboard.json there; scoring everything", folder)
         return {}
+    label = f"--previous {folder}"
     try:
-        return _previous_submissions(here, json.loads(path.read_text()), settings)
+        text = path.read_text()
+    except (OSError, ValueError) as exc:
+        raise InputError(label, f"not a leaderboard this tool wrote ({exc})") from None
+    doc = board_files.parse(text, label)
+    try:
+        return _previous_submissions(here, doc, settings, label)
     except (ValueError, KeyError, TypeError, IndexError, AttributeError) as exc:
         # a damaged record is the user's file, not our bug: refuse it in one line
         reason = f"not a leaderboard this tool wrote ({type(exc).__name__}: {exc})"
         raise InputError(f"--previous {folder}", reason) from None
 
 
-def _previous_submissions(folder: Path, doc: dict, settings: dict) -> dict:
+def _previous_submissions(folder: Path, doc: dict, settings: dict, label: str) -> dict:
     run = doc.get("run", {})
     changed = [k for k, v in settings.items() if run.get(k) != v]
     if changed:
@@ -326,7 +332,7 @@ def _previous_submissions(folder: Path, doc: dict, settings: dict) -> dict:
             curve = folder / "pr_curves" / curve_file(s.name)
             if not curve.exists():
                 continue
-            s.metrics = _metrics(row, curve, _uncertainty(folder, row, settings))
+            s.metrics = _metrics(row, curve, _uncertainty(folder, row, settings, label))
             if row.get("groups"):
                 table = GroupTable.from_dict(row["groups"], _resampling(settings))
                 s.metrics = replace(s.metrics, groups=table)
@@ -334,13 +340,18 @@ def _previous_submissions(folder: Path, doc: dict, settings: dict) -> dict:
     return out
 
 
-def _uncertainty(folder: Path, row: dict, settings: dict) -> Uncertainty | None:
-    """A reused submission's replicates and optimistic μAP, as the previous run wrote them."""
+def _uncertainty(folder: Path, row: dict, settings: dict, label: str) -> Uncertainty | None:
+    """A reused submission's replicates and optimistic μAP, as the previous run wrote them
+    (each file checked: ``board_files.replicates``)."""
     if row.get("micro_ap_optimistic") is None:
         return None
     r = _resampling(settings)
-    found = folder / "resamples" / replicates_file(row["submission"])
-    replicates = dict(zip(STATISTICS, np.load(found))) if found.exists() else {}
+    name = f"resamples/{replicates_file(row['submission'])}"
+    found, shape = folder / name, (len(STATISTICS), r.resamples)
+    named = f"{label}/{name}"
+    replicates = (
+        dict(zip(STATISTICS, board_files.replicates(found, named, shape))) if found.exists() else {}
+    )
     return Uncertainty(r, replicates, row["micro_ap_optimistic"])
 
 

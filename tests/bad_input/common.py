@@ -59,6 +59,24 @@ def parquet(name: str, **columns) -> Callable[[Path], None]:
     return write
 
 
+def board(name: str, kind: str | None = None, edit=None, drop: str = "") -> Callable[[Path], None]:
+    """A writer of a board folder as a pool run publishes it (``published_board``):
+    ``kind`` its run block's board, ``edit(doc)`` its leaderboard.json changed, ``drop``
+    one of its parts removed."""
+
+    def write(d: Path) -> None:
+        import shutil
+
+        from tests.pool_helpers import published_board
+
+        folder = published_board(d / name, board=kind, edit=edit)
+        if drop:
+            target = folder / drop
+            shutil.rmtree(target) if target.is_dir() else target.unlink()
+
+    return write
+
+
 def with_gt(*writers: Callable[[Path], None], gt: str = GT) -> Callable[[Path], None]:
     return files(text("gt.csv", gt), *writers)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.bad_input.common import OUT, Case, files, text, with_gt
+from tests.bad_input.common import OUT, Case, board, files, text, with_gt
 from tests.bad_input.descriptors import descriptors
 from tests.bad_input.images import EXTRACT, MAKE_QUERIES, library_with
 from tests.bad_input.options import DESC, EVAL, EXTRACT_BENCH, LIBRARY, RANK
@@ -103,7 +103,7 @@ TAKEN = "error: {d}/out: exists (a frozen board is copied to a new folder)"
 CASES += output_cases(
     "freeze",
     FREEZE,
-    text("board/leaderboard.json", '{"run": {}, "submissions": []}'),
+    board("board"),
     sees={"file": TAKEN, "folder": TAKEN},
     engines=("none",),  # freeze starts no Spark
 )

@@ -12,6 +12,8 @@ from tests.bad_input.common import (
     PL,
     POOL_FILES,
     Case,
+    board,
+    files,
     fill,
     gzipped,
     official_metrics,
@@ -61,6 +63,17 @@ def assert_curve(path: Path, expected) -> None:
         assert path.read_bytes() == other.read_bytes()
     finally:
         other.unlink()
+
+
+SPLIT = ("--private-queries", "{d}/split.csv", "--private-output", "{d}/private")
+
+
+def _text_ap(doc: dict) -> None:
+    doc["submissions"][0]["micro_ap"] = "0.5"
+
+
+def _no_name(doc: dict) -> None:
+    del doc["submissions"][1]["submission"]
 
 
 def pool(*writers):
@@ -216,5 +229,117 @@ CASES: list[Case] = [
         pool(
             text("a.csv", CLEAN), text("b.csv", CLEAN), text("last/leaderboard.json", '{"run": 3}')
         ),
+    ),
+    *(
+        Case(
+            f"pool-{option}-{kind}-board",
+            PL,
+            f"--{option} {'an' if kind == 'unsplit' else 'a'} {kind} board"
+            + (" with --private-queries" if split else " without --private-queries"),
+            evaluate_pool(
+                "{d}/a.csv",
+                "{d}/b.csv",
+                extra=(f"--{option}", "{d}/last", *(SPLIT if split else ())),
+            ),
+            2,
+            f"error: --{option} {{d}}/last: {sees}",
+            pool(
+                text("a.csv", CLEAN),
+                text("b.csv", CLEAN),
+                text("split.csv", "query_id\nQ2\n"),
+                board("last", kind),
+            ),
+        )
+        for option, kind, split, sees in (
+            (
+                "previous",
+                "private",
+                True,
+                "a private board, and this run publishes a public one: "
+                "--previous takes the published board of an earlier run of the same kind (a "
+                "private board is never reused: it is rescored every run)",
+            ),
+            (
+                "previous",
+                "public",
+                False,
+                "a public board, and this run publishes an unsplit "
+                "one: --previous takes the published board of an earlier run of the same kind",
+            ),
+            (
+                "compare-to",
+                "public",
+                False,
+                "a public board, and this run publishes an unsplit "
+                "one: --compare-to takes a board of the same kind",
+            ),
+            (
+                "compare-to",
+                "unsplit",
+                True,
+                "an unsplit board, and this run writes a public and "
+                "a private one: --compare-to takes a board of the same kind",
+            ),
+        )
+    ),
+    *(
+        Case(
+            f"pool-compare-to-{name}",
+            PL,
+            f"--compare-to a board whose leaderboard.json has {what}",
+            evaluate_pool("{d}/a.csv", "{d}/b.csv", extra=("--compare-to", "{d}/last")),
+            2,
+            "error: --compare-to {d}/last: not a leaderboard this tool wrote (" + sees + ")",
+            pool(text("a.csv", CLEAN), text("b.csv", CLEAN), board("last", edit=edit)),
+        )
+        for name, what, edit, sees in (
+            (
+                "text-figure",
+                'a μAP "0.5" (text)',
+                _text_ap,
+                "submission 1: micro_ap is '0.5', not a number",
+            ),
+            (
+                "no-name",
+                "an entry without a submission name",
+                _no_name,
+                "submission 2: no submission name",
+            ),
+        )
+    ),
+    *(
+        Case(
+            f"freeze-board-{name}",
+            PL,
+            f"freeze: a board {what}",
+            ["freeze", "--board", "{d}/board", "--output", "{d}/out"],
+            2,
+            "error: " + sees,
+            setup,
+            engines=("none",),  # freeze starts no Spark
+            preexisting=False,  # freeze never takes --overwrite
+        )
+        for name, what, setup, sees in (
+            (
+                "half-written",
+                "without _SUCCESS (a run killed while writing)",
+                board("board", drop="_SUCCESS"),
+                "{d}/board: no _SUCCESS there: not a board a pool run published whole",
+            ),
+            (
+                "minimal",
+                'whose leaderboard.json is {"run": {}, "submissions": []}',
+                files(
+                    board("board"), text("board/leaderboard.json", '{"run": {}, "submissions": []}')
+                ),
+                "{d}/board/leaderboard.json: not a leaderboard this tool wrote (no submissions)",
+            ),
+            (
+                "not-utf8",
+                "whose leaderboard.json is not UTF-8",
+                files(board("board"), text("board/leaderboard.json", b'{"run": "\xe9"}')),
+                "{d}/board/leaderboard.json: not a leaderboard this tool wrote (UnicodeDecodeError: …)",
+            ),
+        )
     ),
 ]
