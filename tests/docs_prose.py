@@ -21,7 +21,7 @@ CODE = re.compile(r"``?[^`]+?``?")
 MATH = re.compile(r"\$\$.*?\$\$|\\\(.*?\\\)|\\\[.*?\\\]", re.S)
 ITEM = re.compile(r"^\s*(?:[-*+]|\d+\.)\s+")
 # a sentence's end: its stop, then a space and what starts a sentence
-END = re.compile(r"(?<!\be\.g)(?<!\bi\.e)(?<!\bvs)([.!?])\s+(?=[A-Z`\[(\"'0-9*_])")
+END = re.compile(r"(?<!\be\.g)(?<!\bi\.e)(?<!\bvs)([.!?])\s+(?=[A-Zμ`\[(\"'0-9*_])")
 
 
 def paragraphs(text: str) -> list[tuple[int, str]]:
