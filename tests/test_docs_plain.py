@@ -11,14 +11,9 @@ from __future__ import annotations
 import pytest
 
 from tests.docs_blocks import PAGES, ROOT
-from tests.docs_prose import sentences, words
+from tests.docs_prose import DESIGN_PAGES, PENDING, USER_PAGES, sentences, words
 
 MAX_WORDS = 30
-# written for developers, not users: the design notes and the history of the benchmarks
-DESIGN_PAGES = {"docs/design.md", "docs/benchmarks-archive.md"}
-USER_PAGES = [p for p in PAGES if str(p.relative_to(ROOT)) not in DESIGN_PAGES]
-# measured, but rewritten on another branch of issue 48 (h48a): remove once merged
-PENDING = {"docs/benchmarks.md": "its sentences are rewritten on branch h48a"}
 
 
 def too_long(text: str) -> list[tuple[int, int, str]]:
