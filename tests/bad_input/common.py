@@ -108,6 +108,7 @@ POOL_FILES = (
     "leaderboard.html",
     "leaderboard.json",
     "leaderboard.md",
+    "leaderboard.tex",
     "pr_curves",
     "pr_curves.png",
     "resamples",
