@@ -30,11 +30,19 @@ SETTINGS = dict(resamples=200, confidence=0.9, seed=7, max_results=0)
 
 
 def tables(seed: int = 5) -> tuple[object, dict[str, pd.DataFrame]]:
-    """A 60-query ground truth and five tables: four scored, ``broken`` invalid (a pair
-    given twice)."""
+    """A 60-query ground truth and six tables: five scored (``flat`` gives every pair one
+    score: its place hangs on ties), ``broken`` invalid (a pair given twice)."""
     gt = make_gt(60, 40)
     rng = np.random.default_rng(seed)
     frames = {name: random_submission(rng, gt, 150, 7) for name in (ODD_NAME, "b", "c", "d")}
+    wrong = [f"R{i:03d}" for i in (np.arange(40) + 1) % 40]
+    frames["flat"] = pd.DataFrame(  # 16 true pairs of 40 and 40 wrong ones, one score
+        {
+            "query_id": [*gt.positive_queries[:16], *gt.positive_queries],
+            "reference_id": [*gt.positive_references[:16], *wrong],
+            "score": 0.5,
+        }
+    )
     broken = random_submission(rng, gt, 40, 7)
     frames["broken"] = pd.concat([broken, broken.head(1)], ignore_index=True)
     return gt, frames
@@ -87,14 +95,15 @@ def test_with_intervals_the_table_escapes_names_and_states_the_settings(pool):
     gt, frames = pool
     board = ds.evaluate_pool(gt, frames, **SETTINGS)
     text = board.to_latex()
-    assert_booktabs_table(text, rows=5)
+    assert_booktabs_table(text, rows=6)
     assert columns(text) == 6
     scored = [r for r in board.to_dict()["submissions"] if r["status"] == "ok"]
     rows = body(text)
     for row, r in zip(rows, scored):
         rank, tier, name, value, delta, _ = cells(row)
         assert (rank, tier) == (str(r["rank"]), str(r["tier"]))
-        assert name.removesuffix(r"\textsuperscript{*}") == latex.escape(r["submission"])
+        mark = r"\textsuperscript{*}" if r["tie_sensitive"] else ""
+        assert name == latex.escape(r["submission"]) + mark
         low, high = r["micro_ap_low"], r["micro_ap_high"]
         assert value == f"{r['micro_ap']:.4f} [{low:.4f}, {high:.4f}]"
         assert delta == ("" if r["next_difference"] is None else f"{r['next_difference']:.4f}")
@@ -104,13 +113,17 @@ def test_with_intervals_the_table_escapes_names_and_states_the_settings(pool):
     assert r"90\% percentile bootstrap over the queries" in said
     assert "(200 resamples, Poisson(1) weights per query, seed 7)" in said
     assert "Holm's step-down method" in said and r"$p_{\mathrm{Holm}} < 0.1$" in said
-    assert "4 submissions on 60 queries" in said and "1 invalid submission," in said
+    assert "5 submissions on 60 queries" in said and "1 invalid submission," in said
+    # with the true pairs first among equal scores, flat (μAP 0.4) passes c
+    assert [r["submission"] for r in scored if r["tie_sensitive"]] == ["c", "flat"]
+    assert [r["tier"] for r in scored] == [1, 1, 2, 2, 3]
+    assert r"\textsuperscript{*}The place changes when the true pairs count first." in said
 
 
 def test_without_intervals_the_caption_says_so_and_no_interval_column(pool):
     gt, frames = pool
     text = ds.evaluate_pool(gt, frames, **{**SETTINGS, "resamples": 0}).to_latex()
-    assert_booktabs_table(text, rows=5)
+    assert_booktabs_table(text, rows=6)
     heads = cells(text.splitlines()[text.splitlines().index(r"\toprule") + 1])
     assert heads == ["Rank", "Submission", r"$\mu$AP", r"$\Delta$ next"]
     assert "No intervals, tiers or tests: the run drew 0 bootstrap resamples." in caption(text)
