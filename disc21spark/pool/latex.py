@@ -33,15 +33,21 @@ SPECIAL = {
     "<": r"\textless{}",
     ">": r"\textgreater{}",
     "|": r"\textbar{}",
+    # two hyphens would print as a dash: the empty group keeps them apart
+    "-": "-{}",
 }
-SPECIAL_RE = re.compile("|".join(re.escape(c) for c in SPECIAL))
+# a hyphen is replaced only before another one; a control character (a blank line ends
+# the cell's paragraph, which a tabular refuses) prints as a space
+SPECIAL_RE = re.compile("|".join(re.escape(c) for c in SPECIAL if c != "-") + "|-(?=-)")
+CONTROL_RE = re.compile("[\x00-\x1f\x7f]")
 MU_AP = r"$\mu$AP"
 
 
 def escape(text: object) -> str:
     """``text`` as LaTeX prints it verbatim: each of ``SPECIAL`` replaced, in one pass
-    (so the braces of ``\\textbackslash{}`` are not escaped again)."""
-    return SPECIAL_RE.sub(lambda m: SPECIAL[m.group(0)], str(text))
+    (so the braces of ``\\textbackslash{}`` are not escaped again), and each control
+    character by a space."""
+    return SPECIAL_RE.sub(lambda m: SPECIAL[m.group(0)], CONTROL_RE.sub(" ", str(text)))
 
 
 def resampling_of(subs: list[Submission]) -> Resampling | None:
