@@ -146,9 +146,9 @@ def caption(rows: list[dict], resampling: Resampling | None, drawn: bool) -> str
     invalid = len(rows) - len(scored)
     parts = [
         f"DISC21 matching track: micro-average precision ({MU_AP}) of "
-        f"{_count(len(scored), 'submission')} on {queries:,} queries, ranked by {MU_AP}, then recall at "
-        "precision 0.9, then name; among equal scores the true pairs count last, as in "
-        "the official scorer."
+        f"{_count(len(scored), 'submission')} on {queries:,} queries, ranked by {MU_AP}, "
+        "then recall at precision 0.9, then name. Among equal scores, the true pairs "
+        "count last, as in the official scorer."
     ]
     if drawn:
         parts.append(_method(resampling))
