@@ -63,18 +63,17 @@ class Leaderboard:
 
     def to_latex(self) -> str:
         """The leaderboard as a LaTeX table for a paper: the text of leaderboard.tex,
-        which a pool run with an output writes beside leaderboard.csv.
+        which a pool run with an output writes beside leaderboard.csv. It needs
+        ``\\usepackage{booktabs}``.
 
-        Returns
-        -------
-        str
-            A ``table`` float (caption, label ``tab:disc21-leaderboard``) holding a
-            booktabs ``tabular``: rank, tier, submission (LaTeX's special characters
-            escaped), μAP with its interval, the difference from the next place and its
-            Holm-adjusted p-value; invalid submissions last, unranked. The caption states
-            the bootstrap's resamples, confidence and seed and the correction. Without
-            intervals (``resamples=0``) there are no tier, interval or p-value columns,
-            and the caption says so. Needs ``\\usepackage{booktabs}``.
+        Returns:
+            str: a ``table`` float (a caption, the label ``tab:disc21-leaderboard``)
+            holding a booktabs ``tabular``: rank, tier, submission (LaTeX's special
+            characters escaped), μAP with its interval, the difference from the next
+            place and its Holm-adjusted p-value; invalid submissions last, unranked. The
+            caption states the bootstrap's resamples, confidence and seed and the
+            correction. Without intervals (``resamples=0``) there are no tier, interval
+            or p-value columns, and the caption says so.
         """
         rows = pool_report.records(self.submissions)
         return latex.render(rows, latex.resampling_of(self.submissions))
