@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from disc21spark.matching.model import MatchingMetrics, Submission
 from disc21spark.matching.stats import compare
-from disc21spark.pool import boards
+from disc21spark.pool import boards, latex
 from disc21spark.pool import queries as pool_queries
 from disc21spark.pool import report as pool_report
 
@@ -60,6 +60,23 @@ class Leaderboard:
     def to_dict(self) -> dict:
         """What leaderboard.json holds but for its ``run``: ``{"submissions": [...]}``."""
         return {"submissions": pool_report.records(self.submissions)}
+
+    def to_latex(self) -> str:
+        """The leaderboard as a LaTeX table for a paper: the text of leaderboard.tex,
+        which a pool run with an output writes beside leaderboard.csv. It needs
+        ``\\usepackage{booktabs}``.
+
+        Returns:
+            str: a ``table`` float (a caption, the label ``tab:disc21-leaderboard``)
+            holding a booktabs ``tabular``: rank, tier, submission (LaTeX's special
+            characters escaped), μAP with its interval, the difference from the next
+            place and its Holm-adjusted p-value; invalid submissions last, unranked. The
+            caption states the bootstrap's resamples, confidence and seed and the
+            correction. Without intervals (``resamples=0``) there are no tier, interval
+            or p-value columns, and the caption says so.
+        """
+        rows = pool_report.records(self.submissions)
+        return latex.render(rows, latex.resampling_of(self.submissions))
 
     def __getitem__(self, name: str) -> MatchingMetrics:
         """The metrics of the submission ``name``; KeyError if it has none (unknown or

@@ -86,8 +86,8 @@ class PoolJob(ScoringJob):
             lines.append(f"the public board above; the private board in {self.private_output}/")
         if self.output:
             lines.append(
-                f"results in {self.output}/ (leaderboard.csv/.json/.md/.html, pr_curves/, "
-                "pr_curves.png)"
+                f"results in {self.output}/ (leaderboard.csv/.json/.md/.html/.tex, "
+                "pr_curves/, pr_curves.png)"
             )
         return lines
 

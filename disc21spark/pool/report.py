@@ -1,5 +1,5 @@
-"""A pool's results as files: leaderboard.csv/.json/.md/.html, pr_curves/, pr_curves.png;
-and the previous run's leaderboard read back for incremental runs."""
+"""A pool's results as files: leaderboard.csv/.json/.md/.html/.tex, pr_curves/,
+pr_curves.png; and the previous run's leaderboard read back for incremental runs."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from disc21spark.matching.report import ROWS, json_safe, plot_curves, write_curv
 from disc21spark.matching.stats import compare
 from disc21spark.matching.stats.groups_table import GroupTable
 from disc21spark.matching.stats.model import STATISTICS, Resampling, Uncertainty
-from disc21spark.pool import page
+from disc21spark.pool import latex, page
 
 log = logging.getLogger("disc21spark")
 FIGURES = [key for key, _, _ in ROWS]
@@ -115,6 +115,8 @@ def write(folder: Path, subs: list, run: dict) -> None:
     if by_group:
         text += "\n\n" + group_markdown(rows)
     (folder / "leaderboard.md").write_text(text + "\n")
+    tex = latex.render(rows, latex.resampling_of(subs))
+    (folder / "leaderboard.tex").write_text(tex, encoding="utf-8")
     curves = folder / "pr_curves"
     curves.mkdir()
     scored = [s for s in ordered(subs) if s.status == "ok"]

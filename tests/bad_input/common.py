@@ -126,6 +126,7 @@ POOL_FILES = (
     "leaderboard.html",
     "leaderboard.json",
     "leaderboard.md",
+    "leaderboard.tex",
     "pr_curves",
     "pr_curves.png",
     "resamples",
