@@ -74,6 +74,25 @@ def test_the_readme_is_short():
     assert lines <= 200, f"README.md has {lines} lines; the docs site holds the rest"
 
 
+def test_the_readme_first_screen_sets_up_a_fresh_clone():
+    """The README's first screen (40 lines) shows `make demo` and `make test` in its first
+    bash block, and CI runs that test command as it is written there."""
+    head = "\n".join((ROOT / "README.md").read_text(encoding="utf-8").splitlines()[:40])
+    first = BLOCK.search(head)
+    assert first, "README.md: no bash block in the first 40 lines"
+    lines = [line.split("#")[0].strip() for line in first.group(2).splitlines()]
+    assert "make demo" in lines and "make test" in lines, lines
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert re.search(r"^make test\b", ci, re.M), ".ci/run does not run the README's make test"
+
+
+def test_evaluate_help_says_where_one_file_is_scored():
+    """One local file is scored in this process: the help must not say "on Spark" alone."""
+    text = commands.main_parser()[1]["evaluate"].description
+    assert "One local file is scored in this process" in text, text
+    assert "submission on Spark" not in text, text
+
+
 def test_the_docs_document_commands():
     pages = {page for page, _ in DOCUMENTED}
     assert {"README.md", "docs/matching.md", "docs/pools.md", "docs/rank-eval.md"} <= pages
@@ -98,7 +117,9 @@ RUNNABLE = [(page, marker, text) for page, marker, text in blocks() if marker]
 
 def test_the_docs_have_runnable_blocks():
     pages = {page for page, marker, _ in RUNNABLE if marker == "runnable"}
-    assert {"README.md", "docs/install.md", "docs/quickstart.md"} <= pages
+    # the first run is written once, in the tutorial's step 1; the README's blocks need Spark
+    assert {"docs/install.md", "docs/tutorial/first-result.md"} <= pages
+    assert "README.md" in {page for page, _, _ in RUNNABLE}
 
 
 def run_block(page: str, text: str, tmp_path: Path) -> None:
