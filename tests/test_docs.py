@@ -84,6 +84,9 @@ def test_the_readme_first_screen_sets_up_a_fresh_clone():
     assert "make demo" in lines and "make test" in lines, lines
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     assert re.search(r"^make test\b", ci, re.M), ".ci/run does not run the README's make test"
+    # the site's home page starts at the same place
+    home = BLOCK.search((ROOT / "docs" / "index.md").read_text(encoding="utf-8"))
+    assert home and home.group(2) == first.group(2), "docs/index.md starts elsewhere"
 
 
 def test_evaluate_help_says_where_one_file_is_scored():
