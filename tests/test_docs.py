@@ -21,7 +21,7 @@ import pytest
 
 from disc21spark import commands
 from disc21spark.core import invocation
-from tests.docs_blocks import PAGES, ROOT, fresh_shell
+from tests.docs_blocks import PAGES, ROOT, fenced_blocks, fresh_shell
 
 BLOCK = re.compile(r"(?:<!-- (runnable(?:: spark)?) -->\n)?```(?:bash|sh)\n(.*?)\n```", re.S)
 SCRIPTS = {f"jobs/{script}": name for name, script in invocation.JOB_SCRIPTS.items()}
@@ -123,6 +123,21 @@ def test_the_docs_have_runnable_blocks():
     # the first run is written once, in the tutorial's step 1; the README's blocks need Spark
     assert {"docs/install.md", "docs/tutorial/first-result.md"} <= pages
     assert "README.md" in {page for page, _, _ in RUNNABLE}
+
+
+def test_every_block_that_starts_spark_says_it_needs_java():
+    """A reader who has no Java learns it at the block, not pages later: the text just
+    above each `runnable: spark` bash block says "Java" (or "no Spark", for a block that
+    only follows Spark's outputs)."""
+    silent = []
+    for page in PAGES:
+        lines = page.read_text(encoding="utf-8").splitlines()
+        for block in fenced_blocks("\n".join(lines)):
+            if block.marker == "runnable: spark" and block.language in ("bash", "sh"):
+                above = "\n".join(lines[max(0, block.line - 9) : block.line - 1])
+                if "Java" not in above and "no Spark" not in above:
+                    silent.append(f"{page.relative_to(ROOT)}:{block.line}")
+    assert not silent, f"blocks that start Spark without a word of Java: {silent}"
 
 
 def run_block(page: str, text: str, tmp_path: Path) -> None:
@@ -246,3 +261,42 @@ def test_links_of_the_top_level_files_lead_somewhere(name):
         if "://" not in target and not (ROOT / target).exists()
     ]
     assert not broken, f"{name}: links to nothing: {broken}"
+
+
+# ------------------------------------------------------------------ changes and citation
+
+
+def test_the_changelog_is_in_the_site():
+    """CHANGELOG.md is a page of the site, included whole by the docs hook, its links into
+    docs/ made the site's own (make docs, strict, then checks them)."""
+    import importlib.util
+
+    config = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    assert re.search(r"^\s+- [\w ]+: changelog\.md$", config, re.M), "changelog.md not in the nav"
+    assert "<!-- generated: changelog -->" in (ROOT / "docs" / "changelog.md").read_text()
+    spec = importlib.util.spec_from_file_location("hook", ROOT / "docs/_hooks/generated.py")
+    hook = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hook)
+    page = hook.changelog()
+    assert "## Unreleased" in page and "](docs/" not in page
+
+
+def test_the_project_says_how_to_cite_it():
+    """CITATION.cff (CFF 1.2.0) and the README's and the site's "How to cite" name the
+    DISC21 paper and Howe's, where the figures come from."""
+    import yaml
+
+    cff = yaml.safe_load((ROOT / "CITATION.cff").read_text(encoding="utf-8"))
+    assert cff["cff-version"] == "1.2.0" and cff["title"] and cff["authors"] and cff["message"]
+    titles = {ref["title"] for ref in cff["references"]}
+    assert titles == {
+        "The 2021 Image Similarity Dataset and Challenge",
+        "Using Artificial Queries to Evaluate Image Retrieval",
+    }
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## How to cite") :].split("\n## ")[0]
+    site = (ROOT / "docs" / "cite.md").read_text(encoding="utf-8")
+    for text in (" ".join(section.split()), " ".join(site.split())):  # lines rewrapped
+        assert "arXiv:2106.09672" in text and "Douze" in text
+        assert "Howe" in text and "Using Artificial Queries to Evaluate Image Retrieval" in text
+    assert re.search(r"^\s+- [\w ]+: cite\.md$", (ROOT / "mkdocs.yml").read_text(), re.M)
