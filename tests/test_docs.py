@@ -300,3 +300,30 @@ def test_the_project_says_how_to_cite_it():
         assert "arXiv:2106.09672" in text and "Douze" in text
         assert "Howe" in text and "Using Artificial Queries to Evaluate Image Retrieval" in text
     assert re.search(r"^\s+- [\w ]+: cite\.md$", (ROOT / "mkdocs.yml").read_text(), re.M)
+
+
+def test_what_a_constant_score_earns_is_what_the_pages_say():
+    """A constant score earns almost nothing, not 0: the tutorial's submission (seed 21,
+    199,999 pairs) with every score equal gives the μAP that the FAQ, Metrics and
+    Leaderboard statistics quote."""
+    import disc21spark as ds
+    from disc21spark.testing import synth
+
+    gt = ROOT / "data" / "disc21_dev_ground_truth.csv"
+    frame = synth.simulate_submission(synth.read_ground_truth_csv(gt), 200_000, 21)
+    assert len(frame) == 199_999
+    quoted = f"{ds.evaluate(str(gt), frame.assign(score=0.5), resamples=0).micro_ap:.6f}"
+    assert quoted == "0.006988"
+    for page in ("faq.md", "metrics.md", "statistics.md"):
+        text = " ".join((ROOT / "docs" / page).read_text(encoding="utf-8").split())
+        assert f"μAP {quoted}" in text, page
+        assert "constant score earns nothing" not in text and "gets 0 officially" not in text
+
+
+def test_the_docs_name_the_real_job_scripts():
+    """`jobs/<command>.py` is not a file: the pages that list the scripts name each one."""
+    for page in ("README.md", "docs/install.md", "docs/reference/cli.md"):
+        text = (ROOT / page).read_text(encoding="utf-8")
+        assert "jobs/<command>.py" not in text, page
+        for script in invocation.JOB_SCRIPTS.values():
+            assert f"`jobs/{script}`" in text, (page, script)
