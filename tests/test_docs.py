@@ -327,3 +327,19 @@ def test_the_docs_name_the_real_job_scripts():
         assert "jobs/<command>.py" not in text, page
         for script in invocation.JOB_SCRIPTS.values():
             assert f"`jobs/{script}`" in text, (page, script)
+
+
+def test_the_tutorials_steps_are_numbered_alike_everywhere():
+    """The nav's "N. title: page" and the page's "# Step N:" agree, and each step's
+    "Next:" link leads to the step after it."""
+    config = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    steps = re.findall(r"^\s+- (\d)\. [^:]+: ([\w/.-]+\.md)$", config, re.M)
+    assert [int(n) for n, _ in steps] == list(range(9)), steps
+    for n, page in steps:
+        text = (ROOT / "docs" / page).read_text(encoding="utf-8")
+        assert text.startswith(f"# Step {n}:"), page
+        if int(n) < 8:
+            after = Path(steps[int(n) + 1][1]).name
+            nxt = re.search(r"\*\*Next:\*\* \[Step (\d):[^\]]*\]\(([^)]+)\)", text)
+            assert nxt and nxt.group(1) == str(int(n) + 1), page
+            assert Path(nxt.group(2)).name == after, page
