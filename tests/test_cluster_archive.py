@@ -5,7 +5,7 @@ Two workers and a master on 127.0.0.1 started from the installed PySpark, in an
 environment with no virtualenv on PATH and no PYSPARK_PYTHON (conftest's ``standalone``,
 shared with test_cluster.py); jobs submitted from a folder
 outside the checkout with ``--archives dist/disc21spark-env.tar.gz#env`` and
-``spark.pyspark.python=./env/bin/python``, as the README's cluster section says.
+``spark.pyspark.python=./env/bin/python``, as the tutorial's step 6 and docs/cluster.md say.
 """
 
 from __future__ import annotations
@@ -101,7 +101,7 @@ def cluster(standalone) -> tuple[str, Path]:
 
 
 def submit(cluster, archive: Path, cwd: Path, job: str, *args: str) -> subprocess.CompletedProcess:
-    """The README's line: scripts/spark-submit (the virtualenv's Spark and driver Python,
+    """The tutorial's cluster line (step 6): scripts/spark-submit (the virtualenv's Spark and driver Python,
     found by the script) with the archive for the executors."""
     master, _ = cluster
     return subprocess.run(

@@ -21,7 +21,7 @@ import pytest
 
 from disc21spark import commands
 from disc21spark.core import invocation
-from tests.docs_blocks import PAGES, ROOT, fresh_shell
+from tests.docs_blocks import PAGES, ROOT, fenced_blocks, fresh_shell
 
 BLOCK = re.compile(r"(?:<!-- (runnable(?:: spark)?) -->\n)?```(?:bash|sh)\n(.*?)\n```", re.S)
 SCRIPTS = {f"jobs/{script}": name for name, script in invocation.JOB_SCRIPTS.items()}
@@ -74,6 +74,28 @@ def test_the_readme_is_short():
     assert lines <= 200, f"README.md has {lines} lines; the docs site holds the rest"
 
 
+def test_the_readme_first_screen_sets_up_a_fresh_clone():
+    """The README's first screen (40 lines) shows `make demo` and `make test` in its first
+    bash block, and CI runs that test command as it is written there."""
+    head = "\n".join((ROOT / "README.md").read_text(encoding="utf-8").splitlines()[:40])
+    first = BLOCK.search(head)
+    assert first, "README.md: no bash block in the first 40 lines"
+    lines = [line.split("#")[0].strip() for line in first.group(2).splitlines()]
+    assert "make demo" in lines and "make test" in lines, lines
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert re.search(r"^make test\b", ci, re.M), ".ci/run does not run the README's make test"
+    # the site's home page starts at the same place
+    home = BLOCK.search((ROOT / "docs" / "index.md").read_text(encoding="utf-8"))
+    assert home and home.group(2) == first.group(2), "docs/index.md starts elsewhere"
+
+
+def test_evaluate_help_says_where_one_file_is_scored():
+    """One local file is scored in this process: the help must not say "on Spark" alone."""
+    text = commands.main_parser()[1]["evaluate"].description
+    assert "One local file is scored in this process" in text, text
+    assert "submission on Spark" not in text, text
+
+
 def test_the_docs_document_commands():
     pages = {page for page, _ in DOCUMENTED}
     assert {"README.md", "docs/matching.md", "docs/pools.md", "docs/rank-eval.md"} <= pages
@@ -98,7 +120,24 @@ RUNNABLE = [(page, marker, text) for page, marker, text in blocks() if marker]
 
 def test_the_docs_have_runnable_blocks():
     pages = {page for page, marker, _ in RUNNABLE if marker == "runnable"}
-    assert {"README.md", "docs/install.md", "docs/quickstart.md"} <= pages
+    # the first run is written once, in the tutorial's step 1; the README's blocks need Spark
+    assert {"docs/install.md", "docs/tutorial/first-result.md"} <= pages
+    assert "README.md" in {page for page, _, _ in RUNNABLE}
+
+
+def test_every_block_that_starts_spark_says_it_needs_java():
+    """A reader who has no Java learns it at the block, not pages later: the text just
+    above each `runnable: spark` bash block says "Java" (or "no Spark", for a block that
+    only follows Spark's outputs)."""
+    silent = []
+    for page in PAGES:
+        lines = page.read_text(encoding="utf-8").splitlines()
+        for block in fenced_blocks("\n".join(lines)):
+            if block.marker == "runnable: spark" and block.language in ("bash", "sh"):
+                above = "\n".join(lines[max(0, block.line - 9) : block.line - 1])
+                if "Java" not in above and "no Spark" not in above:
+                    silent.append(f"{page.relative_to(ROOT)}:{block.line}")
+    assert not silent, f"blocks that start Spark without a word of Java: {silent}"
 
 
 def run_block(page: str, text: str, tmp_path: Path) -> None:
@@ -222,3 +261,85 @@ def test_links_of_the_top_level_files_lead_somewhere(name):
         if "://" not in target and not (ROOT / target).exists()
     ]
     assert not broken, f"{name}: links to nothing: {broken}"
+
+
+# ------------------------------------------------------------------ changes and citation
+
+
+def test_the_changelog_is_in_the_site():
+    """CHANGELOG.md is a page of the site, included whole by the docs hook, its links into
+    docs/ made the site's own (make docs, strict, then checks them)."""
+    import importlib.util
+
+    config = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    assert re.search(r"^\s+- [\w ]+: changelog\.md$", config, re.M), "changelog.md not in the nav"
+    assert "<!-- generated: changelog -->" in (ROOT / "docs" / "changelog.md").read_text()
+    spec = importlib.util.spec_from_file_location("hook", ROOT / "docs/_hooks/generated.py")
+    hook = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hook)
+    page = hook.changelog()
+    assert "## Unreleased" in page and "](docs/" not in page
+
+
+def test_the_project_says_how_to_cite_it():
+    """CITATION.cff (CFF 1.2.0) and the README's and the site's "How to cite" name the
+    DISC21 paper and Howe's, where the figures come from."""
+    import yaml
+
+    cff = yaml.safe_load((ROOT / "CITATION.cff").read_text(encoding="utf-8"))
+    assert cff["cff-version"] == "1.2.0" and cff["title"] and cff["authors"] and cff["message"]
+    titles = {ref["title"] for ref in cff["references"]}
+    assert titles == {
+        "The 2021 Image Similarity Dataset and Challenge",
+        "Using Artificial Queries to Evaluate Image Retrieval",
+    }
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## How to cite") :].split("\n## ")[0]
+    site = (ROOT / "docs" / "cite.md").read_text(encoding="utf-8")
+    for text in (" ".join(section.split()), " ".join(site.split())):  # lines rewrapped
+        assert "arXiv:2106.09672" in text and "Douze" in text
+        assert "Howe" in text and "Using Artificial Queries to Evaluate Image Retrieval" in text
+    assert re.search(r"^\s+- [\w ]+: cite\.md$", (ROOT / "mkdocs.yml").read_text(), re.M)
+
+
+def test_what_a_constant_score_earns_is_what_the_pages_say():
+    """A constant score earns almost nothing, not 0: the tutorial's submission (seed 21,
+    199,999 pairs) with every score equal gives the μAP that the FAQ, Metrics and
+    Leaderboard statistics quote."""
+    import disc21spark as ds
+    from disc21spark.testing import synth
+
+    gt = ROOT / "data" / "disc21_dev_ground_truth.csv"
+    frame = synth.simulate_submission(synth.read_ground_truth_csv(gt), 200_000, 21)
+    assert len(frame) == 199_999
+    quoted = f"{ds.evaluate(str(gt), frame.assign(score=0.5), resamples=0).micro_ap:.6f}"
+    assert quoted == "0.006988"
+    for page in ("faq.md", "metrics.md", "statistics.md"):
+        text = " ".join((ROOT / "docs" / page).read_text(encoding="utf-8").split())
+        assert f"μAP {quoted}" in text, page
+        assert "constant score earns nothing" not in text and "gets 0 officially" not in text
+
+
+def test_the_docs_name_the_real_job_scripts():
+    """`jobs/<command>.py` is not a file: the pages that list the scripts name each one."""
+    for page in ("README.md", "docs/install.md", "docs/reference/cli.md"):
+        text = (ROOT / page).read_text(encoding="utf-8")
+        assert "jobs/<command>.py" not in text, page
+        for script in invocation.JOB_SCRIPTS.values():
+            assert f"`jobs/{script}`" in text, (page, script)
+
+
+def test_the_tutorials_steps_are_numbered_alike_everywhere():
+    """The nav's "N. title: page" and the page's "# Step N:" agree, and each step's
+    "Next:" link leads to the step after it."""
+    config = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    steps = re.findall(r"^\s+- (\d)\. [^:]+: ([\w/.-]+\.md)$", config, re.M)
+    assert [int(n) for n, _ in steps] == list(range(9)), steps
+    for n, page in steps:
+        text = (ROOT / "docs" / page).read_text(encoding="utf-8")
+        assert text.startswith(f"# Step {n}:"), page
+        if int(n) < 8:
+            after = Path(steps[int(n) + 1][1]).name
+            nxt = re.search(r"\*\*Next:\*\* \[Step (\d):[^\]]*\]\(([^)]+)\)", text)
+            assert nxt and nxt.group(1) == str(int(n) + 1), page
+            assert Path(nxt.group(2)).name == after, page

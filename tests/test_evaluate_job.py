@@ -176,7 +176,7 @@ def test_existing_output_is_kept_unless_overwrite(spark, tmp_path, gt_file):
 
 
 def test_spark_submit_end_to_end(tmp_path, dev_gt_path):
-    """The command of the README, with spark-submit, on a DISC21-shaped submission."""
+    """The command of the tutorial's step 1, with spark-submit, on a DISC21-shaped submission."""
     frame = simulate_submission(read_ground_truth_csv(dev_gt_path), 20_000, seed=5)
     frame.to_csv(tmp_path / "preds.csv", index=False)
     out = tmp_path / "out"

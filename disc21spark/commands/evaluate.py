@@ -17,7 +17,9 @@ from disc21spark.core.errors import InputError
 
 SUMMARY = "score a submission, a pool of submissions, or descriptors"
 DESCRIPTION = """\
-Score a DISC21 submission on Spark: matching track (pairs) or descriptor track (vectors).
+Score a DISC21 submission: matching track (pairs) or descriptor track (vectors).
+One local file is scored in this process, with no JVM. A pool, the descriptor track,
+--master, --engine spark, or an input or output URI (hdfs://..., file://...) run on Spark.
 
 disc21spark evaluate --ground-truth gt.csv --predictions preds.csv --output out/
 disc21spark evaluate --ground-truth gt.csv \\
