@@ -343,16 +343,19 @@ def _file_bytes(rng: random.Random, folder: Path) -> BoardMutation:
 
 
 def _symlink(rng: random.Random, folder: Path, gt_file: Path) -> BoardMutation:
-    """A file of the board replaced by a symbolic link: to another file, or dangling."""
+    """A file of the board replaced by a symbolic link: to another file, or dangling. A
+    board without its leaderboard.json, run.json or pr_curves/ is not whole; resamples/
+    is not always there (``--resamples 0``), and a run.json is not read for figures."""
     name = rng.choice(["leaderboard.json", "pr_curves", "resamples", "run.json"])
     path = folder / name
     if path.exists():
         _remove(path)
     if rng.random() < 0.5:
         os.symlink(gt_file.resolve(), path)
-        return BoardMutation(f"{name}: a symlink to the ground truth", whole=False)
+        whole = False if name in ("leaderboard.json", "pr_curves") else None
+        return BoardMutation(f"{name}: a symlink to the ground truth", whole)
     os.symlink(folder / "gone", path)
-    return BoardMutation(f"{name}: a dangling symlink", whole=False)
+    return BoardMutation(f"{name}: a dangling symlink", None if name == "resamples" else False)
 
 
 # --------------------------------------------------------------------------- the runs

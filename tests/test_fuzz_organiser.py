@@ -273,7 +273,7 @@ def case_folder(scene: dict, folder: Path) -> Path:
 def command_verdict(run: Run, folder: Path, screen, before: dict, scene: dict) -> list[str]:
     """What is wrong with a run's outcome (empty: the right result or one line, exit 2)."""
     text = screen.text
-    errors = [line for line in text.splitlines() if line.startswith(("error:", "internal error:"))]
+    errors = error_lines(text)
     wrong = [f"a trace or internal error on screen: {t!r}" for t in TRACES if t in text]
     if screen.code not in (0, 2):
         wrong.append(f"exit {screen.code}")
@@ -290,6 +290,15 @@ def command_verdict(run: Run, folder: Path, screen, before: dict, scene: dict) -
         wrong += [f"an error line with exit 0: {e[:200]!r}" for e in errors]
         wrong += right_result(run, folder, before, scene)
     return wrong
+
+
+def error_lines(text: str) -> list[str]:
+    """The error lines on screen: ours, and argparse's (``disc21spark evaluate: error:``)."""
+    return [
+        line
+        for line in text.splitlines()
+        if line.startswith(("error:", "internal error:")) or ": error: " in line
+    ]
 
 
 def changes(before: dict, after: dict, under: str = "") -> list[str]:
@@ -372,9 +381,10 @@ def freeze_verdict(run: Run, folder: Path, screen) -> list[str]:
         return []
     if run.board.whole is False:
         return [f"froze a board that is not whole ({run.board.what})"]
-    copy = tree(out)
-    copy.pop("FROZEN.json", None)
-    return [] if copy == tree(board) else ["the frozen copy is not the board byte for byte"]
+    copy, source = tree(out), tree(board)
+    copy.pop("FROZEN.json", None)  # a frozen board copied is frozen anew
+    source.pop("FROZEN.json", None)
+    return [] if copy == source else ["the frozen copy is not the board byte for byte"]
 
 
 def run_case(run: Run, folder: Path, scene: dict, capsys, session) -> list[str]:
@@ -384,7 +394,7 @@ def run_case(run: Run, folder: Path, scene: dict, capsys, session) -> list[str]:
     if run.argv[0] == "freeze" and not wrong:
         wrong = freeze_verdict(run, folder, screen)
     err = screen.err.splitlines()
-    last = max((i for i, line in enumerate(err) if line.startswith("error:")), default=None)
+    last = max((i for i, line in enumerate(err) if error_lines(line)), default=None)
     if last is not None and any(line.strip() for line in err[last + 1 :]):
         wrong.append("the error line is followed by more text")
     if not wrong:
