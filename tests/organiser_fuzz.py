@@ -456,8 +456,9 @@ def draw_run(rng: random.Random, folder: Path, split: dict, groups: dict) -> Run
         (folder / f"{kind}.csv").write_bytes(case.data)
         run.what.append(f"{kind}.csv: {case.what}")
         run.expect = case.expect if kind == "split" else SAME
-        if rng.random() < 0.15:
-            run.argv.append("--per-query")
+        for flag, share in (("--per-query", 0.15), ("--explain", 0.1)):
+            if rng.random() < share:
+                run.argv.append(flag)
         return run
     return _board_run(rng, folder, kind)
 

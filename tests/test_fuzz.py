@@ -12,7 +12,9 @@ outside --output.
   run on Spark only: a few cases each (the same sample size).
 
 ``make fuzz`` runs the long fuzz (``DISC21SPARK_FUZZ_SECONDS=600``, a larger sample);
-``DISC21SPARK_FUZZ_SEED`` sets the seed. Counts are printed (``-s``).
+``DISC21SPARK_FUZZ_SEED`` sets the seed. Counts are printed (``-s``). The byte-level
+mutations live in ``tests/mutations.py`` (the organiser's fuzzer,
+``tests/test_fuzz_organiser.py``, uses them too); the header's is this file's.
 """
 
 from __future__ import annotations
