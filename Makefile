@@ -94,7 +94,7 @@ test-airflow: venv airflow-venv
 
 # the long fuzz of every input format (tests/test_fuzz.py; make test runs a 30 s one), of
 # the organiser's inputs (tests/test_fuzz_organiser.py: 2,000 reads of each file kind, 200
-# freezes, 100 commands; make test runs 300, 40 and 16) and the long signal stress
+# freezes, 100 commands; make test runs 300, 40 and 24) and the long signal stress
 # (tests/test_signals.py: 40 runs; make test runs 6)
 fuzz: venv
 	DISC21SPARK_FUZZ_SECONDS=600 DISC21SPARK_FUZZ_SPARK=20 DISC21SPARK_SIGNAL_RUNS=40 \

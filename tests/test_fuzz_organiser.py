@@ -19,7 +19,7 @@ command end to end on a shared SparkSession (``RUNS`` cases), on copies of one s
 built once: a 40-query ground truth, three submissions, a split, a groups file, the
 public and private boards of a split run, a board without a split and a frozen copy.
 ``DISC21SPARK_FUZZ_SEED`` (default 25), ``DISC21SPARK_ORGANISER_READS`` (300),
-``DISC21SPARK_ORGANISER_FREEZES`` (40), ``DISC21SPARK_ORGANISER_RUNS`` (16); ``make
+``DISC21SPARK_ORGANISER_FREEZES`` (40), ``DISC21SPARK_ORGANISER_RUNS`` (24); ``make
 fuzz`` runs more. Every failure of a run is listed at its end; the counts are printed
 (``-s``).
 """
@@ -58,7 +58,7 @@ from tests.running import NoCapture, in_process
 SEED = int(os.environ.get("DISC21SPARK_FUZZ_SEED", "25"))
 READS = int(os.environ.get("DISC21SPARK_ORGANISER_READS", "300"))
 FREEZES = int(os.environ.get("DISC21SPARK_ORGANISER_FREEZES", "40"))
-RUNS = int(os.environ.get("DISC21SPARK_ORGANISER_RUNS", "16"))
+RUNS = int(os.environ.get("DISC21SPARK_ORGANISER_RUNS", "24"))
 GT = make_gt(40, 25)
 IDS = [str(q) for q in GT.query_ids]
 POSITIVES = [str(q) for q in GT.positive_queries]
@@ -150,7 +150,10 @@ def distinct(failures: list[tuple[str, str]]) -> list[str]:
     seen: dict[str, list] = {}
     for key, text in failures:
         seen.setdefault(key, [text, 0])[1] += 1
-    return [f"{text} [{n} case(s) of this kind]" for text, n in seen.values()]
+    shown = dict.fromkeys(text for text, _ in seen.values())  # a case wrong in two ways: once
+    for text, n in seen.values():
+        shown[text] = f"{shown[text] or ''} [{n} case(s) of this kind]"
+    return [f"{text}{counts}" for text, counts in shown.items()]
 
 
 def test_fuzz_split_files_through_the_reader(tmp_path):
