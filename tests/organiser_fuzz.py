@@ -100,7 +100,7 @@ def text_mutations(clean: str, ids: list[str], unknown: str) -> dict[str, Callab
         "empty file": lambda rng: (b"", ANY),
         "header only": lambda rng: (_join(head, []), ANY),
         "wrong header": lambda rng: (
-            _join(rng.choice(["id", "query", "query_id;group", "QUERY_ID", '"query_id'][:5]), rows),
+            _join(rng.choice(["id", "query", "query_id;group", "QUERY_ID", '"query_id']), rows),
             ANY,
         ),
         "duplicate id": lambda rng: (_join(head, with_row(rng, rows[pick(rng)])), ANY),
@@ -380,8 +380,8 @@ class Run:
 
 
 EVALUATE = ["evaluate", "--ground-truth", "gt.csv", "--predictions", "pool", "--resamples", "20"]
-OUTPUTS = ["pool", "pubA", "privA", "boardN", "parent", "parent/official", "parent/official/x"]
-PRIVATE_OUTPUTS = ["pool", "pubA", "privA", "out", "out/private", "parent", "parent/official"]
+OUTPUTS = [".", "pool", "pubA", "privA", "boardN", "parent", "parent/official", "parent/official/x"]
+PRIVATE_OUTPUTS = [".", "pool", "pubA", "privA", "out", "out/private", "parent", "parent/official"]
 BOARDS = ["pubA", "privA", "boardN", "parent/official", "missing"]
 NEEDED = ["0.01", "0.2", "1e-300", "5e-324", "1e400", "0", "-0.1", "nan", "inf", "x", "1"]
 
