@@ -431,6 +431,7 @@ def freeze_verdict(run: Run, folder: Path, screen) -> list[str]:
 def run_case(run: Run, folder: Path, scene: dict, capsys, session) -> list[tuple[str, str]]:
     """The case run and judged: (the kind of each thing wrong, the case told in full)."""
     before = tree(folder)
+    capsys.readouterr()  # the screen is this command's alone
     screen = in_process([*absolute(run.argv, folder), "--quiet"], capsys, session)
     wrong = command_verdict(run, folder, screen, before, scene)
     if run.argv[0] == "freeze" and not wrong:
@@ -463,10 +464,11 @@ def fuzz(tmp_path: Path, scene: dict, capsys, session, count: int, draw, name: s
         kinds[kind] = kinds.get(kind, 0) + 1
         shutil.rmtree(folder, ignore_errors=True)
     wrong = {told for _, told in failures}
-    print(
-        f"\norganiser fuzz ({name}): {count} cases, seed {SEED}: {len(wrong)} wrong; "
-        f"{dict(sorted(kinds.items()))}"
-    )
+    with capsys.disabled():  # not on the next command's screen
+        print(
+            f"\norganiser fuzz ({name}): {count} cases, seed {SEED}: {len(wrong)} wrong; "
+            f"{dict(sorted(kinds.items()))}"
+        )
     return distinct(failures)
 
 
