@@ -92,11 +92,14 @@ $(AIRFLOW_VENV)/.installed:
 test-airflow: venv airflow-venv
 	DISC21SPARK_AIRFLOW_VENV=$(CURDIR)/$(AIRFLOW_VENV) $(BIN)/python -m pytest tests/test_airflow_dags.py $(PYTEST_ARGS)
 
-# the long fuzz of every input format (tests/test_fuzz.py; make test runs a 30 s one) and
-# the long signal stress (tests/test_signals.py: 40 runs; make test runs 6)
+# the long fuzz of every input format (tests/test_fuzz.py; make test runs a 30 s one), of
+# the organiser's inputs (tests/test_fuzz_organiser.py: 2,000 reads of each file kind, 200
+# freezes, 100 commands; make test runs 300, 40 and 24) and the long signal stress
+# (tests/test_signals.py: 40 runs; make test runs 6)
 fuzz: venv
 	DISC21SPARK_FUZZ_SECONDS=600 DISC21SPARK_FUZZ_SPARK=20 DISC21SPARK_SIGNAL_RUNS=40 \
-	    $(BIN)/python -m pytest -s tests/test_fuzz.py tests/test_signals.py
+	DISC21SPARK_ORGANISER_READS=2000 DISC21SPARK_ORGANISER_FREEZES=200 DISC21SPARK_ORGANISER_RUNS=100 \
+	    $(BIN)/python -m pytest -s tests/test_fuzz.py tests/test_fuzz_organiser.py tests/test_signals.py
 
 # BENCH_LARGE=1 (on make's command line, so in every recipe's environment) makes the
 # second matching run 50M rows and adds the soak; the first stays at the challenge's 500,000

@@ -12,7 +12,9 @@ outside --output.
   run on Spark only: a few cases each (the same sample size).
 
 ``make fuzz`` runs the long fuzz (``DISC21SPARK_FUZZ_SECONDS=600``, a larger sample);
-``DISC21SPARK_FUZZ_SEED`` sets the seed. Counts are printed (``-s``).
+``DISC21SPARK_FUZZ_SEED`` sets the seed. Counts are printed (``-s``). The byte-level
+mutations live in ``tests/mutations.py`` (the organiser's fuzzer,
+``tests/test_fuzz_organiser.py``, uses them too); the header's is this file's.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import numpy as np
 import pytest
 
 from tests import bad_inputs as shared
+from tests.mutations import BYTES, mutate_with
 from tests.running import in_process
 
 SEED = int(os.environ.get("DISC21SPARK_FUZZ_SEED", "25"))
@@ -48,67 +51,17 @@ HEADERS = [
 # ----------------------------------------------------------------------------- mutations
 
 
-def flip(rng: random.Random, data: bytes) -> bytes:
-    out = bytearray(data)
-    for _ in range(rng.randint(1, 8)):
-        if out:
-            out[rng.randrange(len(out))] ^= 1 << rng.randrange(8)
-    return bytes(out)
-
-
-def truncate(rng: random.Random, data: bytes) -> bytes:
-    return data[: rng.randrange(len(data) + 1)]
-
-
-def insert(rng: random.Random, data: bytes) -> bytes:
-    at = rng.randrange(len(data) + 1)
-    alphabet = [b"\n", b"\r", b",", b'"', b"\x00", b"\xff\xfe", b"\xe9", b" ", b"1e309", b"nan"]
-    junk = b"".join(rng.choice(alphabet) for _ in range(rng.randint(1, 12)))
-    if rng.random() < 0.3:
-        junk = bytes(rng.randrange(256) for _ in range(rng.randint(1, 64)))
-    return data[:at] + junk + data[at:]
-
-
-def delete(rng: random.Random, data: bytes) -> bytes:
-    if not data:
-        return data
-    at = rng.randrange(len(data))
-    return data[:at] + data[at + rng.randint(1, 32) :]
-
-
-def length(rng: random.Random, data: bytes) -> bytes:
-    """A 4-byte little- or big-endian integer changed: a length or offset field (the
-    Parquet footer's length, gzip's ISIZE, HDF5's and .npy's header fields)."""
-    if len(data) < 4:
-        return data
-    at = rng.choice([len(data) - 8, len(data) - 4, rng.randrange(len(data) - 3)])
-    order = rng.choice(["little", "big"])
-    value = int.from_bytes(data[at : at + 4], order)
-    value = rng.choice([0, 1, 2**31 - 1, 2**32 - 1, value + 1, max(value - 1, 0), value * 2])
-    return data[:at] + (value % 2**32).to_bytes(4, order) + data[at + 4 :]
-
-
 def header(rng: random.Random, data: bytes) -> bytes:
     """The first line replaced (CSV): another header, or none."""
     rest = data.split(b"\n", 1)[1] if b"\n" in data else b""
     return rng.choice(HEADERS) + rest
 
 
-MUTATIONS: dict[str, Callable[[random.Random, bytes], bytes]] = {
-    "flip": flip,
-    "truncate": truncate,
-    "insert": insert,
-    "delete": delete,
-    "length": length,
-    "header": header,
-}
+MUTATIONS: dict[str, Callable[[random.Random, bytes], bytes]] = {**BYTES, "header": header}
 
 
 def mutate(rng: random.Random, data: bytes) -> tuple[str, bytes]:
-    names = rng.sample(list(MUTATIONS), rng.randint(1, 2))
-    for name in names:
-        data = MUTATIONS[name](rng, data)
-    return "+".join(names), data
+    return mutate_with(MUTATIONS, rng, data)
 
 
 # ------------------------------------------------------------------------- valid inputs
