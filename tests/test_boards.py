@@ -186,7 +186,26 @@ def test_the_api_returns_both_boards(spark, tmp_path):
             "query_id\nQ000\nQ001\nQ002\n",
             "names all 3 queries of the ground truth: no public query left",
         ),
+        (
+            "query_id\nQ002\n",
+            "the private board has no positive pair (every query with a match is public): "
+            "its μAP would be 0 for every submission",
+        ),
+        (
+            "query_id\nQ000\nQ001\n",
+            "the public board has no positive pair (every query with a match is private): "
+            "its μAP would be 0 for every submission",
+        ),
+        (  # an invisible character in the header is shown
+            "query\u200b_id\nQ001\n",
+            "line 1: missing column 'query_id' (has: 'query\\u200b_id')",
+        ),
+        (
+            "query_id\n" + "Q" * 131_073 + "\n",
+            "line 2: a field longer than 131,072 characters (an id or a group name expected)",
+        ),
     ],
+    ids=range(10),
 )
 def test_a_bad_private_queries_file_is_one_line(tmp_path, text, reason):
     gt = make_gt(3, 2)
@@ -195,6 +214,13 @@ def test_a_bad_private_queries_file_is_one_line(tmp_path, text, reason):
     with pytest.raises(InputError) as raised:
         read_split(str(path), gt)
     assert str(raised.value) == f"{path}: {reason}"
+
+
+def test_a_split_file_with_a_byte_order_mark_is_read(tmp_path):
+    """Spreadsheets save UTF-8 CSV with a byte-order mark: the header is still found."""
+    path = tmp_path / "private.csv"
+    path.write_bytes(b"\xef\xbb\xbfquery_id\nQ001\n")
+    assert read_split(str(path), make_gt(3, 2)).private.tolist() == [False, True, False]
 
 
 def test_the_command_line_refuses_a_bad_split_before_publishing(tmp_path, capsys):

@@ -16,7 +16,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from disc21spark.core.errors import InputError
+from disc21spark.core.errors import InputError, column_list
 from disc21spark.core.paths import is_plain
 from disc21spark.matching.model import GroundTruth
 from disc21spark.matching.rows import Row, parse_ground_truth
@@ -71,7 +71,7 @@ def arrow_table(value: Any, source: str, columns: tuple[str, ...]) -> tuple[pa.T
         table, index = pa.Table.from_pandas(value, preserve_index=False), list(value.index)
     missing = [c for c in columns if c not in table.column_names]
     if missing:
-        has = ", ".join(table.column_names)
+        has = column_list(table.column_names)
         raise InputError(source, f"missing column {missing[0]!r} (has: {has})")
     out = {}
     for name in columns:
@@ -103,7 +103,7 @@ def ground_truth(value: Any, fmt: str, engine: Engine) -> GroundTruth:
     if kind(value) == SPARK:
         rows = value.select("query_id", "reference_id").collect() if _has_ids(value) else None
         if rows is None:
-            raise InputError(source, f"missing column (has: {', '.join(value.columns)})")
+            raise InputError(source, f"missing column (has: {column_list(value.columns)})")
         records = [Row(f"row {i}", tuple(_text(v) for v in r)) for i, r in enumerate(rows, 1)]
         return parse_ground_truth(records, source)
     table, index = arrow_table(value, source, ("query_id", "reference_id"))
