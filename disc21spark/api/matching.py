@@ -192,7 +192,8 @@ def _spark_raw(spark: Any, value: Any, source: str, keep: tuple[str, ...] = ()) 
     from disc21spark.matching.read import typed_table
     from disc21spark.matching.rows import PREDICTION_COLUMNS
 
-    if kind(value) == ARROW:  # a table in memory forced onto Spark
+    if kind(value) == ARROW:  # a table in memory forced onto Spark, checked as in process
+        inputs.arrow_columns(value, source, (*PREDICTION_COLUMNS, *keep))
         value = spark.createDataFrame(
             value if not hasattr(value, "to_pandas") else value.to_pandas()
         )
