@@ -125,6 +125,39 @@ def assert_nothing_private_published(out: Path, private_board: list, private_ids
         assert not found, f"{path.relative_to(out)} holds {found}"
 
 
+def test_misnamed_ids_are_flagged_on_both_boards(spark, tmp_path):
+    """A submission whose ids are image paths (images/Q000.jpg) scores 0 on both boards:
+    each board says why, with the warnings of the file as submitted; the public one
+    without an example that names a private query. On the command line and for a pool
+    of tables alike."""
+    import disc21spark as ds
+
+    gt = make_gt(20, 12)
+    truth = gt_csv(tmp_path / "gt.csv", gt)
+    good = random_submission(np.random.default_rng(1), gt, 80, 5)
+    bad = good.assign(query_id="images/" + good["query_id"] + ".jpg")
+    (tmp_path / "pool").mkdir()
+    for name, frame in (("good", good), ("bad", bad)):
+        frame.to_csv(tmp_path / "pool" / f"{name}.csv", index=False)
+    private = [f"Q{i:03d}" for i in range(0, 20, 2)]  # Q000, the example, among them
+    split = private_csv(tmp_path / "private.csv", private)
+    found = ds.evaluate(truth, tmp_path / "pool" / "bad.csv", engine="local").warnings
+    assert len(found) == 2 and "(e.g. 'images/Q000.jpg' for 'Q000')" in found[1]
+    public = (found[0], found[1].replace(" (e.g. 'images/Q000.jpg' for 'Q000')", ""))
+    out, hidden = tmp_path / "out", tmp_path / "hidden"
+    args = ["evaluate", "--ground-truth", str(truth), "--predictions", str(tmp_path / "pool")]
+    args += ["--output", str(out), "--private-queries", str(split), "--private-output"]
+    assert main([*args, str(hidden), "--resamples", "0", "--quiet"]) == 0
+    for folder, wanted in ((out, public), (hidden, found)):
+        rows = json.loads((folder / "leaderboard.json").read_text())["submissions"]
+        assert {r["submission"]: tuple(r["warnings"]) for r in rows} == {"good": (), "bad": wanted}
+    assert_nothing_private_published(out, [], private)
+    board = ds.evaluate_pool(
+        truth, {"good": good, "bad": bad}, private_queries=split, engine="local", resamples=0
+    )
+    assert board["bad"].warnings == public and board.private["bad"].warnings == found
+
+
 def test_a_rerun_reuses_the_public_board_and_rescores_the_private_one(spark, tmp_path):
     from disc21spark.pool import job as pool_job
 
