@@ -158,6 +158,19 @@ def test_misnamed_ids_are_flagged_on_both_boards(spark, tmp_path):
     assert board["bad"].warnings == public and board.private["bad"].warnings == found
 
 
+def test_explain_tells_the_boards_plan(spark, tmp_path, capsys):
+    """--explain with a split: the validity pass's plan, then the boards' second reads."""
+    from disc21spark.pool.job import BOARDS_PLAN
+
+    gt, frames, private, truth, split = a_pool(tmp_path)
+    args = ["evaluate", "--ground-truth", str(truth), "--predictions", str(tmp_path / "pool")]
+    args += ["--output", str(tmp_path / "out"), "--private-queries", str(split)]
+    assert main([*args, "--private-output", str(tmp_path / "hidden"), "--explain"]) == 0
+    said = capsys.readouterr().out.splitlines()
+    assert said[-1] == f"boards: {BOARDS_PLAN}" and "plan: per-file" in said
+    assert not (tmp_path / "out").exists() and not (tmp_path / "hidden").exists()
+
+
 def test_a_rerun_reuses_the_public_board_and_rescores_the_private_one(spark, tmp_path):
     from disc21spark.pool import job as pool_job
 

@@ -281,6 +281,15 @@ CASES: list[Case] = [
         split_files("query_id\u200b\nQ1\n"),
     ),
     Case(
+        "pool-explain-empty-split",
+        PL,
+        "--explain with an empty split file (checked as a run checks it)",
+        split_pool() + ["--explain"],
+        2,
+        "error: {d}/split.csv: empty (a header query_id and one row per query expected)",
+        split_files(""),
+    ),
+    Case(
         "pool-queries-needed-tiny",
         PL,
         "--queries-needed 1e-300 (no board shows such a difference)",
