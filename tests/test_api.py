@@ -158,6 +158,48 @@ def test_a_repeated_pair_is_named_by_its_rows(case):
     )
 
 
+UNCONVERTIBLE = {  # a table Arrow cannot convert as it is → the reason given
+    "two score columns": (
+        pd.DataFrame(
+            [("Q1", "R1", 0.9, 0.5)], columns=["query_id", "reference_id"] + ["score"] * 2
+        ),
+        "column 'score' named twice",
+    ),
+    "complex scores": (
+        pd.DataFrame({"query_id": ["Q1"], "reference_id": ["R1"], "score": [0.9 + 1j]}),
+        "column 'score' (complex128) cannot be read: complex numbers, not real ones",
+    ),
+    "floats and text": (
+        pd.DataFrame(
+            {"query_id": ["Q1", "Q2"], "reference_id": ["R1", "R2"], "score": [0.9, "0.5"]}
+        ),
+        "column 'score' (object) cannot be read: Could not convert '0.5' with type str: "
+        "tried to convert to double",
+    ),
+}
+
+
+@pytest.mark.parametrize("bad", sorted(UNCONVERTIBLE))
+def test_a_table_arrow_cannot_convert_is_one_bad_submission(spark, bad):
+    """A pool marks such a table invalid and scores the rest, on either engine;
+    ``evaluate`` raises InputError with the same reason. A column the scorer never reads
+    is never converted."""
+    table, reason = UNCONVERTIBLE[bad]
+    gt = pd.DataFrame({"query_id": ["Q1", "Q2", "Q3"], "reference_id": ["R1", "R2", None]})
+    good = pd.DataFrame(
+        {"query_id": ["Q1", "Q2"], "reference_id": ["R1", "R9"], "score": [0.9, 0.8]}
+    )
+    for engine in ("local", spark):
+        board = ds.evaluate_pool(gt, {"good": good, "bad": table}, engine=engine, resamples=0)
+        assert board.invalid == {"bad": f"bad (DataFrame): {reason}"}
+        assert board["good"].micro_ap == 0.5
+        with pytest.raises(ds.InputError) as raised:
+            ds.evaluate(gt, table, engine=engine, resamples=0)
+        assert str(raised.value) == f"predictions (DataFrame): {reason}"
+    noted = good.assign(note=[1j, "x"])  # complex and text: no Arrow type, never read
+    assert ds.evaluate(gt, noted, resamples=0).micro_ap == 0.5
+
+
 def test_pools_in_memory_and_on_spark_give_the_command_lines_leaderboard(spark, case):
     out = case["root"] / "cli_pool"
     assert (

@@ -125,6 +125,52 @@ def assert_nothing_private_published(out: Path, private_board: list, private_ids
         assert not found, f"{path.relative_to(out)} holds {found}"
 
 
+def test_misnamed_ids_are_flagged_on_both_boards(spark, tmp_path):
+    """A submission whose ids are image paths (images/Q000.jpg) scores 0 on both boards:
+    each board says why, with the warnings of the file as submitted; the public one
+    without an example that names a private query. On the command line and for a pool
+    of tables alike."""
+    import disc21spark as ds
+
+    gt = make_gt(20, 12)
+    truth = gt_csv(tmp_path / "gt.csv", gt)
+    good = random_submission(np.random.default_rng(1), gt, 80, 5)
+    bad = good.assign(query_id="images/" + good["query_id"] + ".jpg")
+    (tmp_path / "pool").mkdir()
+    for name, frame in (("good", good), ("bad", bad)):
+        frame.to_csv(tmp_path / "pool" / f"{name}.csv", index=False)
+    private = [f"Q{i:03d}" for i in range(0, 20, 2)]  # Q000, the example, among them
+    split = private_csv(tmp_path / "private.csv", private)
+    found = ds.evaluate(truth, tmp_path / "pool" / "bad.csv", engine="local").warnings
+    assert len(found) == 2 and "(e.g. 'images/Q000.jpg' for 'Q000')" in found[1]
+    public = (found[0], found[1].replace(" (e.g. 'images/Q000.jpg' for 'Q000')", ""))
+    out, hidden = tmp_path / "out", tmp_path / "hidden"
+    args = ["evaluate", "--ground-truth", str(truth), "--predictions", str(tmp_path / "pool")]
+    args += ["--output", str(out), "--private-queries", str(split), "--private-output"]
+    assert main([*args, str(hidden), "--resamples", "0", "--quiet"]) == 0
+    for folder, wanted in ((out, public), (hidden, found)):
+        rows = json.loads((folder / "leaderboard.json").read_text())["submissions"]
+        assert {r["submission"]: tuple(r["warnings"]) for r in rows} == {"good": (), "bad": wanted}
+    assert_nothing_private_published(out, [], private)
+    board = ds.evaluate_pool(
+        truth, {"good": good, "bad": bad}, private_queries=split, engine="local", resamples=0
+    )
+    assert board["bad"].warnings == public and board.private["bad"].warnings == found
+
+
+def test_explain_tells_the_boards_plan(spark, tmp_path, capsys):
+    """--explain with a split: the validity pass's plan, then the boards' second reads."""
+    from disc21spark.pool.job import BOARDS_PLAN
+
+    gt, frames, private, truth, split = a_pool(tmp_path)
+    args = ["evaluate", "--ground-truth", str(truth), "--predictions", str(tmp_path / "pool")]
+    args += ["--output", str(tmp_path / "out"), "--private-queries", str(split)]
+    assert main([*args, "--private-output", str(tmp_path / "hidden"), "--explain"]) == 0
+    said = capsys.readouterr().out.splitlines()
+    assert said[-1] == f"boards: {BOARDS_PLAN}" and "plan: per-file" in said
+    assert not (tmp_path / "out").exists() and not (tmp_path / "hidden").exists()
+
+
 def test_a_rerun_reuses_the_public_board_and_rescores_the_private_one(spark, tmp_path):
     from disc21spark.pool import job as pool_job
 
@@ -186,7 +232,26 @@ def test_the_api_returns_both_boards(spark, tmp_path):
             "query_id\nQ000\nQ001\nQ002\n",
             "names all 3 queries of the ground truth: no public query left",
         ),
+        (
+            "query_id\nQ002\n",
+            "the private board has no positive pair (every query with a match is public): "
+            "its μAP would be 0 for every submission",
+        ),
+        (
+            "query_id\nQ000\nQ001\n",
+            "the public board has no positive pair (every query with a match is private): "
+            "its μAP would be 0 for every submission",
+        ),
+        (  # an invisible character in the header is shown
+            "query\u200b_id\nQ001\n",
+            "line 1: missing column 'query_id' (has: 'query\\u200b_id')",
+        ),
+        (
+            "query_id\n" + "Q" * 131_073 + "\n",
+            "line 2: a field longer than 131,072 characters (an id or a group name expected)",
+        ),
     ],
+    ids=range(10),
 )
 def test_a_bad_private_queries_file_is_one_line(tmp_path, text, reason):
     gt = make_gt(3, 2)
@@ -195,6 +260,13 @@ def test_a_bad_private_queries_file_is_one_line(tmp_path, text, reason):
     with pytest.raises(InputError) as raised:
         read_split(str(path), gt)
     assert str(raised.value) == f"{path}: {reason}"
+
+
+def test_a_split_file_with_a_byte_order_mark_is_read(tmp_path):
+    """Spreadsheets save UTF-8 CSV with a byte-order mark: the header is still found."""
+    path = tmp_path / "private.csv"
+    path.write_bytes(b"\xef\xbb\xbfquery_id\nQ001\n")
+    assert read_split(str(path), make_gt(3, 2)).private.tolist() == [False, True, False]
 
 
 def test_the_command_line_refuses_a_bad_split_before_publishing(tmp_path, capsys):

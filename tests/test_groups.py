@@ -131,7 +131,17 @@ def test_in_process_equals_the_definition(tmp_path_factory, seed, n, n_scores, n
         ),
         ("query_id,group\nQ000,\n", "g.csv: line 2: empty group"),
         ("query_id,group\nQ000,a,x\n", "g.csv: line 2: 3 fields, the header has 2"),
+        (  # an invisible character in a header is shown, not printed as it is
+            "query_id,\u200bgroup\nQ000,a\n",
+            "g.csv: line 1: missing column 'group' (has: query_id, '\\u200bgroup')",
+        ),
+        (  # over Python's csv field limit
+            "query_id,group\nQ000," + "g" * 131_073 + "\n",
+            "g.csv: line 2: a field longer than 131,072 characters (an id or a group name "
+            "expected)",
+        ),
     ],
+    ids=range(9),
 )
 def test_bad_groups_file_is_one_line(tmp_path, monkeypatch, text, reason):
     monkeypatch.chdir(tmp_path)
@@ -139,6 +149,14 @@ def test_bad_groups_file_is_one_line(tmp_path, monkeypatch, text, reason):
     with pytest.raises(InputError) as err:
         read_query_groups("g.csv", make_gt(3, 2))
     assert str(err.value) == reason
+
+
+def test_a_groups_file_with_a_byte_order_mark_is_read(tmp_path):
+    """Spreadsheets save UTF-8 CSV with a byte-order mark: the header is still found."""
+    path = tmp_path / "g.csv"
+    path.write_bytes(b"\xef\xbb\xbfquery_id,group\nQ000,a\n")
+    groups = read_query_groups(str(path), make_gt(3, 2))
+    assert groups.names == ("a",) and groups.codes.tolist() == [0, 1, 1]
 
 
 def random_groups(tmp: Path, rng, gt: GroundTruth, n_groups: int):

@@ -122,6 +122,10 @@ def test_a_hand_computed_pool():
         (1, "a", "b", "Q1", pytest.approx(-1 / 3), pd.NA),
     ]
     assert separating["share_of_gap"].isna().all()
+    assert board.separating_queries(np.int64(1))["query_id"].tolist() == ["Q0"]
+    for top in (-1, 0, 2.5, "3", math.nan, True):
+        with pytest.raises(ValueError, match=f"top must be a positive whole number, got {top!r}"):
+            board.separating_queries(top)
     assert board.queries()["submission"].tolist() == ["a"] * 4 + ["b"] * 4
     with pytest.raises(ValueError, match="score the pool with per_query=True"):
         evaluate_pool(truth, tables, resamples=0).missed_queries()

@@ -62,9 +62,33 @@ def test_queries_needed_by_hand():
     assert table["queries_needed"].iloc[0] == math.ceil(N_QUERIES * (least / 0.01) ** 2)
     # the difference these queries detect needs these queries
     assert b.queries_needed(least)["queries_needed"].iloc[0] == N_QUERIES
-    for bad in (0, -0.01, float("nan"), float("inf"), "0.01"):
-        with pytest.raises(ValueError, match="difference must be a positive number"):
-            b.queries_needed(bad)
+    # a numpy float is a number; a bool, a text, a difference no board shows or over 1 not
+    assert b.queries_needed(np.float32(0.5))["queries_needed"].iloc[0] == math.ceil(
+        N_QUERIES * (least / float(np.float32(0.5))) ** 2
+    )
+    bad = (0, -0.01, float("nan"), float("inf"), "0.01", True, 1e-300, 5e-324, 10**400, 1.5)
+    for difference in bad:
+        with pytest.raises(
+            ValueError, match="difference must be a μAP difference from 0.000001 to 1"
+        ):
+            b.queries_needed(difference)
+
+
+def test_identical_submissions_need_no_number_of_queries():
+    """Two submissions alike score the same on every resample: no gap between them is
+    detectable, so no count of queries is given, and the line says why."""
+    from disc21spark.matching.stats import compare
+    from disc21spark.pool import report
+
+    gt, subs = simulated_pool(0)
+    b = ds.evaluate_pool(gt, {"a": subs["a"], "b": subs["a"]}, engine="local", resamples=50)
+    table = b.queries_needed(0.01)
+    assert table["next_detectable"].tolist() == [0.0] and table["queries_needed"].isna().all()
+    assert b.table["next_queries_needed"].isna().all()
+    assert report.queries_needed_lines(b.submissions, 0.01)[1] == (
+        "    1  a: no number of queries (it and the next place score the same on every resample)"
+    )
+    assert compare.detectable_sentence(b.to_dict()["submissions"]) is None
 
 
 def test_without_intervals_nothing_is_needed_or_detectable():
@@ -122,6 +146,7 @@ def test_the_pool_command_writes_and_says_the_queries_needed(spark, tmp_path, ca
     assert f"{first['submission']}: {first['queries_needed']:,} queries" in said
     with pytest.raises(SystemExit):
         main([*args, "--queries-needed", "0", "--output", str(tmp_path / "o2")])
-    assert "--queries-needed must be a positive μAP difference, such as 0.01 (got 0.0)" in (
-        capsys.readouterr().err
+    assert (
+        "--queries-needed must be a μAP difference from 0.000001 to 1, such as 0.01 (got 0.0)"
+        in (capsys.readouterr().err)
     )

@@ -16,7 +16,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from disc21spark.core.errors import InputError
+from disc21spark.core.errors import InputError, column_list
 from disc21spark.core.paths import is_plain
 from disc21spark.matching.model import GroundTruth
 from disc21spark.matching.rows import Row, parse_ground_truth
@@ -64,22 +64,47 @@ def label(name: str, value: Any) -> str:
 def arrow_table(value: Any, source: str, columns: tuple[str, ...]) -> tuple[pa.Table, list]:
     """A pandas DataFrame or a pyarrow Table as an Arrow table of ``columns`` (ids as
     strings), and the label of each row in messages: the pandas index, else the position.
-    InputError for a missing column or ids that are neither text nor integers."""
-    if isinstance(value, pa.Table):
-        table, index = value, None
-    else:
-        table, index = pa.Table.from_pandas(value, preserve_index=False), list(value.index)
-    missing = [c for c in columns if c not in table.column_names]
-    if missing:
-        has = ", ".join(table.column_names)
-        raise InputError(source, f"missing column {missing[0]!r} (has: {has})")
+    InputError as ``arrow_columns`` raises it, and for ids that are neither text nor
+    integers."""
+    table, index = arrow_columns(value, source, columns)
     out = {}
     for name in columns:
         column = table.column(name).combine_chunks()
         if name != "score":
             column = _ids(column, name, source)
         out[name] = column
-    return pa.table(out), index if index is not None else list(range(table.num_rows))
+    return pa.table(out), index
+
+
+def arrow_columns(value: Any, source: str, columns: tuple[str, ...]) -> tuple[pa.Table, list]:
+    """The ``columns`` of a pandas DataFrame or a pyarrow Table as an Arrow table (types
+    as Arrow gives them; other columns never converted), and each row's label. InputError
+    for a column missing or named twice, and for a pandas column Arrow cannot convert
+    (complex numbers; an object column mixing floats and text)."""
+    names = [str(c) for c in (value.column_names if isinstance(value, pa.Table) else value.columns)]
+    twice = [c for c in columns if names.count(c) > 1]
+    if twice:
+        raise InputError(source, f"column {twice[0]!r} named twice")
+    missing = [c for c in columns if c not in names]
+    if missing:
+        raise InputError(source, f"missing column {missing[0]!r} (has: {column_list(names)})")
+    if isinstance(value, pa.Table):
+        return value.select(list(columns)), list(range(value.num_rows))
+    labels = dict(zip(names, value.columns))
+    out = {}
+    for name in columns:
+        one = value[[labels[name]]]
+        try:  # one column at a time, as a whole frame converts it: the culprit is named
+            out[name] = pa.Table.from_pandas(one, preserve_index=False).column(0)
+        except (pa.ArrowException, ValueError, TypeError) as exc:
+            dtype = one.dtypes.iloc[0]
+            reason = str(exc.args[0]) if exc.args else type(exc).__name__
+            if getattr(dtype, "kind", "") == "c":  # Arrow's words: "Unsupported numpy type 15"
+                reason = "complex numbers, not real ones"
+            raise InputError(
+                source, f"column {name!r} ({dtype}) cannot be read: {reason}"
+            ) from None
+    return pa.table(out), list(value.index)
 
 
 def _ids(column: pa.Array, name: str, source: str) -> pa.Array:
@@ -103,7 +128,7 @@ def ground_truth(value: Any, fmt: str, engine: Engine) -> GroundTruth:
     if kind(value) == SPARK:
         rows = value.select("query_id", "reference_id").collect() if _has_ids(value) else None
         if rows is None:
-            raise InputError(source, f"missing column (has: {', '.join(value.columns)})")
+            raise InputError(source, f"missing column (has: {column_list(value.columns)})")
         records = [Row(f"row {i}", tuple(_text(v) for v in r)) for i, r in enumerate(rows, 1)]
         return parse_ground_truth(records, source)
     table, index = arrow_table(value, source, ("query_id", "reference_id"))

@@ -21,7 +21,7 @@ from disc21spark.api.renamed import old_keywords
 from disc21spark.api.results import Leaderboard
 from disc21spark.api.tables import score_table
 from disc21spark.core import config
-from disc21spark.core.errors import InputError
+from disc21spark.core.errors import InputError, column_list
 from disc21spark.core.phases import Phases
 from disc21spark.engine import LOCAL_MAX_BYTES
 from disc21spark.matching.ground_truth import groups_phase
@@ -192,13 +192,14 @@ def _spark_raw(spark: Any, value: Any, source: str, keep: tuple[str, ...] = ()) 
     from disc21spark.matching.read import typed_table
     from disc21spark.matching.rows import PREDICTION_COLUMNS
 
-    if kind(value) == ARROW:  # a table in memory forced onto Spark
+    if kind(value) == ARROW:  # a table in memory forced onto Spark, checked as in process
+        inputs.arrow_columns(value, source, (*PREDICTION_COLUMNS, *keep))
         value = spark.createDataFrame(
             value if not hasattr(value, "to_pandas") else value.to_pandas()
         )
     missing = [c for c in (*PREDICTION_COLUMNS, *keep) if c not in value.columns]
     if missing:
-        has = ", ".join(value.columns)
+        has = column_list(value.columns)
         raise InputError(source, f"missing column {missing[0]!r} (has: {has})")
     return typed_table(value, F.lit(source), keep)
 
@@ -367,7 +368,7 @@ def _named_tables(predictions: Any, submission: str | None) -> dict[str, Any]:
         return _split_spark(predictions, submission, source)
     frame = predictions.to_pandas() if hasattr(predictions, "to_pylist") else predictions
     if submission not in frame.columns:
-        has = ", ".join(map(str, frame.columns))
+        has = column_list(frame.columns)
         raise InputError(source, f"missing column {submission!r} (has: {has})")
     if frame[submission].isna().any():
         raise InputError(source, f"rows without a {submission} (the submission)")
@@ -382,7 +383,9 @@ def _split_spark(frame: Any, submission: str, source: str) -> dict[str, Any]:
     from pyspark.sql import functions as F
 
     if submission not in frame.columns:
-        raise InputError(source, f"missing column {submission!r} (has: {', '.join(frame.columns)})")
+        raise InputError(
+            source, f"missing column {submission!r} (has: {column_list(frame.columns)})"
+        )
     names = [r[0] for r in frame.select(F.col(submission).cast("string")).distinct().collect()]
     if None in names:
         raise InputError(source, f"rows without a {submission} (the submission)")

@@ -3,6 +3,7 @@ descriptor track's result."""
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -100,13 +101,18 @@ class Leaderboard:
         μAP's query resampling, docs/statistics.md): one row per place that has a next
         one, columns ``rank``, ``submission``, ``next_detectable`` (float64: the smallest
         difference these queries detect) and ``queries_needed`` (Int64: n · (δ_min /
-        difference)², queries of the same kind; <NA> without intervals). Raises
-        ValueError for a difference that is not a positive number."""
+        difference)², queries of the same kind; <NA> without intervals, and when the
+        two places score the same on every resample: ``next_detectable`` is then 0, and
+        no number of queries tells them apart). Raises ValueError for a difference that
+        is not a real number from 0.000001 to 1 (a bool is refused)."""
         import pandas as pd
 
-        if not isinstance(difference, (int, float)) or not 0 < difference < float("inf"):
-            raise ValueError(f"difference must be a positive number, got {difference!r}")
-        rows = compare.queries_needed_rows(self.to_dict()["submissions"], difference)
+        if not compare.is_difference(difference):
+            raise ValueError(
+                f"difference must be a μAP difference from {compare.SMALLEST_DIFFERENCE:.6f} "
+                f"to 1, got {difference!r}"
+            )
+        rows = compare.queries_needed_rows(self.to_dict()["submissions"], float(difference))
         table = pd.DataFrame(rows, columns=list(compare.NEEDED_COLUMNS))
         return table.astype(
             {"rank": "Int64", "next_detectable": "float64", "queries_needed": "Int64"}
@@ -125,8 +131,11 @@ class Leaderboard:
     def separating_queries(self, top: int = pool_queries.SEPARATING) -> pd.DataFrame:
         """With ``per_query=True``: for each pair of neighbours, the ``top`` queries whose
         contributions to μAP differ most (queries_separating.csv:
-        ``pool.queries.SEPARATING_COLUMNS``)."""
-        return pool_queries.separating(self._with_tables(), top)
+        ``pool.queries.SEPARATING_COLUMNS``). Raises ValueError for a ``top`` that is
+        not a positive whole number (a bool is refused)."""
+        if isinstance(top, bool) or not isinstance(top, numbers.Integral) or top < 1:
+            raise ValueError(f"top must be a positive whole number, got {top!r}")
+        return pool_queries.separating(self._with_tables(), int(top))
 
     def _with_tables(self) -> list[Submission]:
         """The submissions; ValueError when a scored one has no per-query table."""

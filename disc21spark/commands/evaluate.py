@@ -66,14 +66,35 @@ class Evaluation:
     def execute(self, spark: Any) -> Any:
         self.choice = settled(spark, self.request, self.choice)
         if self.request.explain:
+            if self.choice.kind == "pool":
+                check_board_files(spark, self.request)  # a bad file: the run's one line
             return self.choice
         self.chosen = pick(self.request, self.choice)
         return self.chosen.execute(spark)
 
     def summary(self, result: Any) -> list[str]:
         if self.request.explain:
+            if result.kind == "pool" and self.request.private_queries:
+                from disc21spark.pool.job import BOARDS_PLAN
+
+                return [*result.lines(), f"boards: {BOARDS_PLAN}"]
             return result.lines()
         return self.chosen.summary(result)
+
+
+def check_board_files(spark: Any, r: EvaluateRequest) -> None:
+    """--explain of a pool: the groups and private-queries files checked against the
+    ground truth as a run checks them; InputError with the run's line."""
+    if not (r.query_groups or r.private_queries):
+        return
+    from disc21spark.core.phases import Phases
+    from disc21spark.matching.ground_truth import ground_truth_phase, groups_phase
+    from disc21spark.pool.split import read_split
+
+    gt = ground_truth_phase(spark, r.ground_truth, r.ground_truth_format, Phases())
+    groups_phase(spark, r.query_groups, gt, Phases())
+    if r.private_queries:
+        read_split(r.private_queries, gt, spark)
 
 
 def choice_of(r: EvaluateRequest) -> engine.Choice:

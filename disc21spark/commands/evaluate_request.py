@@ -19,6 +19,7 @@ from disc21spark.commands.requests import Request, UsageError, below_one
 from disc21spark.core.config import from_defaults, parse_limit, parse_size, parse_span
 from disc21spark.core.paths import is_uri
 from disc21spark.engine import plan_named
+from disc21spark.matching.stats import compare
 
 # the options of one track only (``checked`` refuses them on the other), by --help's group
 POOL_OPTIONS = (
@@ -190,8 +191,11 @@ def _check_boards(r: EvaluateRequest) -> None:
     both or neither (the API, which writes nothing, takes the queries alone), the private
     board never inside the published folder."""
     q = r.queries_needed
-    if q is not None and (not isinstance(q, numbers.Real) or not 0 < q < math.inf):
-        _refuse(f"--queries-needed must be a positive μAP difference, such as 0.01 (got {q!r})")
+    if q is not None and not compare.is_difference(q):
+        _refuse(
+            f"--queries-needed must be a μAP difference from {compare.SMALLEST_DIFFERENCE:.6f} "
+            f"to 1, such as 0.01 (got {q!r})"
+        )
     if r.private_output and not r.private_queries:
         _refuse("--private-output needs --private-queries (the queries of the private board)")
     if r.private_queries and r.output and not r.private_output:

@@ -15,6 +15,12 @@ class InputError(Exception):
         super().__init__(f"{location}: {reason}" if location else reason)
 
 
+def column_list(names: object) -> str:
+    """The column names of a header, comma separated, as an error message quotes them:
+    a name with an invisible character (a byte-order mark, a tab) as its repr."""
+    return ", ".join(n if n.isprintable() else repr(n) for n in map(str, names))
+
+
 class OutputError(Exception):
     """The output folder cannot be written as asked (exists, not a folder...)."""
 

@@ -20,6 +20,7 @@ equal, word for word.
 
 from __future__ import annotations
 
+import re
 import sys
 from dataclasses import dataclass, replace
 from pathlib import PurePosixPath
@@ -92,6 +93,11 @@ def warnings(metrics: MatchingMetrics, ids: IdCheck | None) -> tuple[str, ...]:
                 "rename the ids"
             )
     return tuple(out)
+
+
+# the example a renaming warning gives, as ``warnings`` writes it (a board that must
+# not name some ids drops it: ``pool/boards.py``)
+EXAMPLE = re.compile(r" \(e\.g\. .*\)(?=: rename the ids$)")
 
 
 def announce(where: str, found: tuple[str, ...]) -> None:

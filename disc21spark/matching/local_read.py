@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from disc21spark.core import damage
-from disc21spark.core.errors import InputError, first_line
+from disc21spark.core.errors import InputError, column_list, first_line
 from disc21spark.core.formats import NotForThisEngine, plain_types
 from disc21spark.matching.arrays import numbers, strings
 from disc21spark.matching.line_scan import LONGEST_LINE, first_bad_line
@@ -287,7 +287,7 @@ def _checked_parquet(where: str, table) -> Pairs:
     names = table.schema.names
     missing = [c for c in PREDICTION_COLUMNS if c not in names]
     if missing:
-        has = ", ".join(names)
+        has = column_list(names)
         raise InputError(where, f"missing column {missing[0]!r} (has: {has})")
     if not plain_types(table.schema):
         raise NotForThisEngine(f"{where}: ids that are not strings or a score that is not a number")

@@ -7,7 +7,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from disc21spark.core import damage
-from disc21spark.core.errors import InputError, first_line
+from disc21spark.core.errors import InputError, column_list, first_line
 from disc21spark.core.fs import data_files
 from disc21spark.core.paths import codec, detect_format, display_path
 from disc21spark.matching.rows import (
@@ -74,7 +74,7 @@ def read_parquet(spark: SparkSession, path: str | list[str], columns: tuple[str,
         raise InputError(name, reason or f"cannot be read ({first_line(exc)})") from None
     missing = [c for c in columns if c not in df.columns]
     if missing:
-        raise InputError(name, f"missing column {missing[0]!r} (has: {', '.join(df.columns)})")
+        raise InputError(name, f"missing column {missing[0]!r} (has: {column_list(df.columns)})")
     return df
 
 

@@ -19,7 +19,7 @@ from pathlib import PurePosixPath
 from typing import IO, Any
 
 from disc21spark.core import damage
-from disc21spark.core.errors import InputError, first_line
+from disc21spark.core.errors import InputError, column_list, first_line
 from disc21spark.core.formats import NotForThisEngine, file_format, local_path
 from disc21spark.core.paths import display_path
 from disc21spark.matching.rows import Row, parse_csv_line
@@ -110,7 +110,7 @@ def local_table_rows(path: str, columns: tuple[str, ...], fmt: str = "auto") -> 
             table = parquet_table(Source(path, path=plain))
             missing = [c for c in columns if c not in table.column_names]
             if missing:
-                has = ", ".join(table.column_names)
+                has = column_list(table.column_names)
                 raise InputError(path, f"missing column {missing[0]!r} (has: {has})")
             values = [table.column(c).cast("string").to_pylist() for c in columns]
             return [Row(f"row {i}", fields) for i, fields in enumerate(zip(*values), start=1)]

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
+from disc21spark.matching import coverage
 from disc21spark.matching.model import GroundTruth, Submission
 from disc21spark.pool import report as pool_report
 from disc21spark.pool.split import PRIVATE, PUBLIC, Split
@@ -47,6 +48,9 @@ def score_boards(
         replace(s, metrics=None, reused=False) if s.status == "ok" else replace(s, reused=False)
         for s in subs
     ]
+    # the coverage warnings of each file as submitted (a reused one: its public board's):
+    # a board's rows of its queries alone lose the rows a misnamed id sends elsewhere
+    found = {s.name: s.metrics.warnings for s in subs if s.metrics is not None}
     hidden = set(split.query_ids(gt, PRIVATE))
     for s in subs:  # a reason naming a private query is told on the private board only
         # any private id within the text, even inside a longer word: better one reason
@@ -59,7 +63,24 @@ def score_boards(
     scored = [s for s in private if s.status == "ok"]
     if scored:
         score(PRIVATE, split.board(gt, PRIVATE), sorted(hidden), scored)
+    for board, shown in ((valid, lambda w: public_warnings(w, hidden)), (scored, tuple)):
+        for s in board:
+            if s.metrics is not None:  # still valid
+                s.metrics = replace(s.metrics, warnings=shown(found.get(s.name, ())))
     return private
+
+
+def public_warnings(found: tuple[str, ...], hidden: set[str]) -> tuple[str, ...]:
+    """The warnings ``found`` the public board may show: a renaming warning whose example
+    names a private query id loses its example; one naming such an id elsewhere is
+    withheld (any id within the text, as a withheld reason)."""
+    out = []
+    for text in found:
+        if any(q in text for q in hidden):
+            text = coverage.EXAMPLE.sub("", text)
+        if not any(q in text for q in hidden):
+            out.append(text)
+    return tuple(out)
 
 
 def rank_changes(public: list[Submission], private: list[Submission]) -> list[dict]:

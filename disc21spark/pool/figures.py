@@ -15,7 +15,10 @@ def intervals_figure(rows: list[dict]) -> str:
     drawn = [r for r in rows[:TOP] if r.get("micro_ap_low") is not None]
     title = f"μAP with bootstrap intervals: top {len(drawn)} of {len(rows)}"
     if not drawn:
-        return '<h2>μAP intervals</h2><p id="intervals-none">No interval (--resamples 0).</p>'
+        return (
+            '<h2>μAP intervals</h2><p id="intervals-none">No interval: no submission has '
+            "bootstrap replicates (they need --resamples above 0).</p>"
+        )
     lo = min(r["micro_ap_low"] for r in drawn)
     hi = max(r["micro_ap_high"] for r in drawn)
     span = max(hi - lo, 1e-9)

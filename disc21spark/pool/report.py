@@ -145,8 +145,14 @@ def queries_needed_lines(subs: list, difference: float) -> list[str]:
     rows = compare.queries_needed_rows(records(subs), difference)
     out = [f"queries a μAP difference of {difference:g} from the next place would need:"]
     for r in rows:
-        if r["queries_needed"] is None:
-            out.append(f"  {r['rank']:>3}  {r['submission']}: not measured (--resamples 0)")
+        if r["next_detectable"] is None:
+            why = "no bootstrap replicates for this pair; they need --resamples above 0"
+            out.append(f"  {r['rank']:>3}  {r['submission']}: not measured ({why})")
+        elif r["queries_needed"] is None:
+            out.append(
+                f"  {r['rank']:>3}  {r['submission']}: no number of queries (it and the next "
+                "place score the same on every resample)"
+            )
         else:
             out.append(
                 f"  {r['rank']:>3}  {r['submission']}: {r['queries_needed']:,} queries "

@@ -63,7 +63,8 @@ class Split:
 def read_split(path: str, gt: GroundTruth, spark: object = None) -> Split:
     """The private-queries file at ``path`` checked against ``gt``. Raises InputError
     naming the file, the line and the reason: no ``query_id`` column, an empty id, a
-    query unknown to ``gt`` or named twice, no query at all, every query private."""
+    query unknown to ``gt`` or named twice, no query at all, every query private, a
+    board left without a positive pair (its μAP would be 0 for every submission)."""
     text = read_text(path, spark)
     index = {str(q): i for i, q in enumerate(gt.query_ids)}
     first: dict[str, int] = {}
@@ -80,4 +81,19 @@ def read_split(path: str, gt: GroundTruth, spark: object = None) -> Split:
         raise InputError(
             path, f"names all {gt.n_queries:,} queries of the ground truth: no public query left"
         )
+    _check_positives(path, gt, private)
     return Split(path, private, hashlib.sha256(text.encode("utf-8")).hexdigest())
+
+
+def _check_positives(path: str, gt: GroundTruth, private: np.ndarray) -> None:
+    """InputError when a board has no positive pair: as a ground truth without one is
+    refused, since nothing on that board could be found."""
+    with_match = np.isin(gt.query_ids.astype(str), gt.positive_queries.astype(str))
+    for name, mask in ((PRIVATE, private), (PUBLIC, ~private)):
+        if not (with_match & mask).any():
+            other = PUBLIC if name == PRIVATE else PRIVATE
+            reason = (
+                f"the {name} board has no positive pair (every query with a match is "
+                f"{other}): its μAP would be 0 for every submission"
+            )
+            raise InputError(path, reason)

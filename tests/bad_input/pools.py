@@ -93,6 +93,20 @@ def evaluate_pool(*preds: str, extra: tuple[str, ...] = ()) -> list[str]:
     ]
 
 
+def split_pool(*writers, groups: bool = False) -> list[str]:
+    """Two clean submissions scored with the split file split.csv (and groups.csv)."""
+    extra = ("--private-queries", "{d}/split.csv", "--private-output", "{d}/hidden")
+    if groups:
+        extra += ("--query-groups", "{d}/groups.csv")
+    return evaluate_pool("{d}/a.csv", "{d}/b.csv", extra=extra)
+
+
+def split_files(split: str, *writers):
+    return pool(text("a.csv", CLEAN), text("b.csv", CLEAN), text("split.csv", split), *writers)
+
+
+LONG = "Q" * 131_073  # over Python's csv field limit (131,072 characters)
+
 CASES: list[Case] = [
     Case(
         "pool-bad-members",
@@ -341,5 +355,73 @@ CASES: list[Case] = [
                 "{d}/board/leaderboard.json: not a leaderboard this tool wrote (UnicodeDecodeError: …)",
             ),
         )
+    ),
+    Case(
+        "pool-split-no-private-positive",
+        PL,
+        "a split whose private queries have no match (the distractor Q3 alone)",
+        split_pool(),
+        2,
+        "error: {d}/split.csv: the private board has no positive pair (every query with a "
+        "match is public): its μAP would be 0 for every submission",
+        split_files("query_id\nQ3\n"),
+    ),
+    Case(
+        "pool-split-no-public-positive",
+        PL,
+        "a split that makes every query with a match private",
+        split_pool(),
+        2,
+        "error: {d}/split.csv: the public board has no positive pair (every query with a "
+        "match is private): its μAP would be 0 for every submission",
+        split_files("query_id\nQ1\nQ2\nQ4\nQ5\n"),
+    ),
+    Case(
+        "pool-split-long-field",
+        PL,
+        "a split file with a field of 131,073 characters",
+        split_pool(),
+        2,
+        "error: {d}/split.csv: line 3: a field longer than 131,072 characters (an id or a "
+        "group name expected)",
+        split_files(f"query_id\nQ1\n{LONG}\n"),
+    ),
+    Case(
+        "pool-groups-long-field",
+        PL,
+        "a groups file with a field of 131,073 characters",
+        split_pool(groups=True),
+        2,
+        "error: {d}/groups.csv: line 2: a field longer than 131,072 characters (an id or a "
+        "group name expected)",
+        split_files("query_id\nQ1\n", text("groups.csv", f"query_id,group\nQ1,{LONG}\n")),
+    ),
+    Case(
+        "pool-split-invisible-header",
+        PL,
+        "a split file whose header holds an invisible character (a zero-width space)",
+        split_pool(),
+        2,
+        "error: {d}/split.csv: line 1: missing column 'query_id' (has: 'query_id\\u200b')",
+        split_files("query_id\u200b\nQ1\n"),
+    ),
+    Case(
+        "pool-explain-empty-split",
+        PL,
+        "--explain with an empty split file (checked as a run checks it)",
+        split_pool() + ["--explain"],
+        2,
+        "error: {d}/split.csv: empty (a header query_id and one row per query expected)",
+        split_files(""),
+    ),
+    Case(
+        "pool-queries-needed-tiny",
+        PL,
+        "--queries-needed 1e-300 (no board shows such a difference)",
+        split_pool() + ["--queries-needed", "1e-300"],
+        2,
+        "error: --queries-needed must be a μAP difference from 0.000001 to 1, such as 0.01 "
+        "(got 1e-300)",
+        split_files("query_id\nQ1\n"),
     ),
 ]

@@ -21,6 +21,7 @@ queries, the observed difference δ would need n · (δ_min / δ)² queries of t
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
 from statistics import NormalDist
 
@@ -71,11 +72,26 @@ def detectable(d: np.ndarray, confidence: float) -> float | None:
     return float(z * np.std(d, ddof=1))
 
 
+# the smallest μAP difference asked about: a board shows μAP to six decimals, so a
+# smaller gap is a tie there (and its count of queries would overflow a table's int64)
+SMALLEST_DIFFERENCE = 1e-6
+
+
+def is_difference(value: object) -> bool:
+    """``value`` is a μAP difference to ask the queries of: a real number (a numpy
+    float too; a bool is no number here) from ``SMALLEST_DIFFERENCE`` to 1."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return False
+    return SMALLEST_DIFFERENCE <= value <= 1  # no float(): 10**400 has none
+
+
 def queries_needed(n_queries: int, least: float | None, difference: float) -> int | None:
     """The queries (of the same kind as the ground truth's ``n_queries``) for
-    ``difference`` to be detectable: the spread shrinks as 1/√n. None when the
-    difference is 0 or nothing was measured."""
-    if least is None or difference == 0:
+    ``difference`` to be detectable: the spread shrinks as 1/√n. None when nothing was
+    measured, when the difference is under ``SMALLEST_DIFFERENCE`` (a tie on the board),
+    or when ``least`` is 0: the two places score the same on every resample, and no
+    number of queries tells them apart."""
+    if not least or abs(difference) < SMALLEST_DIFFERENCE:
         return None
     return math.ceil(n_queries * (least / abs(difference)) ** 2)
 
@@ -86,7 +102,8 @@ NEEDED_COLUMNS = ("rank", "submission", "next_detectable", "queries_needed")
 def queries_needed_rows(rows: list[dict], difference: float) -> list[dict]:
     """For each place of a board (leaderboard.json's rows) that has a next one: its rank,
     submission, ``next_detectable`` and the queries ``difference`` would need
-    (``queries_needed``; None without intervals)."""
+    (``queries_needed``; None without intervals or when the two places score the same
+    on every resample, ``next_detectable`` then 0)."""
     scored = [r for r in rows if r["status"] == "ok"][:-1]
     return [
         {
@@ -101,8 +118,10 @@ def queries_needed_rows(rows: list[dict], difference: float) -> list[dict]:
 
 def detectable_sentence(rows: list[dict]) -> str | None:
     """The line under a board (leaderboard.json's rows): the gap between neighbours that
-    these queries tell apart, the median of ``next_detectable``; None without intervals."""
-    gaps = [r["next_detectable"] for r in rows if r.get("next_detectable") is not None]
+    these queries tell apart, the median of ``next_detectable``; None without intervals.
+    Neighbours that score the same on every resample (``next_detectable`` 0) are left
+    out: no gap between them can be told apart."""
+    gaps = [r["next_detectable"] for r in rows if r.get("next_detectable")]
     if not gaps:
         return None
     n = next(r["n_queries"] for r in rows if r["status"] == "ok")

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from disc21spark.core import fs
-from disc21spark.core.errors import InputError, first_line
+from disc21spark.core.errors import InputError, column_list, first_line
 from disc21spark.matching.model import GroundTruth
 
 COLUMNS = ("query_id", "group")
@@ -91,10 +91,11 @@ def restricted(groups: QueryGroups, keep: np.ndarray) -> QueryGroups:
 
 
 def read_text(path: str, spark: object = None) -> str:
-    """The text of a small CSV file of ours (any file system ``core/fs`` reads);
-    InputError when it cannot be read or is not UTF-8."""
+    """The text of a small CSV file of ours (any file system ``core/fs`` reads), a
+    leading byte-order mark dropped (spreadsheets write one); InputError when it cannot
+    be read or is not UTF-8."""
     try:
-        return fs.read_text(path, spark)
+        return fs.read_text(path, spark).removeprefix("\ufeff")
     except UnicodeDecodeError:
         raise InputError(path, "cannot be read (not UTF-8 text)") from None
     except OSError as exc:
@@ -110,16 +111,15 @@ def csv_rows(path: str, text: str, wanted: tuple[str, ...]) -> list[tuple]:
         header = ",".join(wanted)
         raise InputError(path, f"empty (a header {header} and one row per query expected)")
     number, header = lines[0]
-    columns = [c.strip() for c in next(csv.reader(io.StringIO(header)))]
+    columns = _fields(path, number, header)
     missing = [c for c in wanted if c not in columns]
     if missing:
-        raise InputError(
-            path, f"missing column {missing[0]!r} (has: {', '.join(columns)})", f"line {number}"
-        )
+        has = column_list(columns)
+        raise InputError(path, f"missing column {missing[0]!r} (has: {has})", f"line {number}")
     at = [columns.index(c) for c in wanted]
     out = []
     for number, line in lines[1:]:
-        fields = [f.strip() for f in next(csv.reader(io.StringIO(line)))]
+        fields = _fields(path, number, line)
         if len(fields) != len(columns):
             raise InputError(
                 path, f"{len(fields)} fields, the header has {len(columns)}", f"line {number}"
@@ -132,3 +132,18 @@ def csv_rows(path: str, text: str, wanted: tuple[str, ...]) -> list[tuple]:
     if not out:
         raise InputError(path, "no row after the header (one row per query expected)")
     return out
+
+
+def _fields(path: str, number: int, line: str) -> list[str]:
+    """The stripped fields of one CSV line; InputError naming the line when Python's
+    csv refuses it (a field over its limit of 131,072 characters)."""
+    try:
+        return [f.strip() for f in next(csv.reader(io.StringIO(line)))]
+    except csv.Error as exc:
+        limit = csv.field_size_limit()
+        reason = (
+            f"a field longer than {limit:,} characters (an id or a group name expected)"
+            if "field limit" in str(exc)
+            else f"not a CSV line ({exc})"
+        )
+        raise InputError(path, reason, f"line {number}") from None
