@@ -200,6 +200,34 @@ def test_counts_add_up_over_any_split_of_the_rows(seed, n, cut):
         np.testing.assert_array_equal(w, x + y)
 
 
+@settings(max_examples=25, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n=st.integers(0, 3000),
+    queries=st.integers(1, 40),
+    levels=st.integers(1, 6),
+    heavy=st.sampled_from([1, 3, 600]),
+)
+def test_weighted_counts_are_the_sums_of_the_rows_weights(seed, n, queries, levels, heavy):
+    # few queries and levels: a level's cells sum past the int16 product's SMALL_SUM (it
+    # splits them into rows), a cell past its SMALL_CELL (the float64 product instead)
+    rng = np.random.default_rng(seed)
+    keys = query_keys([f"Q{i}" for i in range(queries)], seed=seed % 7)[rng.integers(0, queries, n)]
+    bucket = rng.integers(0, levels + 1, n)
+    fixed = rng.random(n) < 0.1
+    count = rng.integers(0, heavy + 1, n)
+    r = Resampling(300, 0.9, seed % 7)
+    w = poisson_weights(keys, 0, 300).astype(np.int64)
+    w[fixed] = 1
+    expected = np.zeros((levels + 1, 300), dtype=np.int64)
+    np.add.at(expected, bucket, w * count[:, None])
+    got = weighted.weighted_counts(bucket, keys, fixed, levels, r, count)
+    np.testing.assert_array_equal(got, expected[:levels])
+    ones = weighted.weighted_counts(bucket, keys, fixed, levels, r)
+    np.add.at(expected, bucket, w * (1 - count[:, None]))
+    np.testing.assert_array_equal(ones, expected[:levels])
+
+
 @settings(max_examples=20, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 200))
 def test_intervals_do_not_depend_on_row_order(seed, n):
