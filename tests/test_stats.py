@@ -200,6 +200,35 @@ def test_counts_add_up_over_any_split_of_the_rows(seed, n, cut):
         np.testing.assert_array_equal(w, x + y)
 
 
+@settings(max_examples=30, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    levels=st.integers(1, 300),
+    columns=st.integers(1, 90),
+    many=st.floats(0.05, 3.0),
+)
+def test_resample_micro_ap_keeps_its_order_of_addition(seed, levels, columns, many):
+    # the intervals' bits: pass j adds the j-th true positive of every (level, column)
+    # entry holding more than j, in row-major order, by np.bincount; each pass's sum is
+    # added to the total (dense passes or not, the same float additions)
+    rng = np.random.default_rng(seed)
+    hits = rng.poisson(many, (levels, columns)) * (rng.random((levels, columns)) < 0.7)
+    misses = rng.poisson(3 * many, (levels, columns))
+    positives = hits.sum(axis=0) + rng.integers(0, 5, columns)
+    k_end, n_end = kernel.level_ends(hits, misses)
+    expected = np.zeros(columns)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for j in range(int(hits.max(initial=0))):
+            entry = np.flatnonzero(hits > j)
+            k = k_end.reshape(-1)[entry].astype(np.float64) - j
+            n = n_end.reshape(-1)[entry].astype(np.float64) - j
+            p = positives[entry % columns].astype(np.float64)
+            terms = (k / p - (k - 1) / p) * (k / n)
+            expected += np.bincount(entry % columns, weights=terms, minlength=columns)
+    got = kernel.micro_ap(hits, k_end, n_end, positives, exact_columns=0)
+    assert got.tobytes() == expected.tobytes()
+
+
 @settings(max_examples=25, deadline=None)
 @given(
     seed=st.integers(0, 2**32 - 1),
