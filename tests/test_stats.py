@@ -94,6 +94,41 @@ def test_weights_do_not_depend_on_the_block_they_are_drawn_in(monkeypatch):
     assert poisson_weights(keys[:0], 0, 5).shape == (0, 5)
 
 
+def test_weights_are_the_generators_by_its_definition():
+    # SplitMix64's finaliser of key + (b + 1) · golden, its top 53 bits against the
+    # Poisson(1) distribution function, in Python integers: rare weights (5 and more) too
+    keys = query_keys([f"Q{i}" for i in range(400)], seed=8)
+    got = poisson_weights(keys, 3, 43)
+    mask = (1 << 64) - 1
+    for row, key in enumerate(keys.tolist()):
+        for b in range(3, 43):
+            z = (key + (b + 1) * 0x9E3779B97F4A7C15) & mask
+            z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & mask
+            z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & mask
+            z ^= z >> 31
+            expected = sum(int(t) <= z >> 11 for t in THRESHOLDS)
+            assert got[row, b - 3] == expected
+    assert got.max() >= 5
+
+
+def test_weights_drawn_in_threads_are_the_same(monkeypatch):
+    keys = query_keys([f"Q{i}" for i in range(3000)], seed=6)
+    whole = poisson_weights(keys, 2, 60)
+    monkeypatch.setattr(weights, "BLOCK", 58 * 40)  # 75 blocks of 40 keys
+    np.testing.assert_array_equal(poisson_weights(keys, 2, 60, threads=3), whole)
+    # a block that fails in a thread fails the draw, in the caller's thread
+    draw = weights._draw
+
+    def fails_late(block, index):
+        if block[0] == keys[2960]:
+            raise MemoryError("no room for this block")
+        return draw(block, index)
+
+    monkeypatch.setattr(weights, "_draw", fails_late)
+    with pytest.raises(MemoryError, match="no room"):
+        poisson_weights(keys, 2, 60, threads=3)
+
+
 def test_remembered_weights_are_the_drawn_ones(monkeypatch):
     universe = query_keys([f"Q{i}" for i in range(500)], seed=9)
     drawn = poisson_weights(universe, 0, 120)

@@ -15,6 +15,7 @@ submission scored with one seed meets the same resamples.
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Iterable
 from decimal import Decimal, localcontext
 
@@ -60,6 +61,10 @@ def query_keys(query_ids: Iterable[object], seed: int) -> np.ndarray:
 BLOCK = 1 << 17
 
 
+# threads drawing the table ``remember`` keeps (the in-process engine's whole draw): the
+# cores this process may use, at most four
+DRAW_THREADS = min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1)
+
 # the largest table of weights kept for reuse (keys × resamples bytes): DISC21's 50,000
 # queries at 1,000 resamples fit
 TABLE_MAX_BYTES = 64 << 20
@@ -79,7 +84,7 @@ def remember(keys: np.ndarray, resamples: int) -> None:
     if _table is not None and _table[1].shape[1] >= resamples and np.array_equal(_table[0], keys):
         return
     _table = None  # the old table's memory is free before the new one is drawn
-    _table = (keys, poisson_weights(keys, 0, resamples))
+    _table = (keys, poisson_weights(keys, 0, resamples, threads=DRAW_THREADS))
 
 
 def forget() -> None:
@@ -88,9 +93,11 @@ def forget() -> None:
     _table = None
 
 
-def poisson_weights(keys: np.ndarray, start: int, stop: int) -> np.ndarray:
+def poisson_weights(keys: np.ndarray, start: int, stop: int, threads: int = 1) -> np.ndarray:
     """uint8 (len(keys), stop - start): the weight of each key in resamples start..stop-1
-    (rows of the remembered table when it holds every key and resample)."""
+    (rows of the remembered table when it holds every key and resample). ``threads``:
+    blocks of keys drawn in that many threads at once (numpy leaves the GIL to them); the
+    weights are the same. Raises what a thread raised."""
     table = _table  # read once: another thread may replace it meanwhile
     if table is not None and stop <= table[1].shape[1] and len(table[0]):
         known, weights = table
@@ -101,8 +108,33 @@ def poisson_weights(keys: np.ndarray, start: int, stop: int) -> np.ndarray:
     keys = keys.astype(np.uint64)
     out = np.empty((len(keys), stop - start), dtype=np.uint8)
     step = max(1, BLOCK // max(1, stop - start))
-    for first in range(0, len(keys), step):
-        out[first : first + step] = _draw(keys[first : first + step], index)
+    firsts = range(0, len(keys), step)
+    # a thread for every few blocks at most: a small draw stays in the caller's thread
+    threads = max(1, min(threads, len(firsts) // 4))
+    failed: list[BaseException] = []
+
+    def fill(part: range) -> None:
+        try:
+            for first in part:
+                out[first : first + step] = _draw(keys[first : first + step], index)
+        except BaseException as exc:  # handed to the caller: no block is left undrawn
+            failed.append(exc)
+
+    if threads > 1:
+        import threading
+
+        others = [
+            threading.Thread(target=fill, args=(firsts[i::threads],)) for i in range(1, threads)
+        ]
+        for thread in others:
+            thread.start()
+        fill(firsts[0::threads])
+        for thread in others:
+            thread.join()
+    else:
+        fill(firsts)
+    if failed:
+        raise failed[0]
     return out
 
 
