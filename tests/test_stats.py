@@ -3,6 +3,8 @@ cases per statistic, and properties against the matching-track specification."""
 
 from __future__ import annotations
 
+import hashlib
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -98,6 +100,9 @@ def test_weights_are_the_generators_by_its_definition():
     # SplitMix64's finaliser of key + (b + 1) · golden, its top 53 bits against the
     # Poisson(1) distribution function, in Python integers: rare weights (5 and more) too
     keys = query_keys([f"Q{i}" for i in range(400)], seed=8)
+    for i in (0, 7, 399):  # the key: the id's BLAKE2b, 8 bytes, keyed by the seed's text
+        digest = hashlib.blake2b(f"Q{i}".encode(), digest_size=8, key=b"8").digest()
+        assert int(keys[i]) == int.from_bytes(digest, "little")
     got = poisson_weights(keys, 3, 43)
     mask = (1 << 64) - 1
     for row, key in enumerate(keys.tolist()):
