@@ -6,6 +6,9 @@
         goal, measured on the phases that touch the rows)
     BENCH_RESAMPLES=N: --resamples of the scaling runs (default: the product's)
     BENCH_SKIP=numpy,disc21spark in process: contenders left out (by how their names begin)
+    BENCH_ROWS=500000 ISC2021_REPO=path: issue 46's rows, one file in process: python
+        jobs/evaluate.py --resamples 0 against DuckDB (goal ≥ 1.0×, also at 5M) and with
+        its defaults against the official scorer (goal ≥ 4×); each row prints its command
 
 disc21spark runs five times: spark-submit with its defaults (one local file is scored in
 process, a file past --local-max-bytes in batches), spark-submit with --engine spark (the
@@ -24,6 +27,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import statistics
 import subprocess
 import sys
@@ -41,7 +45,7 @@ OFFICIAL = (
     "from isc.io import read_ground_truth, read_predictions\n"
     "from isc.metrics import evaluate\n"
     "m = evaluate(read_ground_truth(sys.argv[1]), read_predictions(sys.argv[2]))\n"
-    "print(json.dumps({'micro_ap': m.average_precision, 'recall_at_p90': m.recall_at_p90}))\n"
+    'print(json.dumps({"micro_ap": m.average_precision, "recall_at_p90": m.recall_at_p90}))\n'
 )
 
 
@@ -309,10 +313,10 @@ def goal_lines(results: dict[str, dict], rows: int) -> list[str]:
 
 
 def command_text(cmd: list[str]) -> str:
-    """A contender's command as one line, paths under this checkout relative to it."""
-    words = [w.replace(str(ROOT) + os.sep, "") for w in cmd]
-    words = [w.replace(sys.executable, "python") if w == sys.executable else w for w in words]
-    return " ".join(words).replace("\n", "; ")
+    """A contender's command as one shell line, paths under this checkout relative to it
+    (a multi-line ``python -c`` script as one line of statements)."""
+    words = ["python" if w == sys.executable else w.replace(str(ROOT) + os.sep, "") for w in cmd]
+    return shlex.join(w.strip().replace("\n", "; ") for w in words)
 
 
 def row_phase_seconds(result: dict) -> float:
