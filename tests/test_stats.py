@@ -240,10 +240,17 @@ def test_counts_add_up_over_any_split_of_the_rows(seed, n, cut):
         np.testing.assert_array_equal(w, x + y)
 
 
+def test_resample_micro_ap_without_levels_is_zero():
+    # a submission without a true positive: no levels, every resample's μAP 0
+    none = np.zeros((0, 5), dtype=np.int64)
+    got = kernel.micro_ap(none, none, none, np.full(5, 3), exact_columns=0)
+    assert got.tolist() == [0.0] * 5
+
+
 @settings(max_examples=30, deadline=None)
 @given(
     seed=st.integers(0, 2**32 - 1),
-    levels=st.integers(1, 300),
+    levels=st.integers(0, 300),
     columns=st.integers(1, 90),
     many=st.floats(0.05, 3.0),
 )

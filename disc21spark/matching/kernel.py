@@ -101,7 +101,8 @@ def _drawn_ap(hits: np.ndarray, k_end: np.ndarray, n_end: np.ndarray, total: np.
     ``micro_ap``'s."""
     ap = np.zeros(hits.shape[1])
     j = 0
-    while np.count_nonzero(hits > j) * DENSE_SHARE >= hits.size:
+    # some entry holds more than j (no levels: none does, and no pass runs)
+    while 0 < np.count_nonzero(hits > j) * DENSE_SHARE >= hits.size:
         ap += _dense_pass(hits, k_end, n_end, total, j)
         j += 1
     # entry e holds hits[e] true positives, at (k − i, n − i), i = 0 … hits[e] − 1
