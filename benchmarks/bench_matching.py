@@ -6,6 +6,9 @@
         goal, measured on the phases that touch the rows)
     BENCH_RESAMPLES=N: --resamples of the scaling runs (default: the product's)
     BENCH_SKIP=numpy,disc21spark in process: contenders left out (by how their names begin)
+    BENCH_ROWS=500000 ISC2021_REPO=path: issue 46's rows, one file in process: python
+        jobs/evaluate.py --resamples 0 against DuckDB (goal ≥ 1.0×, also at 5M) and with
+        its defaults against the official scorer (goal ≥ 4×); each row prints its command
 
 disc21spark runs five times: spark-submit with its defaults (one local file is scored in
 process, a file past --local-max-bytes in batches), spark-submit with --engine spark (the
@@ -24,6 +27,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import statistics
 import subprocess
 import sys
@@ -41,7 +45,7 @@ OFFICIAL = (
     "from isc.io import read_ground_truth, read_predictions\n"
     "from isc.metrics import evaluate\n"
     "m = evaluate(read_ground_truth(sys.argv[1]), read_predictions(sys.argv[2]))\n"
-    "print(json.dumps({'micro_ap': m.average_precision, 'recall_at_p90': m.recall_at_p90}))\n"
+    'print(json.dumps({"micro_ap": m.average_precision, "recall_at_p90": m.recall_at_p90}))\n'
 )
 
 
@@ -117,6 +121,16 @@ GOALS = {  # rows: (peer, the least speed-up over it)
     50_000_000: ("naive Spark plan (Window.orderBy)", 2.0),
 }
 DUCKDB = "DuckDB (SQL, every core)"
+OFFICIAL_NAME = "official ISC2021 (pure Python)"
+# issue 46's goals for one file in process, by size: (contender, peer, the least peer
+# time ÷ contender time)
+IN_PROCESS_GOALS = {
+    500_000: (
+        ("disc21spark python --resamples 0 (engine auto)", DUCKDB, 1.0),
+        ("disc21spark in process (python jobs/evaluate.py)", OFFICIAL_NAME, 4.0),
+    ),
+    5_000_000: (("disc21spark python --resamples 0 (engine auto)", DUCKDB, 1.0),),
+}
 NAIVE = "naive Spark plan (Window.orderBy)"
 SCALING_GOAL = 1.8  # local[2] over local[1], the distributed plan on one file
 # issue 33's goals at 50M: the distributed plan forced (--engine spark) against the naive
@@ -283,6 +297,11 @@ def goal_lines(results: dict[str, dict], rows: int) -> list[str]:
             speed = results[NAIVE]["median_seconds"] / results[name]["median_seconds"]
             verdict = "met" if speed >= least else "MISSED"
             lines.append(f"\ngoal: {name} ≥ {least}× the {NAIVE}: {speed:.2f}× ({verdict})")
+    for name, peer, least in IN_PROCESS_GOALS.get(rows, ()):
+        if name in results and peer in results:
+            speed = results[peer]["median_seconds"] / results[name]["median_seconds"]
+            verdict = "met" if speed >= least else "MISSED"
+            lines.append(f"\ngoal: {name} ≥ {least}× the {peer}: {speed:.2f}× ({verdict})")
     goal = GOALS.get(rows)
     if goal and goal[0] in results:
         speed = results[goal[0]]["median_seconds"] / results[names[0]]["median_seconds"]
@@ -291,6 +310,13 @@ def goal_lines(results: dict[str, dict], rows: int) -> list[str]:
             f"\ngoal at {rows:,} rows: ≥ {goal[1]}× the {goal[0]}: {speed:.2f}× ({verdict})"
         )
     return lines
+
+
+def command_text(cmd: list[str]) -> str:
+    """A contender's command as one shell line, paths under this checkout relative to it
+    (a multi-line ``python -c`` script as one line of statements)."""
+    words = ["python" if w == sys.executable else w.replace(str(ROOT) + os.sep, "") for w in cmd]
+    return shlex.join(w.strip().replace("\n", "; ") for w in words)
 
 
 def row_phase_seconds(result: dict) -> float:
@@ -321,20 +347,22 @@ def main() -> None:
     repeat = int(os.environ.get("BENCH_REPEAT", 3))
     env = spark_env()
     data = bench_data(rows, env)
-    results = run_all(contenders(data, rows, env), env, repeat)
+    commands = contenders(data, rows, env)
+    results = run_all(commands, env, repeat)
     first = results[next(iter(results))]["median_seconds"]
     lines = [
         f"Matching track, {rows:,} predictions vs the DISC21 dev ground truth, "
         f"{os.cpu_count()} cores, median of {repeat} (JVM start included)",
         "",
-        "| scorer | wall s (median) | runs (s) | peak MB (median) | time / first row | μAP |",
-        "|---|---|---|---|---|---|",
+        "| scorer | wall s (median) | runs (s) | peak MB (median) | time / first row | μAP | command |",
+        "|---|---|---|---|---|---|---|",
     ]
     for name, r in results.items():
         med = r["median_seconds"]
         lines.append(
             f"| {name} | {med:.1f} | {', '.join(f'{s:.1f}' for s in r['seconds'])} | "
-            f"{r['median_peak_mb']:,.0f} | {med / first:.2f}× | {r['micro_ap']:.12f} |"
+            f"{r['median_peak_mb']:,.0f} | {med / first:.2f}× | {r['micro_ap']:.12f} | "
+            f"`{command_text(commands[name])}` |"
         )
     lines += goal_lines(results, rows)
     lines += phase_lines(results)

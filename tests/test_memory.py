@@ -81,3 +81,15 @@ def test_auto_engine_follows_the_memory_available(tmp_path, monkeypatch):
     assert config.parse_limit("auto") is None and config.parse_limit("1k") == 1024
     asked = args_for(tmp_path, "--local-max-bytes", "auto")
     assert asked.local_max_bytes is None and args.local_max_bytes is None
+
+
+def test_memavailable_is_psutils_available(tmp_path):
+    import psutil
+
+    read, told = memory._mem_available(), psutil.virtual_memory().available
+    assert read is not None and abs(read - told) < told // 20  # read a moment apart
+    (tmp_path / "meminfo").write_text("MemTotal:       1000 kB\nMemAvailable:    300 kB\n")
+    assert memory._mem_available(tmp_path / "meminfo") == 300 * 1024
+    (tmp_path / "meminfo").write_text("MemTotal:       1000 kB\n")
+    assert memory._mem_available(tmp_path / "meminfo") is None
+    assert memory._mem_available(tmp_path / "missing") is None

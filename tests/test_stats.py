@@ -3,6 +3,8 @@ cases per statistic, and properties against the matching-track specification."""
 
 from __future__ import annotations
 
+import hashlib
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -92,6 +94,44 @@ def test_weights_do_not_depend_on_the_block_they_are_drawn_in(monkeypatch):
     monkeypatch.setattr(weights, "BLOCK", 130)
     np.testing.assert_array_equal(poisson_weights(keys, 3, 70), whole)
     assert poisson_weights(keys[:0], 0, 5).shape == (0, 5)
+
+
+def test_weights_are_the_generators_by_its_definition():
+    # SplitMix64's finaliser of key + (b + 1) · golden, its top 53 bits against the
+    # Poisson(1) distribution function, in Python integers: rare weights (5 and more) too
+    keys = query_keys([f"Q{i}" for i in range(400)], seed=8)
+    for i in (0, 7, 399):  # the key: the id's BLAKE2b, 8 bytes, keyed by the seed's text
+        digest = hashlib.blake2b(f"Q{i}".encode(), digest_size=8, key=b"8").digest()
+        assert int(keys[i]) == int.from_bytes(digest, "little")
+    got = poisson_weights(keys, 3, 43)
+    mask = (1 << 64) - 1
+    for row, key in enumerate(keys.tolist()):
+        for b in range(3, 43):
+            z = (key + (b + 1) * 0x9E3779B97F4A7C15) & mask
+            z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & mask
+            z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & mask
+            z ^= z >> 31
+            expected = sum(int(t) <= z >> 11 for t in THRESHOLDS)
+            assert got[row, b - 3] == expected
+    assert got.max() >= 5
+
+
+def test_weights_drawn_in_threads_are_the_same(monkeypatch):
+    keys = query_keys([f"Q{i}" for i in range(3000)], seed=6)
+    whole = poisson_weights(keys, 2, 60)
+    monkeypatch.setattr(weights, "BLOCK", 58 * 40)  # 75 blocks of 40 keys
+    np.testing.assert_array_equal(poisson_weights(keys, 2, 60, threads=3), whole)
+    # a block that fails in a thread fails the draw, in the caller's thread
+    draw = weights._draw
+
+    def fails_late(block, index):
+        if block[0] == keys[2960]:
+            raise MemoryError("no room for this block")
+        return draw(block, index)
+
+    monkeypatch.setattr(weights, "_draw", fails_late)
+    with pytest.raises(MemoryError, match="no room"):
+        poisson_weights(keys, 2, 60, threads=3)
 
 
 def test_remembered_weights_are_the_drawn_ones(monkeypatch):
@@ -198,6 +238,70 @@ def test_counts_add_up_over_any_split_of_the_rows(seed, n, cut):
     b = weighted.miss_counts(levels, s.score[cut:], s.keys[cut:], s.unknown[cut:], r)
     for w, x, y in zip(whole, a, b):
         np.testing.assert_array_equal(w, x + y)
+
+
+def test_resample_micro_ap_without_levels_is_zero():
+    # a submission without a true positive: no levels, every resample's μAP 0
+    none = np.zeros((0, 5), dtype=np.int64)
+    got = kernel.micro_ap(none, none, none, np.full(5, 3), exact_columns=0)
+    assert got.tolist() == [0.0] * 5
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    levels=st.integers(0, 300),
+    columns=st.integers(1, 90),
+    many=st.floats(0.05, 3.0),
+)
+def test_resample_micro_ap_keeps_its_order_of_addition(seed, levels, columns, many):
+    # the intervals' bits: pass j adds the j-th true positive of every (level, column)
+    # entry holding more than j, in row-major order, by np.bincount; each pass's sum is
+    # added to the total (dense passes or not, the same float additions)
+    rng = np.random.default_rng(seed)
+    hits = rng.poisson(many, (levels, columns)) * (rng.random((levels, columns)) < 0.7)
+    misses = rng.poisson(3 * many, (levels, columns))
+    positives = hits.sum(axis=0) + rng.integers(0, 5, columns)
+    k_end, n_end = kernel.level_ends(hits, misses)
+    expected = np.zeros(columns)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for j in range(int(hits.max(initial=0))):
+            entry = np.flatnonzero(hits > j)
+            k = k_end.reshape(-1)[entry].astype(np.float64) - j
+            n = n_end.reshape(-1)[entry].astype(np.float64) - j
+            p = positives[entry % columns].astype(np.float64)
+            terms = (k / p - (k - 1) / p) * (k / n)
+            expected += np.bincount(entry % columns, weights=terms, minlength=columns)
+    got = kernel.micro_ap(hits, k_end, n_end, positives, exact_columns=0)
+    assert got.tobytes() == expected.tobytes()
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n=st.integers(0, 3000),
+    queries=st.integers(1, 40),
+    levels=st.integers(1, 6),
+    heavy=st.sampled_from([1, 3, 600]),
+)
+def test_weighted_counts_are_the_sums_of_the_rows_weights(seed, n, queries, levels, heavy):
+    # few queries and levels: a level's cells sum past the int16 product's SMALL_SUM (it
+    # splits them into rows), a cell past its SMALL_CELL (the float64 product instead)
+    rng = np.random.default_rng(seed)
+    keys = query_keys([f"Q{i}" for i in range(queries)], seed=seed % 7)[rng.integers(0, queries, n)]
+    bucket = rng.integers(0, levels + 1, n)
+    fixed = rng.random(n) < 0.1
+    count = rng.integers(0, heavy + 1, n)
+    r = Resampling(300, 0.9, seed % 7)
+    w = poisson_weights(keys, 0, 300).astype(np.int64)
+    w[fixed] = 1
+    expected = np.zeros((levels + 1, 300), dtype=np.int64)
+    np.add.at(expected, bucket, w * count[:, None])
+    got = weighted.weighted_counts(bucket, keys, fixed, levels, r, count)
+    np.testing.assert_array_equal(got, expected[:levels])
+    ones = weighted.weighted_counts(bucket, keys, fixed, levels, r)
+    np.add.at(expected, bucket, w * (1 - count[:, None]))
+    np.testing.assert_array_equal(ones, expected[:levels])
 
 
 @settings(max_examples=20, deadline=None)

@@ -13,6 +13,7 @@ from pathlib import Path
 BATCH_BYTES = 64 << 20
 SMALLEST_BATCH = 2 << 20
 CGROUP = Path("/sys/fs/cgroup")
+MEMINFO = Path("/proc/meminfo")
 # (limit, usage) files: cgroup v2 first, then v1
 _CGROUP_FILES = (
     ("memory.max", "memory.current"),
@@ -24,11 +25,25 @@ def available_bytes(root: Path = CGROUP) -> int:
     """Bytes this process can allocate without swapping or being killed: psutil's
     ``available``, capped by the cgroup's limit minus its usage when there is one
     (``root``: where the cgroup file system is mounted)."""
-    import psutil
+    free = _mem_available()
+    if free is None:
+        import psutil
 
-    free = int(psutil.virtual_memory().available)
+        free = int(psutil.virtual_memory().available)
     room = cgroup_room(root)
     return free if room is None else min(free, room)
+
+
+def _mem_available(meminfo: Path = MEMINFO) -> int | None:
+    """Linux's MemAvailable in bytes, the figure psutil's ``available`` is there (read
+    here: importing psutil is 2 % of a 500,000-pair run); None without it."""
+    try:
+        for line in meminfo.read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
 
 
 def cgroup_room(root: Path = CGROUP) -> int | None:

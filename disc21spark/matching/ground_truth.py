@@ -8,7 +8,11 @@ from disc21spark.core.phases import Phases
 from disc21spark.engine import engine_of
 from disc21spark.matching import source
 from disc21spark.matching.model import GroundTruth
-from disc21spark.matching.rows import GROUND_TRUTH_COLUMNS, parse_ground_truth
+from disc21spark.matching.rows import (
+    GROUND_TRUTH_COLUMNS,
+    parse_ground_truth,
+    parse_plain_ground_truth,
+)
 
 
 def load_ground_truth(spark: Any, path: str, fmt: str = "auto") -> GroundTruth:
@@ -20,6 +24,10 @@ def load_ground_truth(spark: Any, path: str, fmt: str = "auto") -> GroundTruth:
 
         rows = spark_table_rows(spark, path, GROUND_TRUTH_COLUMNS, fmt)
     else:
+        lines = source.local_lines(path, fmt)
+        fast = None if lines is None else parse_plain_ground_truth(lines, path)
+        if fast is not None:
+            return fast
         rows = source.local_table_rows(path, GROUND_TRUTH_COLUMNS, fmt)
     return parse_ground_truth(rows, path)
 

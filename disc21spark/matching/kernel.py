@@ -30,8 +30,12 @@ REQUIRED_PRECISION = 0.9
 DEFAULT_CURVE_POINTS: int = config.value("evaluate", "curve_points", int)
 # recall at rank k: the figures' names and their k
 RANKS = {"recall_at_rank1": 1, "recall_at_rank10": 10}
-# columns (resamples) whose (levels × columns) temporaries are made at once
+# columns (resamples) whose (levels × columns) temporaries are made at once; μAP's
+# dense passes take as many levels at once
 BLOCK = 64
+# a pass of μAP over the resamples is dense while more than 1 / DENSE_SHARE of the
+# (level, resample) entries hold a true positive it adds
+DENSE_SHARE = 4
 
 
 def running_sums(counts: np.ndarray) -> np.ndarray:
@@ -74,28 +78,64 @@ def micro_ap(
         return float(one[0])
     columns = hits.shape[1]
     total = np.asarray(positives, dtype=np.float64)
-    # only (level, column) entries holding true positives add terms, visited in row-major
-    # order; entry e holds hits[e] true positives, at (k − j, n − j), j = 0 … hits[e] − 1
-    entry = np.flatnonzero(hits)
-    column = entry % columns
-    left = hits.reshape(-1)[entry]
-    k = k_end.reshape(-1)[entry].astype(np.float64)
-    n = n_end.reshape(-1)[entry].astype(np.float64)
+    exact = min(exact_columns, columns)
     ap = np.zeros(columns)
     with np.errstate(divide="ignore", invalid="ignore"):
-        for c in range(min(exact_columns, columns)):
-            mine = column == c
-            ap[c] = math.fsum(_terms(*_each_true_positive(left[mine], k[mine], n[mine]), total[c]))
-        drawn = column >= exact_columns
-        left, k, n, column = left[drawn], k[drawn], n[drawn], column[drawn]
-        j = 0
-        while k.size:  # the j-th true positive of every entry at once
-            terms = _terms(k, n, total[column])
-            ap += np.bincount(column, weights=terms, minlength=columns)
-            j += 1
-            more = left > j
-            left, k, n, column = left[more], k[more] - 1, n[more] - 1, column[more]
+        for c in range(exact):
+            mine = hits[:, c] > 0  # the column's levels holding true positives, in order
+            k = k_end[mine, c].astype(np.float64)
+            n = n_end[mine, c].astype(np.float64)
+            ap[c] = math.fsum(_terms(*_each_true_positive(hits[mine, c], k, n), total[c]))
+        if exact < columns:
+            drawn = slice(exact, columns)
+            ap[drawn] = _drawn_ap(hits[:, drawn], k_end[:, drawn], n_end[:, drawn], total[drawn])
     return ap
+
+
+def _drawn_ap(hits: np.ndarray, k_end: np.ndarray, n_end: np.ndarray, total: np.ndarray):
+    """float64 (C,): μAP in each column (resample) as ``np.bincount`` over the entries has
+    always summed it: pass j adds up the j-th true positive of every (level, column) entry
+    holding more than j, level by level, and each pass's sum is added to the total. While
+    most entries hold more than j the pass is dense (a term of 0.0 where a level holds
+    none: adding it changes no bit), then the entries left are visited; arguments as
+    ``micro_ap``'s."""
+    ap = np.zeros(hits.shape[1])
+    j = 0
+    # some entry holds more than j (no levels: none does, and no pass runs)
+    while 0 < np.count_nonzero(hits > j) * DENSE_SHARE >= hits.size:
+        ap += _dense_pass(hits, k_end, n_end, total, j)
+        j += 1
+    # entry e holds hits[e] true positives, at (k − i, n − i), i = 0 … hits[e] − 1
+    entry = np.flatnonzero(hits > j)
+    column = entry % hits.shape[1]
+    left = hits.reshape(-1)[entry]
+    k = k_end.reshape(-1)[entry].astype(np.float64) - j
+    n = n_end.reshape(-1)[entry].astype(np.float64) - j
+    while k.size:  # the j-th true positive of every entry at once
+        ap += np.bincount(column, weights=_terms(k, n, total[column]), minlength=len(ap))
+        j += 1
+        more = left > j
+        left, k, n, column = left[more], k[more] - 1, n[more] - 1, column[more]
+    return ap
+
+
+def _dense_pass(
+    hits: np.ndarray, k_end: np.ndarray, n_end: np.ndarray, total: np.ndarray, j: int
+) -> np.ndarray:
+    """float64 (C,): the j-th true positives' terms of every column, added level by level."""
+    out = np.zeros(hits.shape[1])
+    for start in range(0, len(hits), BLOCK):
+        rows = slice(start, start + BLOCK)
+        k = k_end[rows].astype(np.float64)
+        n = n_end[rows].astype(np.float64)
+        if j:
+            k -= j
+            n -= j
+        terms = _terms(k, n, total)
+        terms[hits[rows] <= j] = 0.0
+        for row in terms:  # level by level: numpy's sum along an axis may pair the terms
+            out += row
+    return out
 
 
 def level_shares(

@@ -180,3 +180,27 @@ def parse_ground_truth(rows: list[Row], source: str) -> GroundTruth:
         positive_queries=np.array(pos_q, dtype=object),
         positive_references=np.array(pos_r, dtype=object),
     )
+
+
+def parse_plain_ground_truth(lines: list[str], source: str) -> GroundTruth | None:
+    """``parse_ground_truth`` of a CSV file's lines in bulk, for the usual file: the same
+    GroundTruth when every line is a clean ``query_id,reference_id`` (ASCII, nothing to
+    strip, no empty query, no repeated pair, no query both a distractor and with a
+    reference, a positive pair); None otherwise, and the row-by-row parse then says what
+    is wrong. A tenth of the time of building a Row per line."""
+    text = "".join(lines)
+    if not text.isascii() or any(c in text for c in " \t\x1f"):
+        return None  # a field to strip (str.strip's ASCII whitespace splitlines leaves)
+    pairs = [tuple(line.split(",")) for line in lines if line and line != "query_id,reference_id"]
+    if any(len(p) != 2 or not p[0] for p in pairs) or len(set(pairs)) != len(pairs):
+        return None
+    distractors = {q for q, r in pairs if not r}
+    positives = [(q, r) for q, r in pairs if r]
+    if not positives or any(q in distractors for q, _ in positives):
+        return None
+    return GroundTruth(
+        source=source,
+        query_ids=np.array(list(dict.fromkeys(q for q, _ in pairs)), dtype=object),
+        positive_queries=np.array([q for q, _ in positives], dtype=object),
+        positive_references=np.array([r for _, r in positives], dtype=object),
+    )

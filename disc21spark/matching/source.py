@@ -98,6 +98,19 @@ class Source:
         )
 
 
+def local_lines(path: str, fmt: str = "auto") -> list[str] | None:
+    """The lines of a local CSV file (plain, .gz or .bz2); None for a Parquet file or one
+    that cannot be read (``local_table_rows`` then says why)."""
+    plain = local_path(path)
+    try:
+        if plain is None or file_format(plain, fmt) == "parquet":
+            return None
+        with Source(path, path=plain).open_text() as fh:
+            return fh.read().splitlines()
+    except Exception:  # local_table_rows reads it again and names the problem
+        return None
+
+
 def local_table_rows(path: str, columns: tuple[str, ...], fmt: str = "auto") -> list[Row]:
     """Records of a small local CSV (plain, .gz or .bz2) or Parquet file (the ground
     truth) with their line or row numbers: ``read.local_table_rows`` without Spark.
