@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from tests.docs_blocks import FENCE, PAGES, ROOT
 
 # written for developers, not users: the design notes and the history of the benchmarks
@@ -91,3 +93,18 @@ def sentences(text: str) -> list[tuple[int, int, str]]:
             cut = m.end()
         found.append((line, paragraph[cut:]))
     return [(line, words(s), s.strip()) for line, s in found if s.strip()]
+
+
+def page_params(pages: list) -> dict:
+    """``pytest.mark.parametrize`` keywords for ``pages`` (Paths under ROOT): a page of
+    ``PENDING`` expected to fail (not strictly), each named by its path."""
+    names = [str(p.relative_to(ROOT)) for p in pages]
+    return {
+        "argvalues": [
+            pytest.param(p, marks=pytest.mark.xfail(reason=PENDING[n], strict=False))
+            if n in PENDING
+            else p
+            for p, n in zip(pages, names)
+        ],
+        "ids": names,
+    }

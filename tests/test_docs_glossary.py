@@ -9,7 +9,7 @@ import re
 import pytest
 
 from tests.docs_blocks import ROOT
-from tests.docs_prose import PENDING, USER_PAGES, paragraphs
+from tests.docs_prose import USER_PAGES, page_params, paragraphs
 
 GLOSSARY = ROOT / "docs" / "glossary.md"
 # the user's terms issue 48 names, by their anchor on the glossary page
@@ -58,16 +58,7 @@ def unlinked_first_uses(name: str, text: str) -> list[str]:
 PAGES = [p for p in USER_PAGES if p != GLOSSARY]
 
 
-@pytest.mark.parametrize(
-    "page",
-    [
-        pytest.param(p, marks=pytest.mark.xfail(reason=PENDING[name], strict=False))
-        if (name := str(p.relative_to(ROOT))) in PENDING
-        else p
-        for p in PAGES
-    ],
-    ids=[str(p.relative_to(ROOT)) for p in PAGES],
-)
+@pytest.mark.parametrize("page", **page_params(PAGES))
 def test_jargon_links_to_the_glossary_at_first_use(page):
     name = str(page.relative_to(ROOT))
     found = unlinked_first_uses(name, page.read_text(encoding="utf-8"))

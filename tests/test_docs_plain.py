@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from tests.docs_blocks import PAGES, ROOT
-from tests.docs_prose import DESIGN_PAGES, PENDING, USER_PAGES, sentences, words
+from tests.docs_prose import DESIGN_PAGES, USER_PAGES, page_params, sentences, words
 
 MAX_WORDS = 30
 
@@ -29,16 +29,7 @@ def test_the_design_pages_exist():
     assert "docs/glossary.md" in names and "docs/metrics.md" in names
 
 
-@pytest.mark.parametrize(
-    "page",
-    [
-        pytest.param(p, marks=pytest.mark.xfail(reason=PENDING[name], strict=False))
-        if (name := str(p.relative_to(ROOT))) in PENDING
-        else p
-        for p in USER_PAGES
-    ],
-    ids=[str(p.relative_to(ROOT)) for p in USER_PAGES],
-)
+@pytest.mark.parametrize("page", **page_params(USER_PAGES))
 def test_no_sentence_of_a_user_page_is_over_30_words(page):
     name = str(page.relative_to(ROOT))
     long = too_long(page.read_text(encoding="utf-8"))
