@@ -160,7 +160,7 @@ def test_misnamed_ids_are_flagged_on_both_boards(spark, tmp_path):
 
 def test_explain_tells_the_boards_plan(spark, tmp_path, capsys):
     """--explain with a split: the validity pass's plan, then the boards' second reads."""
-    from disc21spark.pool.job import BOARDS_PLAN
+    from disc21spark.pool.publish import BOARDS_PLAN
 
     gt, frames, private, truth, split = a_pool(tmp_path)
     args = ["evaluate", "--ground-truth", str(truth), "--predictions", str(tmp_path / "pool")]

@@ -11,7 +11,6 @@ case's folder byte for byte as it was. The refusal comes before any work
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,6 +21,7 @@ from disc21spark.commands import COMMANDS
 from disc21spark.core import lock
 from disc21spark.core.errors import OutputError
 from disc21spark.core.output import check_writable
+from tests.pool_helpers import published_board
 from tests.running import in_process, snapshot
 
 NEVER = "a run never replaces or writes into a path it reads"
@@ -280,8 +280,7 @@ def test_an_empty_path_names_its_option(line, tmp_path, capsys):
 def test_the_api_keeps_the_same_rules(tmp_path):
     (tmp_path / "shelf" / "official").mkdir(parents=True)
     (tmp_path / "shelf" / "official" / "FROZEN.json").write_text("{}")
-    (tmp_path / "board").mkdir()
-    (tmp_path / "board" / "leaderboard.json").write_text(json.dumps(json.loads(BOARD)))
+    published_board(tmp_path / "board")  # a whole board: the frozen folder is the refusal
     before = snapshot(tmp_path)
     inside = tmp_path / "shelf" / "official" / "private_copy"
     with pytest.raises(OutputError, match="inside the frozen board"):

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from disc21spark.matching.model import MatchingMetrics, Submission
 from disc21spark.matching.stats import compare
+from disc21spark.matching.stats.difference import SMALLEST_DIFFERENCE, is_difference
 from disc21spark.pool import boards, latex
 from disc21spark.pool import queries as pool_queries
 from disc21spark.pool import report as pool_report
@@ -107,9 +108,9 @@ class Leaderboard:
         is not a real number from 0.000001 to 1 (a bool is refused)."""
         import pandas as pd
 
-        if not compare.is_difference(difference):
+        if not is_difference(difference):
             raise ValueError(
-                f"difference must be a μAP difference from {compare.SMALLEST_DIFFERENCE:.6f} "
+                f"difference must be a μAP difference from {SMALLEST_DIFFERENCE:.6f} "
                 f"to 1, got {difference!r}"
             )
         rows = compare.queries_needed_rows(self.to_dict()["submissions"], float(difference))

@@ -75,7 +75,7 @@ class Evaluation:
     def summary(self, result: Any) -> list[str]:
         if self.request.explain:
             if result.kind == "pool" and self.request.private_queries:
-                from disc21spark.pool.job import BOARDS_PLAN
+                from disc21spark.pool.publish import BOARDS_PLAN
 
                 return [*result.lines(), f"boards: {BOARDS_PLAN}"]
             return result.lines()

@@ -19,7 +19,7 @@ from disc21spark.commands.requests import Request, UsageError, below_one
 from disc21spark.core.config import from_defaults, parse_limit, parse_size, parse_span
 from disc21spark.core.paths import is_uri
 from disc21spark.engine import plan_named
-from disc21spark.matching.stats import compare
+from disc21spark.matching.stats import difference
 
 # the options of one track only (``checked`` refuses them on the other), by --help's group
 POOL_OPTIONS = (
@@ -191,9 +191,9 @@ def _check_boards(r: EvaluateRequest) -> None:
     both or neither (the API, which writes nothing, takes the queries alone), the private
     board never inside the published folder."""
     q = r.queries_needed
-    if q is not None and not compare.is_difference(q):
+    if q is not None and not difference.is_difference(q):
         _refuse(
-            f"--queries-needed must be a μAP difference from {compare.SMALLEST_DIFFERENCE:.6f} "
+            f"--queries-needed must be a μAP difference from {difference.SMALLEST_DIFFERENCE:.6f} "
             f"to 1, such as 0.01 (got {q!r})"
         )
     if r.private_output and not r.private_queries:

@@ -21,12 +21,12 @@ queries, the observed difference δ would need n · (δ_min / δ)² queries of t
 from __future__ import annotations
 
 import math
-import numbers
 from dataclasses import dataclass
 from statistics import NormalDist
 
 import numpy as np
 
+from disc21spark.matching.stats.difference import SMALLEST_DIFFERENCE
 from disc21spark.matching.stats.model import STATISTICS, Uncertainty
 
 # the power a difference is to be detected with, as in Sakai's topic-set-size design
@@ -70,19 +70,6 @@ def detectable(d: np.ndarray, confidence: float) -> float | None:
         return None
     z = NormalDist().inv_cdf(1.0 - (1.0 - confidence) / 2) + NormalDist().inv_cdf(POWER)
     return float(z * np.std(d, ddof=1))
-
-
-# the smallest μAP difference asked about: a board shows μAP to six decimals, so a
-# smaller gap is a tie there (and its count of queries would overflow a table's int64)
-SMALLEST_DIFFERENCE = 1e-6
-
-
-def is_difference(value: object) -> bool:
-    """``value`` is a μAP difference to ask the queries of: a real number (a numpy
-    float too; a bool is no number here) from ``SMALLEST_DIFFERENCE`` to 1."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        return False
-    return SMALLEST_DIFFERENCE <= value <= 1  # no float(): 10**400 has none
 
 
 def queries_needed(n_queries: int, least: float | None, difference: float) -> int | None:
