@@ -125,6 +125,22 @@ def test_a_half_written_or_not_our_board_is_refused_naming_what_is_wrong(tmp_pat
     assert not (tmp_path / "x").exists()
 
 
+def test_a_leaderboard_nested_past_the_stack_is_one_line(tmp_path, capsys):
+    """100,000 arrays in arrays (found by the organiser fuzzer): json's RecursionError
+    was an internal error; it is a board that is not ours, in one line, nothing copied."""
+    board = published_board(tmp_path / "deep")
+    (board / "leaderboard.json").write_text("[" * 100_000 + "]" * 100_000)
+    code = main(["freeze", "--board", str(board), "--output", str(tmp_path / "x")])
+    assert code == 2
+    assert errors(capsys) == [
+        f"error: {board / 'leaderboard.json'}: not a leaderboard this tool wrote "
+        "(nested too deeply to be a leaderboard)"
+    ]
+    with pytest.raises(InputError, match="nested too deeply"):
+        freeze_board(board, tmp_path / "x")
+    assert not (tmp_path / "x").exists()
+
+
 def test_a_changed_board_frozen_again_to_the_same_folder_is_refused(tmp_path):
     board = published_board(tmp_path / "board", board="public")
     assert freeze_board(board, tmp_path / "official") == tmp_path / "official"

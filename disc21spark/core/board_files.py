@@ -56,6 +56,8 @@ def parse(text: str, label: str) -> dict:
         doc = json.loads(text)
     except ValueError as exc:
         raise _not_ours(label, f"JSONDecodeError: {exc}") from None
+    except RecursionError:  # arrays in arrays past Python's stack: not a board either
+        raise _not_ours(label, "nested too deeply to be a leaderboard") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("run"), dict):
         raise _not_ours(label, "no run block")
     if not isinstance(doc.get("submissions"), list) or not doc["submissions"]:

@@ -135,6 +135,6 @@ def _frozen_doc(folder: Path) -> dict:
     """FROZEN.json of ``folder`` ({} when there is none or it is not an object)."""
     try:
         doc = json.loads((folder / FROZEN).read_text())
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return {}
     return doc if isinstance(doc, dict) else {}
