@@ -177,3 +177,28 @@ def test_malformed_replicates_of_the_previous_board_are_one_line_before_anything
         "(float64 (4, 5); float64 (4, 20) expected)",
     )
     assert not out.exists() and not hidden.exists()
+
+
+def test_missing_replicates_of_the_previous_board_are_one_line(spark, organiser, tmp_path, capsys):
+    """A --previous board whose resamples/ is gone, or a dangling symlink (found by the
+    organiser fuzzer): its intervals were reused without replicates, and the published
+    figures differed from a fresh run's. One line instead, nothing written."""
+    d = organiser
+    for name, damage in (("gone", shutil.rmtree), ("dangling", _dangling)):
+        previous = tmp_path / name
+        shutil.copytree(d / "pubA", previous)
+        damage(previous / "resamples")
+        out, hidden = tmp_path / f"pub-{name}", tmp_path / f"priv-{name}"
+        args = command(d, out, "--previous", str(previous), split=hidden)
+        screen = in_process(args, capsys, spark)
+        assert (screen.code, screen.err.strip().splitlines()[-1]) == (
+            2,
+            f"error: --previous {previous}/resamples/team0.npy: missing, or not a file (the "
+            "board was scored with --resamples 20)",
+        ), name
+        assert not out.exists() and not hidden.exists()
+
+
+def _dangling(folder: Path) -> None:
+    shutil.rmtree(folder)
+    folder.symlink_to(folder.with_name("nowhere"))

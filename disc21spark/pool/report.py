@@ -357,9 +357,12 @@ def _uncertainty(folder: Path, row: dict, settings: dict, label: str) -> Uncerta
     name = f"resamples/{replicates_file(row['submission'])}"
     found, shape = folder / name, (len(STATISTICS), r.resamples)
     named = f"{label}/{name}"
-    replicates = (
-        dict(zip(STATISTICS, board_files.replicates(found, named, shape))) if found.exists() else {}
-    )
+    if not r.resamples:
+        return Uncertainty(r, {}, row["micro_ap_optimistic"])
+    if not found.is_file():  # a reused interval without its replicates would differ
+        reason = f"missing, or not a file (the board was scored with --resamples {r.resamples})"
+        raise InputError(named, reason)
+    replicates = dict(zip(STATISTICS, board_files.replicates(found, named, shape)))
     return Uncertainty(r, replicates, row["micro_ap_optimistic"])
 
 
