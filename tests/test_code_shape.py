@@ -123,6 +123,17 @@ def test_no_import_circle():
     assert not circles, f"import circles (move the shared piece down): {circles}"
 
 
+def test_the_data_types_import_no_runner():
+    names = {module_name(p): p for p in modules()}
+    reached, todo = set(), ["disc21spark.matching.model", "disc21spark.matching.stats.model"]
+    while todo:
+        name = todo.pop()
+        if name not in reached:
+            reached.add(name)
+            todo += imported(names[name], set(names))
+    assert "disc21spark.core.runner" not in reached, sorted(reached)
+
+
 # a test module takes what it shares from conftest.py or a helpers module (shared
 # fixtures: tests/scenes.py, a plugin of conftest.py), never from another test module
 def test_no_test_module_imports_another():

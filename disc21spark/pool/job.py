@@ -30,10 +30,11 @@ from disc21spark.core.phases import Phases
 from disc21spark.core.runner import fields_from_options
 from disc21spark.matching import coverage, per_file
 from disc21spark.matching.ground_truth import ground_truth_phase, groups_phase
-from disc21spark.matching.model import GroundTruth, ScoringJob, Submission
+from disc21spark.matching.model import GroundTruth, Submission
 from disc21spark.matching.read import read_parquet
 from disc21spark.matching.rows import PREDICTION_COLUMNS
 from disc21spark.matching.score import Scoring, UnreadableInput, score
+from disc21spark.matching.scoring_job import ScoringJob
 from disc21spark.pool import boards, kinds, publish
 from disc21spark.pool import report as pool_report
 from disc21spark.pool.boards import HIDDEN_REASON
