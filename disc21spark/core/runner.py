@@ -44,6 +44,8 @@ class Job(Protocol):
     """What the runner needs of a job."""
 
     overwrite: bool
+    INPUTS: tuple[str, ...]  # the fields naming its inputs (BaseJob.INPUTS)
+    PRIVATE_INPUTS: tuple[str, ...]
 
     def check(self) -> None:
         """Fail with InputError on what can be checked before Spark starts."""
@@ -67,6 +69,13 @@ class BaseJob:
     ``config.from_defaults()`` take defaults.ini's values of section ``DEFAULTS``."""
 
     DEFAULTS: ClassVar[str] = ""
+    # the fields that name the job's inputs (files, folders, globs), in the order run.json
+    # lists them: the run record hashes their content and keeps them out of its settings
+    INPUTS: ClassVar[tuple[str, ...]] = ()
+    # inputs whose content a published folder must not let a reader test a guess of (the
+    # private board's queries): every run.json names them; only a private output's
+    # run.json (``record.Record.private_outputs``) gives their size and SHA-256
+    PRIVATE_INPUTS: ClassVar[tuple[str, ...]] = ()
 
     def __post_init__(self) -> None:
         if self.DEFAULTS:

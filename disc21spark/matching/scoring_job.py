@@ -18,6 +18,7 @@ class ScoringJob(BaseJob):
     (``pool.job.PoolJob``); defaults from conf/defaults.ini [evaluate]."""
 
     DEFAULTS = "evaluate"
+    INPUTS = ("ground_truth", "predictions", "query_groups")
 
     ground_truth: str
     predictions: Any  # one path, or a pool's paths

@@ -52,6 +52,16 @@ log = logging.getLogger("disc21spark")
 class PoolJob(ScoringJob):
     """A pool of submissions (the fields of ``ScoringJob``, then the pool's)."""
 
+    INPUTS = (
+        "ground_truth",
+        "predictions",
+        "previous",
+        "compare_to",
+        "query_groups",
+        "private_queries",
+    )
+    PRIVATE_INPUTS = ("private_queries",)
+
     predictions: list[str]
     submission_column: str | None = None
     fail_on_invalid: bool = False
