@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import functools
 import json
 import os
 import subprocess
@@ -57,7 +56,8 @@ class Record:
         self.files: fs.LocalFiles = fs.LocalFiles()
         self.phase_seconds: dict[str, float] = {}
         self._document: dict | None = None
-        self.checked_outputs: set[str] = set()  # output folders the runner checked
+        # output folders the runner locked and checked for this run (``claim``)
+        self.claimed_outputs: set[str] = set()
         self.private_outputs: set[str] = set()  # folders never published (a private board)
         self._inputs: Future | None = None
         self._digests: dict[str, Future] = {}
@@ -98,6 +98,14 @@ class Record:
             return found
         hidden = set(private_paths(self.job))
         return [{"path": i["path"], "withheld": True} if i["path"] in hidden else i for i in found]
+
+    def claim(self, output: str | os.PathLike) -> None:
+        """The runner has locked and checked ``output`` for this run: what publishes it
+        neither locks nor checks it again before the work (``output.staged_output``)."""
+        self.claimed_outputs.add(str(output))
+
+    def claimed(self, output: str | os.PathLike) -> bool:
+        return str(output) in self.claimed_outputs
 
     def is_private(self, output: str | os.PathLike) -> bool:
         return display_path(str(output)).rstrip("/") in self.private_outputs
@@ -260,9 +268,9 @@ def versions() -> dict:
     return found
 
 
-@functools.cache
 def git_commit() -> str | None:
-    """The checkout's commit when the package runs from one (not from a wheel)."""
+    """The checkout's commit when the package runs from one (not from a wheel): asked
+    once per run, when its record is built (``Record.document``)."""
     root = Path(__file__).resolve().parents[2]
     if not (root / ".git").exists():
         return None
