@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import argparse
 import inspect
+import os
 import shutil
+import subprocess
+import sys
 import warnings
 
 import pandas as pd
@@ -83,16 +86,41 @@ def test_a_pool_of_one_table_takes_its_column_by_the_options_name():
     assert board.table.equals(old.table) and [s.name for s in board.submissions] == ["a", "b"]
 
 
-def test_a_conf_folder_of_0_1_0_keeps_its_keys(tmp_path, monkeypatch):
+# defaults.ini is read when the package is imported: a folder of one's own is named by
+# $DISC21SPARK_CONF before that, in a process of its own
+OWN_SORT_PARTITIONS = """
+import warnings
+from disc21spark.core import config
+with warnings.catch_warnings(record=True) as said:
+    warnings.simplefilter("always")
+    value = config.value("evaluate", "sort_partitions", int)
+print(value, [str(w.message) for w in said if w.category is FutureWarning])
+"""
+
+
+def test_a_conf_folder_of_0_1_0_keeps_its_keys(tmp_path):
     mine = tmp_path / "conf"
     shutil.copytree(config.conf_item(), mine)
     ini = mine / config.DEFAULTS
     text = ini.read_text(encoding="utf-8")
     ini.write_text(text.replace("sort_partitions =\n", "partitions = 7\n", 1), encoding="utf-8")
-    monkeypatch.setenv(config.CONF_ENV, str(mine))
-    with pytest.warns(FutureWarning, match=r"\[evaluate\]: partitions is deprecated"):
-        assert config.value("evaluate", "sort_partitions", int) == 7
+    env = {k: v for k, v in os.environ.items() if k != config.CONF_ENV}
+    ran = [
+        subprocess.run(
+            [sys.executable, "-c", OWN_SORT_PARTITIONS], env=e, capture_output=True, text=True
+        )
+        for e in ({**env, config.CONF_ENV: str(mine)}, env)
+    ]
+    said = "['defaults.ini [evaluate]: partitions is deprecated, use sort_partitions']"
+    assert [r.stdout.strip() for r in ran] == [f"7 {said}", "None []"], [r.stderr for r in ran]
+
+
+def test_defaults_ini_is_read_once_at_import(monkeypatch):
+    def unread(*parts):
+        raise AssertionError(f"conf file read again: {parts}")
+
+    monkeypatch.setattr(config, "conf_item", unread)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # the package's own file names the new keys only
-        monkeypatch.delenv(config.CONF_ENV)
         assert config.value("evaluate", "sort_partitions", int) is None
+        assert config.default("evaluate", "max_results") == "500000"

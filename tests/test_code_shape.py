@@ -13,6 +13,17 @@ from tests.conftest import ROOT
 PACKAGE = ROOT / "disc21spark"
 MAX_MODULE_LINES = 400
 MAX_FUNCTION_LINES = 60
+MAX_PARAMETERS = 6
+# the scorer's functions still over MAX_PARAMETERS, each to be given a frozen object of
+# its values (issue 45): the in-process engine's and the per-file plan's (resolved
+# inputs), and the Spark plan's; none may be added
+MANY_PARAMETERS = {
+    "disc21spark/matching/batched.py score_source",
+    "disc21spark/matching/batched.py _scored",
+    "disc21spark/matching/per_file.py score_files",
+    "disc21spark/matching/plan.py score_rows",
+    "disc21spark/matching/stats/spark.py attach",
+}
 
 
 def modules() -> list:
@@ -37,6 +48,28 @@ def test_no_function_is_over_60_lines():
                 if lines > MAX_FUNCTION_LINES:
                     long[f"{path.relative_to(ROOT)}:{node.lineno} {node.name}"] = lines
     assert not long, f"functions over {MAX_FUNCTION_LINES} lines: {long}"
+
+
+def parameters(node: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
+    """What a call names: positional, keyword-only, ``*args`` and ``**kwargs`` alike; a
+    method's self or cls not counted."""
+    a = node.args
+    names = [x.arg for x in (*a.posonlyargs, *a.args, *a.kwonlyargs)]
+    if names and names[0] in ("self", "cls"):
+        names = names[1:]
+    return len(names) + (a.vararg is not None) + (a.kwarg is not None)
+
+
+def test_no_function_of_the_scorer_takes_over_6_parameters():
+    many = set()
+    for folder in ("matching", "pool"):
+        for path in sorted((PACKAGE / folder).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                    if parameters(node) > MAX_PARAMETERS:
+                        many.add(f"{path.relative_to(ROOT).as_posix()} {node.name}")
+    assert many <= MANY_PARAMETERS, f"over {MAX_PARAMETERS} parameters: {many - MANY_PARAMETERS}"
+    assert many >= MANY_PARAMETERS, f"now within: {MANY_PARAMETERS - many} (drop them)"
 
 
 def test_only_the_engine_module_tells_the_engines_apart_by_a_missing_session():
@@ -88,6 +121,17 @@ def test_no_import_circle():
     for name in sorted(graph):
         visit(name, [])
     assert not circles, f"import circles (move the shared piece down): {circles}"
+
+
+def test_the_data_types_import_no_runner():
+    names = {module_name(p): p for p in modules()}
+    reached, todo = set(), ["disc21spark.matching.model", "disc21spark.matching.stats.model"]
+    while todo:
+        name = todo.pop()
+        if name not in reached:
+            reached.add(name)
+            todo += imported(names[name], set(names))
+    assert "disc21spark.core.runner" not in reached, sorted(reached)
 
 
 # a test module takes what it shares from conftest.py or a helpers module (shared

@@ -440,3 +440,27 @@ def test_the_api_and_the_command_line_build_the_same_request():
         inputs.request("evaluate", ground_truth="g", predictions=["p"], output=None, knn=3)
     with pytest.raises(TypeError, match="unknown option 'max_result' of evaluate"):
         inputs.request("evaluate", ground_truth="g", predictions=["p"], output=None, max_result=3)
+
+
+@pytest.mark.parametrize("prog", [None, "evaluate.py"])
+def test_the_command_line_is_parsed_once(monkeypatch, capsys, prog):
+    """jobs/evaluate.py (``prog``) and ``disc21spark evaluate`` read argv once: the options
+    given are told from the defaults by that one parse, an old name warned of once."""
+    from disc21spark.commands import common
+
+    parsed = []
+    real = common.Parser.parse_known_args
+
+    def counted(self, *args, **kwargs):
+        parsed.append(self.prog)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(common.Parser, "parse_known_args", counted)
+    argv = ["evaluate", "--ground-truth", "g.csv", "--predictions", "p.csv", "--output", "o"]
+    args = commands.parse([*argv, "--resamples", "5", "--partitions", "3"], prog=prog)
+    assert parsed == (["evaluate.py"] if prog else ["disc21spark", "disc21spark evaluate"])
+    assert capsys.readouterr().err.count("--partitions is deprecated") == 1
+    assert args.given == {"ground_truth", "predictions", "output", "resamples", "sort_partitions"}
+    assert (args.resamples, args.sort_partitions, args.overwrite) == (5, 3, False)
+    assert args.max_results == config.value("evaluate", "max_results", int)
+    assert args.broadcast_limit == config.value("evaluate", "broadcast_limit", config.parse_size)

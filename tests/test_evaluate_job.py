@@ -247,3 +247,15 @@ def test_damaged_parquet_and_text_scores_in_parquet(spark, tmp_path, gt_file):
         match=r"s\.parquet: row query_id='Q2', reference_id='R2': missing or non-numeric score",
     ):
         run(spark, job(gt_file, tmp_path / "s.parquet"))
+
+
+def test_a_jobs_resampling_is_built_once_and_follows_replace():
+    from dataclasses import replace
+
+    from disc21spark.matching.stats.model import Resampling
+
+    job = MatchingJob("gt.csv", "preds.csv", None, resamples=7, confidence=0.9, seed=3)
+    assert job.resampling is job.resampling
+    assert job.resampling == Resampling(7, 0.9, 3)
+    grouped = replace(job, groups="groups")
+    assert grouped.resampling.groups == "groups" and job.resampling.groups is None

@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from disc21spark.matching.stats import groups, payload, weighted
+from disc21spark.matching.stats.groups_file import QueryGroups
 from disc21spark.matching.stats.model import Resampling
 from disc21spark.matching.stats.weights import query_keys
 
@@ -53,14 +54,17 @@ def test_counts_that_differ_by_hundreds_travel_in_two_bytes():
 
 def test_the_shapes_are_the_counters_own():
     rng = np.random.default_rng(3)
-    r = Resampling(11, 0.95, 1)
-    score, keys = rng.random(50), query_keys(rng.integers(0, 9, 50), seed=2)
-    fixed, code = rng.random(50) < 0.2, rng.integers(0, 3, 50)
+    codes = rng.integers(0, 3, 9).astype(np.int32)  # two groups, and 2: in none
+    two = QueryGroups("groups.csv", ("a", "b"), codes, np.bincount(codes, minlength=2)[:2], "")
+    r = Resampling(11, 0.95, 1, groups=two)
+    score, query = rng.random(50), rng.integers(-1, 9, 50)  # -1: a query the truth lacks
+    keys = query_keys(np.arange(9), seed=2)
+    fixed = query < 0
     levels = weighted.levels_of(rng.random(6))
     by_code = [weighted.levels_of(rng.random(k)) for k in (2, 0, 4)]
     made = [
-        *weighted.miss_counts(levels, score, keys, fixed, r),
-        *groups.code_miss_counts(by_code, score, keys, fixed, code, r),
+        *weighted.miss_counts(levels, score, keys[np.maximum(query, 0)], fixed, r),
+        *groups.code_miss_counts(by_code, score, query, keys, r),
     ]
     shapes = payload.count_shapes(len(levels), [len(lv) for lv in by_code], r.resamples)
     assert [m.shape for m in made] == shapes

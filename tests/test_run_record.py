@@ -215,3 +215,37 @@ def test_each_input_is_digested_once_per_run(tmp_path, monkeypatch):
         assert run.inputs() == [] and reads == [str(path)]
     finally:
         record.end()
+
+
+def test_a_job_hands_the_record_its_inputs(tmp_path):
+    """The record knows no stage's field names: a job names its inputs (``INPUTS``), and
+    those, whatever they are called, are hashed and kept out of the settings."""
+    import dataclasses
+
+    from disc21spark.core import record
+    from disc21spark.core.runner import BaseJob
+
+    @dataclasses.dataclass(frozen=True)
+    class Weighing(BaseJob):
+        INPUTS = ("scale", "weights")  # not fields: no annotation
+        PRIVATE_INPUTS = ("weights",)
+
+        weights: str
+        scale: str
+        rounds: int = 3
+
+    (tmp_path / "w.txt").write_text("1\n")
+    (tmp_path / "s.txt").write_text("2\n")
+    job = Weighing(str(tmp_path / "w.txt"), str(tmp_path / "s.txt"))
+    run = record.begin(job, ["weigh"])
+    try:
+        assert run.settings() == {"rounds": 3}
+        digest = hashlib.sha256(b"1\n").hexdigest()
+        assert [(i["path"], i.get("sha256")) for i in run.inputs(private=True)] == [
+            (job.scale, hashlib.sha256(b"2\n").hexdigest()),
+            (job.weights, digest),
+        ]
+        assert run.inputs()[1] == {"path": job.weights, "withheld": True}
+    finally:
+        record.end()
+    assert "ground_truth" not in Path(record.__file__).read_text(encoding="utf-8")

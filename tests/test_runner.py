@@ -215,3 +215,24 @@ def test_a_reader_that_stops_early_ends_the_summary_quietly(tmp_path):
     assert done.returncode == 0, done.stderr
     assert "BrokenPipe" not in done.stderr and "error" not in done.stderr
     assert (tmp_path / "out" / "metrics.json").exists()
+
+
+def test_a_run_locks_and_checks_its_output_once(monkeypatch, capsys, tmp_path):
+    """One in-process evaluate: its output folder locked once and checked once before the
+    work (the runner's claim), then checked again only at the publish."""
+    from disc21spark.core import lock, output
+    from tests.evaluate_inputs import GT_LINES, write
+    from tests.running import in_process
+
+    gt = write(tmp_path / "gt.csv", GT_LINES)
+    preds = write(tmp_path / "p.csv", "Q1,R1,0.9\nQ2,R9,0.5\nQ4,R4,0.4\n")
+    out = tmp_path / "o"
+    calls = []
+    for module, name in ((lock, "acquire"), (output, "_check_local")):
+        real = getattr(module, name)
+        monkeypatch.setattr(module, name, lambda *a, _n=name, _r=real: calls.append(_n) or _r(*a))
+    argv = ["evaluate", "--ground-truth", gt, "--predictions", preds, "--output", str(out)]
+    screen = in_process([*argv, "--engine", "local", "--resamples", "0"], capsys, None)
+    assert screen.code == 0, screen.err
+    # the second check is the publish's: someone may have written there meanwhile
+    assert calls == ["acquire", "_check_local", "_check_local"] and (out / "_SUCCESS").exists()

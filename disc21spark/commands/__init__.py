@@ -9,8 +9,6 @@ one runner (core/runner.py). jobs/*.py call the same commands for spark-submit f
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
 import sys
 from types import ModuleType
 
@@ -66,28 +64,21 @@ def parse(
     if prog is not None:
         name = argv[0]
         parser = command_parser(name, prog, description)
+        parser.tell_given = True
         args = parser.parse_args(argv[1:])
         args.command = name
     else:
         top, by_name = main_parser()
+        for sub in by_name.values():
+            sub.tell_given = True
         args = top.parse_args(argv)
         parser = by_name[args.command]
-    args.given = given_options(parser, argv[1:])
+    args.given = parser.given(args)  # argv parsed once: what it gives, then the defaults
     try:  # the rules no single option can say, in the request the library takes
         args.request = checked(COMMANDS[args.command].REQUEST.of_namespace(args))
     except UsageError as exc:
         parser.error(str(exc))
     return args
-
-
-def given_options(parser: argparse.ArgumentParser, options: list[str]) -> frozenset[str]:
-    """The dests of the options ``options`` gives (``[--opt, value, ...]``), told from the
-    defaults by parsing them again with ``parser`` (the command's, already used: its
-    defaults are suppressed for this) and an old name's warning said once."""
-    for action in parser._actions:
-        action.default = argparse.SUPPRESS
-    with contextlib.redirect_stderr(io.StringIO()):
-        return frozenset(vars(parser.parse_args(options)))
 
 
 def main(

@@ -33,19 +33,64 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
         return f"{text} (default: %(default)s)"
 
 
+class _NotGiven:
+    def __repr__(self) -> str:
+        return "<not given>"
+
+
+NOT_GIVEN: Any = _NotGiven()
+
+
 class Parser(argparse.ArgumentParser):
     """argparse's parser with a help epilog computed only when --help is asked for (an
-    epilog may list what a library defines: building the parser must not import it)."""
+    epilog may list what a library defines: building the parser must not import it).
+
+    With ``tell_given`` set, a parse leaves each option the command line does not give
+    at ``NOT_GIVEN``, and ``given`` then tells the options given and puts the defaults
+    in: the command line is parsed once."""
 
     def __init__(self, *args: Any, epilog_source: Callable[[], str] | None = None, **kwargs: Any):
         kwargs.setdefault("formatter_class", HelpFormatter)
         super().__init__(*args, **kwargs)
         self.epilog_source = epilog_source
+        self.tell_given = False
 
     def format_help(self) -> str:
         if self.epilog_source is not None:
             self.epilog, self.epilog_source = self.epilog_source(), None
         return super().format_help()
+
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+        if namespace is None and self.tell_given:  # argparse then sets no default
+            namespace = argparse.Namespace(**dict.fromkeys(self._defaulted(), NOT_GIVEN))
+        return super().parse_known_args(args, namespace)
+
+    def given(self, args: argparse.Namespace) -> frozenset[str]:
+        """The dests of the options ``args`` (this parser's, with ``tell_given``) gives;
+        each other one set to its default as argparse sets it (a text default converted
+        by the option's type; a bad one is the usage error)."""
+        given = {d for d in self._defaulted() if getattr(args, d) is not NOT_GIVEN}
+        for action in self._actions:  # an old name shares its dest, with no default
+            if action.default is argparse.SUPPRESS or action.dest is argparse.SUPPRESS:
+                continue
+            if getattr(args, action.dest) is NOT_GIVEN:
+                default = action.default
+                try:
+                    value = (
+                        self._get_value(action, default) if isinstance(default, str) else default
+                    )
+                except argparse.ArgumentError as exc:
+                    self.error(str(exc))
+                setattr(args, action.dest, value)
+        return frozenset(given)
+
+    def _defaulted(self) -> set[str]:
+        """The dests argparse gives a default (an option's, not --help's or --version's)."""
+        return {
+            a.dest
+            for a in self._actions
+            if a.dest is not argparse.SUPPRESS and a.default is not argparse.SUPPRESS
+        }
 
 
 def version_text() -> str:

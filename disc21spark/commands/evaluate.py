@@ -37,6 +37,20 @@ class Evaluation:
     (``engine.choose``), then settled once the session can list the inputs
     (``engine.settle``), then the job that scores the input."""
 
+    # the options naming inputs the run record hashes (runner.BaseJob.INPUTS), in its order
+    INPUTS = (
+        "ground_truth",
+        "predictions",
+        "query_descriptors",
+        "reference_descriptors",
+        "train_descriptors",
+        "previous",
+        "compare_to",
+        "query_groups",
+        "private_queries",
+    )
+    PRIVATE_INPUTS = ("private_queries",)
+
     def __init__(self, request: EvaluateRequest) -> None:
         self.request = request
         self.overwrite = request.overwrite

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import configparser
 import dataclasses
-import functools
+import hashlib
 import os
 import tempfile
 import warnings
@@ -39,26 +39,36 @@ def conf_item(*parts: str) -> Traversable:
 
 def conf_file(*parts: str) -> Path:
     """A conf file as a real path, for programs that want one (the JVM's log4j2): inside a
-    zip the file is copied out first, once per process."""
+    zip the file is copied out first, to a folder named by its content (one per content
+    and user, the same for every session that asks)."""
     item = conf_item(*parts)
     if isinstance(item, Path):
         return item
     return _copied_out("/".join(parts), item.read_bytes())
 
 
-@functools.cache
 def _copied_out(name: str, data: bytes) -> Path:
-    target = Path(tempfile.mkdtemp(prefix="disc21spark-conf-")) / name
+    digest = hashlib.sha256(data).hexdigest()[:16]
+    target = Path(tempfile.gettempdir()) / f"disc21spark-conf-{os.getuid()}-{digest}" / name
+    if target.is_file() and target.read_bytes() == data:
+        return target
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_bytes(data)
+    partial = target.with_name(f".{target.name}.{os.getpid()}")
+    partial.write_bytes(data)
+    os.replace(partial, target)  # a JVM reading it meanwhile sees the whole file
     return target
 
 
-@functools.cache
-def _parsed(text: str) -> configparser.ConfigParser:
+def _read_defaults() -> dict[str, dict[str, str]]:
+    """Every section of defaults.ini: each key's text, stripped."""
     parser = configparser.ConfigParser(interpolation=None)
-    parser.read_string(text, DEFAULTS)
-    return parser
+    parser.read_string(conf_item(DEFAULTS).read_text(encoding="utf-8"), DEFAULTS)
+    return {name: {k: v.strip() for k, v in parser.items(name)} for name in parser.sections()}
+
+
+# defaults.ini, parsed once when the package is imported (a folder of one's own is named
+# by $DISC21SPARK_CONF before that): the job dataclasses read their defaults at import too
+DEFAULTS_INI = _read_defaults()
 
 
 # keys renamed with their options after 0.1.0 (docs/reference/vocabulary.md): a folder of
@@ -74,10 +84,9 @@ OLD_KEYS = {
 def section(command: str) -> dict[str, str]:
     """Every default of one command, as the text defaults.ini gives (empty: none); a
     key's 0.1.0 name read as its new one, with a FutureWarning."""
-    parser = _parsed(conf_item(DEFAULTS).read_text(encoding="utf-8"))
-    if not parser.has_section(command):
+    if command not in DEFAULTS_INI:
         raise KeyError(f"{DEFAULTS} has no [{command}] section")
-    values = {key: value.strip() for key, value in parser.items(command)}
+    values = dict(DEFAULTS_INI[command])
     for old, new in OLD_KEYS.get(command, {}).items():
         if old in values and new not in values:
             warnings.warn(

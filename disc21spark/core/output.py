@@ -32,25 +32,35 @@ from disc21spark.core.frozen import FROZEN, frozen_error, refuse_frozen
 
 
 def check_writable(path: str | os.PathLike, overwrite: bool) -> None:
-    """Fail early, before any work, when the results could not be published: once per
-    command (the runner checks before Spark starts; a job's or ``staged_output``'s check
-    of the same folder is then a no-op; a library call checks each time). The publish
-    itself checks again, for what was written there meanwhile. A URI is checked once
-    Spark runs (its file systems live in the JVM)."""
-    run, key = record.current(), str(path)
-    if key in run.checked_outputs:
+    """Fail early, before any work, when the results could not be published. A folder
+    the runner claimed for this run (``claim``) is checked already: a job's early check of
+    it is not made again; a library call's is. The publish itself checks again, for what
+    was written there meanwhile. A URI is checked once Spark runs (its file systems live
+    in the JVM)."""
+    if record.current().claimed(path):
         return
+    _check_writable(str(path), overwrite)
+
+
+def claim(path: str | os.PathLike, overwrite: bool) -> None:
+    """The runner's one lock and check of its output folder, before the work (``path``
+    on a Hadoop file system: once Spark runs); OutputError when another live run writes
+    it or the results could not be published there."""
+    lock.acquire(path)
+    _check_writable(str(path), overwrite)
+    record.current().claim(path)
+
+
+def _check_writable(key: str, overwrite: bool) -> None:
     if paths.is_uri(key):
         if fs.active_session() is None:
             return
         _check_writable_uri(key, overwrite)
     else:
-        out = Path(path)
+        out = Path(key)
         if out.parent.is_dir():
             recover(out)  # a previous output a killed run had set aside is put back first
         _check_local(out, overwrite)
-    if run.runner:
-        run.checked_outputs.add(key)
 
 
 def _check_local(out: Path, overwrite: bool) -> Path:
@@ -75,17 +85,18 @@ def staged_output(path: str | os.PathLike, overwrite: bool) -> Iterator[Path]:
     On any failure the staging folder is removed and `path` is left as it was. Raises
     OutputError when another live run writes `path` (``core/lock.py``).
     """
-    locked = lock.acquire(path)  # a library call: the runner holds it already for a command
+    claimed = record.current().claimed(path)  # a command's: the runner locked and checked it
+    locked = not claimed and lock.acquire(path)
     try:
         if paths.is_uri(str(path)):
-            with _staged_uri_output(str(path), overwrite) as stage:
+            with _staged_uri_output(str(path), overwrite, claimed) as stage:
                 yield stage
                 record.write(stage, record.current().is_private(path))
                 faults.at("publish")
                 signals.check()  # a signal whose raise py4j swallowed still stops the publish
             signals.published()
         else:
-            with _staged_local(Path(path), overwrite) as stage:
+            with _staged_local(Path(path), overwrite, claimed) as stage:
                 yield stage
     finally:
         if locked:
@@ -93,8 +104,9 @@ def staged_output(path: str | os.PathLike, overwrite: bool) -> Iterator[Path]:
 
 
 @contextmanager
-def _staged_local(out: Path, overwrite: bool) -> Iterator[Path]:
-    check_writable(out, overwrite)
+def _staged_local(out: Path, overwrite: bool, claimed: bool) -> Iterator[Path]:
+    if not claimed:
+        _check_writable(str(out), overwrite)
     try:
         stage = Path(tempfile.mkdtemp(prefix=f"{_prefix(out, 'staging')}", dir=out.parent))
     except OSError as exc:
@@ -218,11 +230,12 @@ def _check_writable_uri(path: str, overwrite: bool, spark: Any = None) -> None:
 
 
 @contextmanager
-def _staged_uri_output(path: str, overwrite: bool) -> Iterator[Path]:
+def _staged_uri_output(path: str, overwrite: bool, claimed: bool) -> Iterator[Path]:
     """``output.staged_output`` for a URI: write here, then copy beside the target and
     rename onto it (see the module's note on object stores)."""
     spark = fs.session_for(path, OutputError)
-    check_writable(path, overwrite)
+    if not claimed:
+        _check_writable(path, overwrite)
     local = Path(tempfile.mkdtemp(prefix="disc21spark-out-"))
     try:
         yield local

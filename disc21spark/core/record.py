@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import functools
 import json
 import os
 import subprocess
@@ -33,25 +32,6 @@ from disc21spark.core.paths import display_path
 from disc21spark.core.version import __version__
 
 RUN_FILE = "run.json"
-# job fields that name inputs (files, folders, globs); their content is hashed
-INPUT_FIELDS = (
-    "ground_truth",
-    "predictions",
-    "query_descriptors",
-    "reference_descriptors",
-    "score_norm",
-    "train_descriptors",
-    "images",
-    "bench",
-    "previous",
-    "compare_to",
-    "query_groups",
-    "private_queries",
-)
-# inputs whose content a published folder must not let a reader test a guess of: the
-# private board's queries. Every run.json names them; only a private output's run.json
-# (``Record.private_outputs``) gives their size and SHA-256.
-PRIVATE_INPUTS = ("private_queries",)
 # fields that say where and how to write, not what the result is
 NOT_SETTINGS = ("output", "overwrite", "quiet", "debug", "command")
 PACKAGES = {"pyspark": "pyspark", "numpy": "numpy", "pyarrow": "pyarrow", "faiss": "faiss-cpu"}
@@ -76,7 +56,8 @@ class Record:
         self.files: fs.LocalFiles = fs.LocalFiles()
         self.phase_seconds: dict[str, float] = {}
         self._document: dict | None = None
-        self.checked_outputs: set[str] = set()  # output folders the runner checked
+        # output folders the runner locked and checked for this run (``claim``)
+        self.claimed_outputs: set[str] = set()
         self.private_outputs: set[str] = set()  # folders never published (a private board)
         self._inputs: Future | None = None
         self._digests: dict[str, Future] = {}
@@ -118,6 +99,14 @@ class Record:
         hidden = set(private_paths(self.job))
         return [{"path": i["path"], "withheld": True} if i["path"] in hidden else i for i in found]
 
+    def claim(self, output: str | os.PathLike) -> None:
+        """The runner has locked and checked ``output`` for this run: what publishes it
+        neither locks nor checks it again before the work (``output.staged_output``)."""
+        self.claimed_outputs.add(str(output))
+
+    def claimed(self, output: str | os.PathLike) -> bool:
+        return str(output) in self.claimed_outputs
+
     def is_private(self, output: str | os.PathLike) -> bool:
         return display_path(str(output)).rstrip("/") in self.private_outputs
 
@@ -127,10 +116,11 @@ class Record:
 
     def settings(self) -> dict:
         fields = job_settings(self.job)
+        inputs = input_names(self.job)
         return {
             name: json_value(value)
             for name, value in fields.items()
-            if name not in NOT_SETTINGS and name not in INPUT_FIELDS
+            if name not in NOT_SETTINGS and name not in inputs
         }
 
     def document(self, files: fs.LocalFiles | None = None, private: bool = False) -> dict:
@@ -197,11 +187,17 @@ def job_settings(job: Any) -> dict[str, Any]:
     return dict(settings()) if callable(settings) else {}
 
 
-def input_paths(job: Any, names: tuple[str, ...] = INPUT_FIELDS) -> list[str]:
-    """The paths of the job's fields ``names`` (files, folders, globs), in that order."""
+def input_names(job: Any) -> tuple[str, ...]:
+    """The names of the job's fields that name inputs (files, folders, globs), whose
+    content is hashed, as the job gives them (``runner.BaseJob.INPUTS``)."""
+    return tuple(getattr(job, "INPUTS", ()))
+
+
+def input_paths(job: Any, names: tuple[str, ...] | None = None) -> list[str]:
+    """The paths of the job's fields ``names`` (None: its ``INPUTS``), in that order."""
     paths: list[str] = []
     fields = job_settings(job)
-    for name in names:
+    for name in input_names(job) if names is None else names:
         value = fields.get(name)
         if isinstance(value, str | os.PathLike):
             paths.append(str(value))
@@ -211,8 +207,8 @@ def input_paths(job: Any, names: tuple[str, ...] = INPUT_FIELDS) -> list[str]:
 
 
 def private_paths(job: Any) -> list[str]:
-    """The paths of the job's ``PRIVATE_INPUTS``."""
-    return input_paths(job, PRIVATE_INPUTS)
+    """The paths of the job's ``PRIVATE_INPUTS`` (``runner.BaseJob``)."""
+    return input_paths(job, tuple(getattr(job, "PRIVATE_INPUTS", ())))
 
 
 def describe_inputs(paths: list[str], files: fs.LocalFiles) -> list[dict]:
@@ -272,9 +268,9 @@ def versions() -> dict:
     return found
 
 
-@functools.cache
 def git_commit() -> str | None:
-    """The checkout's commit when the package runs from one (not from a wheel)."""
+    """The checkout's commit when the package runs from one (not from a wheel): asked
+    once per run, when its record is built (``Record.document``)."""
     root = Path(__file__).resolve().parents[2]
     if not (root / ".git").exists():
         return None

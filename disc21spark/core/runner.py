@@ -3,9 +3,9 @@
 Every command builds a job (a small dataclass with ``from_options``, from the command's
 typed request) and hands it here:
 
-1. the checks that need no Spark (``job.check()``), then the output folder (once a run;
-   a URI's once Spark runs), so that a bad command fails in a second instead of after
-   Spark's start;
+1. the checks that need no Spark (``job.check()``), then the output folder, locked and
+   checked once a run (``output.claim``; a URI's once Spark runs), so that a bad command
+   fails in a second instead of after Spark's start;
 2. the session, started once (not at all for a job that says it needs none: the
    in-process engine of ``evaluate``);
 3. ``job.execute(spark)``, then ``job.summary(result)`` printed on stdout.
@@ -32,7 +32,7 @@ from typing import Any, ClassVar, Protocol
 
 from disc21spark.core import config, fs, gateway, lock, paths, record, signals
 from disc21spark.core.errors import InputError, OutputError
-from disc21spark.core.output import check_writable
+from disc21spark.core.output import claim
 from disc21spark.core.signals import Terminated
 
 EXIT_OK, EXIT_INTERNAL, EXIT_INPUT = 0, 1, 2
@@ -44,6 +44,8 @@ class Job(Protocol):
     """What the runner needs of a job."""
 
     overwrite: bool
+    INPUTS: tuple[str, ...]  # the fields naming its inputs (BaseJob.INPUTS)
+    PRIVATE_INPUTS: tuple[str, ...]
 
     def check(self) -> None:
         """Fail with InputError on what can be checked before Spark starts."""
@@ -67,6 +69,13 @@ class BaseJob:
     ``config.from_defaults()`` take defaults.ini's values of section ``DEFAULTS``."""
 
     DEFAULTS: ClassVar[str] = ""
+    # the fields that name the job's inputs (files, folders, globs), in the order run.json
+    # lists them: the run record hashes their content and keeps them out of its settings
+    INPUTS: ClassVar[tuple[str, ...]] = ()
+    # inputs whose content a published folder must not let a reader test a guess of (the
+    # private board's queries): every run.json names them; only a private output's
+    # run.json (``record.Record.private_outputs``) gives their size and SHA-256
+    PRIVATE_INPUTS: ClassVar[tuple[str, ...]] = ()
 
     def __post_init__(self) -> None:
         if self.DEFAULTS:
@@ -119,10 +128,8 @@ def run(
         if needs_spark:
             files = fs.SparkFiles((session or _spark_session)(profile, master, debug=debug))
         signals.reclaim()  # PySpark's SIGINT handler records nothing
-        if folder:
-            lock.acquire(folder)  # on a Hadoop file system it needs Spark: taken now
         if folder and paths.is_uri(folder):
-            check_writable(folder, job.overwrite)  # its file system lives in the JVM
+            claim(folder, job.overwrite)  # its file system lives in the JVM: Spark runs now
         run_record.files = files
         run_record.hash_inputs()
         result = job.execute(files.spark)
@@ -184,10 +191,10 @@ def _before_spark(job: Job, needs_spark: bool) -> int | None:
             "version); nothing to do"
         )
         return EXIT_OK
-    if folder:
-        lock.acquire(folder)  # one writer per output: a second run stops here at once
     if folder and not paths.is_uri(folder):
-        check_writable(folder, job.overwrite)  # before paying for Spark's start
+        # one writer per output, a folder the results can go to: a second run or a bad
+        # output stops here at once, before paying for Spark's start
+        claim(folder, job.overwrite)
     return None
 
 

@@ -44,6 +44,7 @@ class DescriptorJob(BaseJob):
     """The descriptor track; defaults from conf/defaults.ini [evaluate]."""
 
     DEFAULTS = "evaluate"
+    INPUTS = ("ground_truth", "query_descriptors", "reference_descriptors", "train_descriptors")
 
     ground_truth: str
     query_descriptors: list[str]

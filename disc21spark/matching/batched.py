@@ -327,8 +327,7 @@ def _count(
         counted.misses = _plus(counted.misses, parts[0])
         counted.optimistic = _plus(counted.optimistic, parts[1])
         if by_code is not None:
-            code = np.where(fixed, r.groups.none, r.groups.codes[at])
-            more = group_stats.code_miss_counts(by_code, score[miss], keys[at], fixed, code, r)
+            more = group_stats.code_miss_counts(by_code, score[miss], query[miss], keys, r)
             counted.code_counts = (
                 more
                 if counted.code_counts is None

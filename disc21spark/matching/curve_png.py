@@ -11,7 +11,6 @@ uses the DejaVu Sans font matplotlib ships (found on disk, not imported), which 
 from __future__ import annotations
 
 import importlib.util
-from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -37,14 +36,18 @@ COLOURS = (
 LEGEND_ROWS = 25  # more curves than this: the legend says how many were left out
 
 
-@lru_cache(maxsize=4)
-def font(size: int) -> ImageFont.ImageFont:
+FONT_SIZES = (11, 12, 13, 15)  # the legend, the ticks, the axes' names, the title
+
+
+def fonts() -> dict[int, ImageFont.ImageFont]:
+    """The text's font at each of FONT_SIZES, loaded once per picture: matplotlib's
+    DejaVu Sans when it is installed, else Pillow's own."""
     spec = importlib.util.find_spec("matplotlib")
     for folder in spec.submodule_search_locations or [] if spec else []:
         path = Path(folder) / "mpl-data" / "fonts" / "ttf" / "DejaVuSans.ttf"
         if path.is_file():
-            return ImageFont.truetype(str(path), size)
-    return ImageFont.load_default(size)
+            return {size: ImageFont.truetype(str(path), size) for size in FONT_SIZES}
+    return {size: ImageFont.load_default(size) for size in FONT_SIZES}
 
 
 def draw_curves(path: Path, curves: list[tuple[str, MatchingMetrics]], title: str) -> None:
@@ -59,7 +62,8 @@ def draw_curves(path: Path, curves: list[tuple[str, MatchingMetrics]], title: st
         y = box[3] - np.asarray(precision, dtype=float) / 1.02 * (box[3] - box[1])
         return list(zip(x.tolist(), y.tolist()))
 
-    _axes(pen, box, xy, title)
+    font = fonts()
+    _axes(pen, box, xy, title, font)
     for i, (_, metrics) in enumerate(curves):
         points = xy(metrics.curve.recall, metrics.curve.precision)
         if len(points) > 1:
@@ -67,12 +71,12 @@ def draw_curves(path: Path, curves: list[tuple[str, MatchingMetrics]], title: st
         if metrics.recall_at_p90 is not None:
             ((x, y),) = xy([metrics.recall_at_p90], [metrics.precision_at_p90])
             pen.ellipse((x - 3, y - 3, x + 3, y + 3), fill="black")
-    _legend(pen, box, curves)
+    _legend(pen, box, curves, font[11])
     image.save(path, optimize=False)
 
 
-def _axes(pen: ImageDraw.ImageDraw, box: tuple, xy, title: str) -> None:
-    small, grey = font(12), (176, 176, 176)
+def _axes(pen: ImageDraw.ImageDraw, box: tuple, xy, title: str, font: dict) -> None:
+    small, grey = font[12], (176, 176, 176)
     for tick in np.round(np.arange(0, 1.01, 0.1), 1):
         (x, _), (_, y) = xy([tick], [0])[0], xy([0], [tick])[0]
         pen.line((x, box[1], x, box[3]), fill=(235, 235, 235))
@@ -84,18 +88,20 @@ def _axes(pen: ImageDraw.ImageDraw, box: tuple, xy, title: str) -> None:
         pen.line((x, y90, min(x + 4, box[2]), y90), fill=grey)
     pen.rectangle(box, outline="black")
     middle = (box[0] + box[2]) / 2
-    pen.text((middle, box[3] + 26), "recall", fill="black", font=font(13), anchor="mt")
-    pen.text((middle, box[1] - 12), title, fill="black", font=font(15), anchor="mb")
+    pen.text((middle, box[3] + 26), "recall", fill="black", font=font[13], anchor="mt")
+    pen.text((middle, box[1] - 12), title, fill="black", font=font[15], anchor="mb")
     label = Image.new("L", (80, 20), 0)
-    ImageDraw.Draw(label).text((40, 10), "precision", fill=255, font=font(13), anchor="mm")
+    ImageDraw.Draw(label).text((40, 10), "precision", fill=255, font=font[13], anchor="mm")
     turned = label.rotate(90, expand=True)
     pen._image.paste("black", (box[0] - 62, int((box[1] + box[3]) / 2 - 40)), turned)
 
 
 def _legend(
-    pen: ImageDraw.ImageDraw, box: tuple, curves: list[tuple[str, MatchingMetrics]]
+    pen: ImageDraw.ImageDraw,
+    box: tuple,
+    curves: list[tuple[str, MatchingMetrics]],
+    small: ImageFont.ImageFont,
 ) -> None:
-    small = font(11)
     lines = [
         (COLOURS[i % len(COLOURS)], f"{label} (μAP {m.micro_ap:.4f})")
         for i, (label, m) in enumerate(curves[:LEGEND_ROWS])

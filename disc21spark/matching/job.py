@@ -22,7 +22,8 @@ from disc21spark.core.phases import Phases
 from disc21spark.core.runner import fields_from_options
 from disc21spark.matching import coverage, local, report
 from disc21spark.matching.ground_truth import ground_truth_phase, groups_phase
-from disc21spark.matching.model import GroundTruth, MatchingMetrics, ScoringJob
+from disc21spark.matching.model import GroundTruth, MatchingMetrics
+from disc21spark.matching.scoring_job import ScoringJob
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -1,4 +1,5 @@
-"""Plain data types shared by every stage (read → validate → label → score → report)."""
+"""Plain data types shared by every stage (read → validate → label → score → report); the
+options scoring is given are ``scoring_job.ScoringJob`` (a job of the runner)."""
 
 from __future__ import annotations
 
@@ -6,10 +7,6 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-
-from disc21spark.core import config
-from disc21spark.core.runner import BaseJob
-from disc21spark.matching.stats.model import Resampling
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -144,33 +141,3 @@ class Submission:
 
     def invalid(self, error: Exception | str) -> None:
         self.status, self.reason, self.metrics = "invalid", str(error), None
-
-
-@dataclass(frozen=True)
-class ScoringJob(BaseJob):
-    """What scoring is given, one submission (``MatchingJob``) or a pool
-    (``pool.job.PoolJob``); defaults from conf/defaults.ini [evaluate]."""
-
-    DEFAULTS = "evaluate"
-
-    ground_truth: str
-    predictions: Any  # one path, or a pool's paths
-    output: str | None
-    max_results: int = config.from_defaults(int)
-    sort_partitions: int | None = config.from_defaults(int)
-    overwrite: bool = False
-    curve_points: int = config.from_defaults(int)
-    predictions_format: str = config.from_defaults()
-    ground_truth_format: str = config.from_defaults()
-    resamples: int = config.from_defaults(int)
-    confidence: float = config.from_defaults(float)
-    seed: int = config.from_defaults(int)
-    query_groups: str | None = None  # the groups file (stats/groups_file.py)
-    per_query: bool = False  # one row per query (matching/per_query.py): queries.csv
-    # that file read against the ground truth (``run`` sets it): a QueryGroups
-    groups: object = field(default=None, compare=False, repr=False)
-
-    @property
-    def resampling(self) -> Resampling:
-        """The bootstrap settings (resamples, confidence, seed) and the query groups."""
-        return Resampling(self.resamples, self.confidence, self.seed, self.groups)

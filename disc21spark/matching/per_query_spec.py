@@ -7,6 +7,8 @@ No production module imports it.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from disc21spark.matching.model import GroundTruth
@@ -32,13 +34,22 @@ def per_query(
         tied = label & (scores == s)
         terms[tied] = terms[tied].mean()
     truths = [str(q) for q in gt.positive_queries]
-    return [
-        _row(str(q), truths.count(str(q)), query_ids, reference_ids, scores, label, terms)
-        for q in gt.query_ids
-    ]
+    rows = _Rows(query_ids, reference_ids, scores, label, terms)
+    return [_row(str(q), truths.count(str(q)), rows) for q in gt.query_ids]
 
 
-def _row(q, true_pairs, query_ids, reference_ids, scores, label, terms) -> dict:
+class _Rows(NamedTuple):
+    """Every row, (n,) each: its ids, score, whether it is a true pair, its μAP term."""
+
+    query_ids: np.ndarray
+    reference_ids: np.ndarray
+    scores: np.ndarray
+    label: np.ndarray
+    terms: np.ndarray
+
+
+def _row(q: str, true_pairs: int, rows: _Rows) -> dict:
+    query_ids, reference_ids, scores, label, terms = rows
     mine = np.flatnonzero(np.asarray(query_ids).astype(str) == q)
     found = mine[label[mine]]
     row = {

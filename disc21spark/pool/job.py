@@ -30,10 +30,11 @@ from disc21spark.core.phases import Phases
 from disc21spark.core.runner import fields_from_options
 from disc21spark.matching import coverage, per_file
 from disc21spark.matching.ground_truth import ground_truth_phase, groups_phase
-from disc21spark.matching.model import GroundTruth, ScoringJob, Submission
+from disc21spark.matching.model import GroundTruth, Submission
 from disc21spark.matching.read import read_parquet
 from disc21spark.matching.rows import PREDICTION_COLUMNS
 from disc21spark.matching.score import Scoring, UnreadableInput, score
+from disc21spark.matching.scoring_job import ScoringJob
 from disc21spark.pool import boards, kinds, publish
 from disc21spark.pool import report as pool_report
 from disc21spark.pool.boards import HIDDEN_REASON
@@ -50,6 +51,16 @@ log = logging.getLogger("disc21spark")
 @dataclass(frozen=True)
 class PoolJob(ScoringJob):
     """A pool of submissions (the fields of ``ScoringJob``, then the pool's)."""
+
+    INPUTS = (
+        "ground_truth",
+        "predictions",
+        "previous",
+        "compare_to",
+        "query_groups",
+        "private_queries",
+    )
+    PRIVATE_INPUTS = ("private_queries",)
 
     predictions: list[str]
     submission_column: str | None = None

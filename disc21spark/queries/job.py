@@ -53,6 +53,8 @@ SCAN_PER_TASK, ALTER_PER_TASK = 256, 48
 class QueryJob(BaseJob):
     """make-queries; defaults from conf/defaults.ini [make-queries]."""
 
+    INPUTS = ("images",)
+
     images: list[str]
     output: str
     settings: Settings

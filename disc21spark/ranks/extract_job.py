@@ -31,6 +31,8 @@ from disc21spark.ranks.describe import describe_bench, describe_files, write_set
 class ExtractJob(BaseJob):
     """extract; defaults from conf/defaults.ini [extract]."""
 
+    INPUTS = ("images", "bench")
+
     method: str
     output: str
     images: list[str] | None = None

@@ -41,6 +41,8 @@ from disc21spark.ranks.spec import TIES, Layout, layout, tied_rank
 class RankJob(BaseJob):
     """rank-eval; defaults from conf/defaults.ini [rank-eval]."""
 
+    INPUTS = ("bench",)
+
     bench: str
     methods: list[str]  # "colorhist" or "name=folder" (a folder written by extract --bench)
     output: str

@@ -42,18 +42,23 @@ def code_levels(true_scores: np.ndarray, true_codes: np.ndarray, none: int) -> l
 def code_miss_counts(
     levels: list[np.ndarray],
     score: np.ndarray,
+    query: np.ndarray,
     keys: np.ndarray,
-    fixed: np.ndarray,
-    code: np.ndarray,
     r: Resampling,
     count: np.ndarray | None = None,
 ) -> list[np.ndarray]:
-    """What non-matching rows (scores float64 (n,), query keys uint64 (n,), ``fixed`` bool
-    (n,): weight 1 in every resample, ``code`` int (n,); ``count`` int (n,): how many rows
-    each stands for, None: one) contribute, additive over any split of the rows: [rows
-    per code int64 (G+1,), then per code c its weighted counts int64 (T_c, B) and plain
-    counts int64 (T_c,) per pessimistic bucket of levels[c]]."""
-    code = np.asarray(code, dtype=np.int64)
+    """What non-matching rows (scores float64 (n,), ``query`` int (n,): the ground-truth
+    index of each row's query, < 0 for a query unknown to it, whose rows weigh 1 in every
+    resample and are in no group; ``keys`` uint64 (Q,): each ground-truth query's
+    resampling key; ``count`` int (n,): how many rows each stands for, None: one)
+    contribute, additive over any split of the rows: [rows per code int64 (G+1,), then
+    per code c its weighted counts int64 (T_c, B) and plain counts int64 (T_c,) per
+    pessimistic bucket of levels[c]], the codes those of ``r.groups``."""
+    query = np.asarray(query)
+    fixed = query < 0
+    at = np.maximum(query, 0)
+    keys = keys[at]
+    code = np.where(fixed, r.groups.none, r.groups.codes[at]).astype(np.int64)
     many = None if count is None else np.asarray(count, np.float64)
     out = [np.rint(np.bincount(code, weights=many, minlength=len(levels))).astype(np.int64)]
     for c, lv in enumerate(levels):
@@ -97,7 +102,7 @@ def table(
     codes int (P,))."""
     none = groups.none
     counts = counts or code_miss_counts(
-        levels, np.zeros(0), np.zeros(0, np.uint64), np.zeros(0, bool), np.zeros(0, np.int64), r
+        levels, np.zeros(0), np.zeros(0, np.int64), np.zeros(0, np.uint64), r
     )
     rows = counts[0]
     shared_w, shared_p = counts[1 + 2 * none], counts[2 + 2 * none]
@@ -122,12 +127,8 @@ def table(
             replicates = weighted.replicates(
                 weighted.WeightedCounts(drawn_misses, hits, found, drawn)
             )
-        n_predictions = int(rows[g] + rows[none] + mine.sum())
-        out.append(
-            GroupResult.of(
-                name, int(groups.sizes[g]), int(owned.sum()), n_predictions, figures, replicates, r
-            )
-        )
+        sizes = (int(groups.sizes[g]), int(owned.sum()), int(rows[g] + rows[none] + mine.sum()))
+        out.append(GroupResult.of(name, sizes, figures, replicates, r))
     return GroupTable(groups.source, int(len(groups.codes) - groups.sizes.sum()), tuple(out), r)
 
 

@@ -55,10 +55,6 @@ def group_table(
             m = matching_spec.evaluate(*columns, sub)
             figures = {k: getattr(m, k) for k in STATISTICS}
             replicates = spec.bootstrap(*columns, sub, r).replicates
-        n_predictions = int(rows.sum())
-        out.append(
-            GroupResult.of(
-                name, int(groups.sizes[g]), sub.n_positives, n_predictions, figures, replicates, r
-            )
-        )
+        sizes = (int(groups.sizes[g]), sub.n_positives, int(rows.sum()))
+        out.append(GroupResult.of(name, sizes, figures, replicates, r))
     return GroupTable(groups.source, int(len(groups.codes) - groups.sizes.sum()), tuple(out), r)

@@ -43,15 +43,15 @@ class GroupResult:
     def of(
         cls,
         name: str,
-        n_queries: int,
-        n_positives: int,
-        n_predictions: int,
+        sizes: tuple[int, int, int],
         figures: dict,
         replicates: dict[str, np.ndarray],
         r: Resampling,
     ) -> GroupResult:
+        """``sizes``: (n_queries, n_positives, n_predictions); the intervals from the
+        ``replicates`` (float64 (B,) per statistic) at ``r.confidence``."""
         intervals = {k: percentile_interval(replicates.get(k), r.confidence) for k in STATISTICS}
-        return cls(name, n_queries, n_positives, n_predictions, figures, intervals)
+        return cls(name, *sizes, figures, intervals)
 
     def row(self) -> dict:
         """A groups.csv / leaderboard row: COLUMNS, None for no value."""

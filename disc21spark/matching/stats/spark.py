@@ -225,10 +225,6 @@ def _batch_counts(
         n = many[mine]
         parts = list(weighted.miss_counts(levels, score[mine], keys[at], fixed, r, n))
         if int(s) in by_code:
-            code = np.where(fixed, r.groups.none, r.groups.codes[at])
-            more = groups.code_miss_counts(
-                by_code[int(s)], score[mine], keys[at], fixed, code, r, n
-            )
-            parts += more
+            parts += groups.code_miss_counts(by_code[int(s)], score[mine], qi, keys, r, n)
         out[int(s)] = parts
     return out
