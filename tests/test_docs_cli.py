@@ -139,7 +139,8 @@ IMPORTED = (
     "import sys\n"
     "from disc21spark.commands import main\n"
     "try:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
-    "heavy = ['PIL', 'pyspark', 'py4j', 'faiss', 'h5py', 'skimage', 'matplotlib', 'pandas']\n"
+    "heavy = ['PIL', 'pyspark', 'py4j', 'faiss', 'h5py', 'skimage', 'matplotlib', 'pandas',\n"
+    "         'scipy']\n"
     "print(' '.join(m for m in heavy if m in sys.modules), file=sys.stderr)\n"
 )
 
@@ -192,6 +193,19 @@ def test_a_scoring_run_in_process_starts_no_spark(tmp_path):
     )
     assert (tmp_path / "out" / "metrics.json").exists(), proc.stderr
     assert not heavy & {"pyspark", "py4j", "faiss", "h5py", "skimage"}, heavy
+
+
+def test_a_scoring_run_with_intervals_imports_no_scipy(tmp_path):
+    # the bootstrap's product is numpy's: scipy's import (numpy's f2py with it) took
+    # longer than the product
+    preds = tmp_path / "p.csv"
+    preds.write_text("Q00000,R000000,0.9\nQ00001,R1,0.5\nQ00002,R2,0.4\n")
+    out = tmp_path / "out"
+    proc, heavy = imported(
+        "evaluate", "--ground-truth", GT, "--predictions", str(preds), "--output", str(out)
+    )
+    assert "95% interval" in proc.stdout, proc.stderr
+    assert "scipy" not in heavy, heavy
 
 
 def test_messages_name_the_command_as_typed():
