@@ -196,8 +196,8 @@ def test_a_scoring_run_in_process_starts_no_spark(tmp_path):
 
 
 def test_a_scoring_run_with_intervals_imports_neither_scipy_nor_pyarrow_compute(tmp_path):
-    # the bootstrap's product is numpy's: scipy's import (numpy's f2py with it) took
-    # longer than the product; Arrow's kernels are called by name, without the Python
+    # the bootstrap's product is scipy's kernel loaded alone: scipy's import (numpy's f2py
+    # with it) took longer than the product; Arrow's kernels are called by name, without the Python
     # wrappers pyarrow.compute builds when imported (a header line, a true pair, no id
     # warning: the common path)
     preds = tmp_path / "p.csv"

@@ -285,9 +285,9 @@ def test_resample_micro_ap_keeps_its_order_of_addition(seed, levels, columns, ma
     heavy=st.sampled_from([1, 3, 600, 20000]),
 )
 def test_weighted_counts_are_the_sums_of_the_rows_weights(seed, n, queries, levels, heavy):
-    # few levels and queries: every level is multiplied by every query's weights; many:
-    # most levels in blocks over the few queries they meet; heavy counts: a level's sum
-    # past float32's exact integers (the float64 product instead)
+    # few queries and levels: a level's entries sum past the int16 product's SMALL_SUM
+    # (it cuts them into runs); heavy counts: an entry past its SMALL_CELL (the float64
+    # product instead); many levels and queries: levels of one entry
     rng = np.random.default_rng(seed)
     keys = query_keys([f"Q{i}" for i in range(queries)], seed=seed % 7)[rng.integers(0, queries, n)]
     bucket = rng.integers(0, levels + 1, n)
@@ -306,7 +306,7 @@ def test_weighted_counts_are_the_sums_of_the_rows_weights(seed, n, queries, leve
 
 
 def test_weighted_counts_past_float32s_whole_numbers_stay_exact():
-    # counts whose sums float32 cannot hold (odd numbers past 2^24): the product in float64
+    # counts far past int16 and float32's whole numbers: the float64 product, exact
     keys = query_keys(["Q1", "Q2", "Q3"], seed=0)
     count = np.array([2**24 + 1, 2**30 + 3, 7, 1])
     bucket = np.array([0, 0, 1, 1])

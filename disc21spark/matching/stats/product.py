@@ -1,33 +1,35 @@
-"""The bootstrap's weighted counts as an exact product: per level and resample, the sum
-of whole counts times the queries' Poisson weights, with numpy alone.
+"""The bootstrap's weighted counts as an exact sparse product: per level and resample,
+the sum of whole counts times the queries' Poisson weights.
 
-A sparse (level, query) matrix times the weights was scipy's product; its import (which
-pulls numpy's f2py) took longer than the product. Here the levels are cut into blocks,
-each a dense (levels, queries) matrix multiplied by the weights in one BLAS product: the
-few levels holding most rows (the scores just behind the lowest true scores) form a block
-over every query, the many thin levels blocks over the few queries they meet. Products
-and sums of whole numbers are exact in float32 below 2^24 and in float64 below 2^53, so
-the counts are the same integers whatever order the product adds them in.
+The product is scipy's compiled kernel (``csc_matvecs``: for each query, its weights
+added into the rows of its cells), loaded alone: importing ``scipy.sparse`` runs
+scipy's array-API layer, which imports every numpy submodule (f2py among them), two to
+three times as long as the product of a 500,000-pair file. The rows' counts are split so
+that the products stay exact in int16 (four times as fast as float64); counts that do
+not fit are multiplied in float64, exact below 2^53. Sums of whole numbers do not depend
+on the order they are added in.
 """
 
 from __future__ import annotations
+
+import functools
+import importlib.machinery
+import importlib.util
+from pathlib import Path
 
 import numpy as np
 
 from disc21spark.matching.arrays import factorize
 from disc21spark.matching.stats.weights import MAX_WEIGHT, poisson_weights
 
-# a level of at least 1/THICK_SHARE of the queries' rows is multiplied by every query's
-# weights (one block of all such levels); thinner ones, THIN_LEVELS at a time, by the
-# weights of the queries they meet only (a matrix product costs levels × queries)
-THICK_SHARE = 16
-THIN_LEVELS = 8
-# float32 sums of whole numbers are exact while they stay below this
-FLOAT32_EXACT = 2**24
-# (query, resample) weights drawn or looked up at once (uint8: 32 MB), and converted at
-# once for a block over every query (float32: 32 MB)
-DRAWN = 32 << 20
-CONVERTED = 8 << 20
+# a run of a level's entries sums to at most SMALL_SUM, so that times a weight (at most
+# MAX_WEIGHT) it stays below 2^15; an entry holds at most SMALL_CELL
+SMALL_SUM = (2**15 - 1) // MAX_WEIGHT
+SMALL_CELL = SMALL_SUM // 2
+# (query, resample) weights multiplied at once: 64 MB of int16; the float64 product's
+# CHUNK resamples at a time
+SMALL_ENTRIES = 32 << 20
+CHUNK = 256
 
 
 def weighted_sums(
@@ -42,59 +44,66 @@ def weighted_sums(
         return out
     unique, column = factorize(keys)
     q = len(unique)
-    blocks = [_block(level[r], column[r], many[r], q) for r in _blocks(level, n_levels, q)]
-    step = max(1, DRAWN // q)
+    # level-major: each level's entries together (a radix sort when the levels fit 16 bits)
+    order = np.argsort(level.astype(np.uint16 if n_levels < 2**16 else np.int64), kind="stable")
+    level, column, many = level[order], column[order].astype(np.int64), many[order]
+    small = many.min() >= 0 and many.max() <= SMALL_CELL and np.array_equal(many, np.rint(many))
+    row = _runs(level, many) if small else level
+    n_rows = int(row[-1]) + 1
+    # query-major for the kernel: each query's weights read once
+    by_query = np.argsort(column.astype(np.uint16) if q < 2**16 else column, kind="stable")
+    starts = np.zeros(q + 1, dtype=np.int64)
+    np.cumsum(np.bincount(column, minlength=q), out=starts[1:])
+    matrix = (starts, row[by_query], many[by_query].astype(np.int16 if small else np.float64))
+    product = np.zeros((n_rows, resamples), dtype=np.int64)
+    step = max(CHUNK, SMALL_ENTRIES // q) if small else CHUNK
     for start in range(0, resamples, step):
         stop = min(start + step, resamples)
-        w = poisson_weights(unique, start, stop)  # uint8 (Q, stop - start)
-        for levels, columns, matrix in blocks:
-            if columns is not None:
-                part = matrix @ w[columns].astype(matrix.dtype)
-                out[levels, start:stop] = _whole(part)
-                continue
-            wide = max(1, CONVERTED // q)
-            for first in range(0, stop - start, wide):
-                part = matrix @ w[:, first : first + wide].astype(matrix.dtype)
-                out[levels, start + first : start + first + part.shape[1]] = _whole(part)
+        w = poisson_weights(unique, start, stop).astype(matrix[2].dtype)
+        part = np.zeros((n_rows, stop - start), dtype=w.dtype)
+        _kernels().csc_matvecs(n_rows, q, stop - start, *matrix, w.ravel(), part.ravel())
+        product[:, start:stop] = part if small else np.rint(part)
+    # each level's rows added up: its first row, then the few more of a level of many
+    first = np.r_[0, np.flatnonzero(np.diff(row)) + 1]
+    rows, row_level = row[first], level[first]
+    lead = np.r_[True, row_level[1:] != row_level[:-1]]
+    out[row_level[lead]] = product[rows[lead]]
+    np.add.at(out, row_level[~lead], product[rows[~lead]])
     return out
 
 
-def _blocks(level: np.ndarray, n_levels: int, n_queries: int) -> list[np.ndarray]:
-    """The rows of each block (int64 index arrays): first every level of at least
-    n_queries / THICK_SHARE rows, then the others in decreasing order of rows,
-    THIN_LEVELS a block."""
-    rows = np.bincount(level, minlength=n_levels)
-    used = np.flatnonzero(rows)
-    order = used[np.argsort(-rows[used], kind="stable")]
-    thick = int(np.count_nonzero(rows[order] * THICK_SHARE >= n_queries))
-    block = np.empty(n_levels, dtype=np.int64)
-    block[order[:thick]] = 0
-    block[order[thick:]] = 1 + np.arange(len(order) - thick) // THIN_LEVELS
-    n = int(block[order[-1]]) + 1
-    of_row = block[level]
-    by_block = np.argsort(of_row, kind="stable")
-    bounds = np.searchsorted(of_row[by_block], np.arange(n + 1))
-    return [by_block[bounds[i] : bounds[i + 1]] for i in range(n) if bounds[i + 1] > bounds[i]]
+def _runs(level: np.ndarray, many: np.ndarray) -> np.ndarray:
+    """int64 (n,): the run of each entry (sorted by level, each at most SMALL_CELL): each
+    level's entries cut into runs summing to at most SMALL_SUM, numbered in order."""
+    data = many.astype(np.int64)
+    before = np.cumsum(data) - data
+    starts = np.flatnonzero(np.r_[True, level[1:] != level[:-1]])
+    # the level's sum before each entry
+    before -= np.repeat(before[starts], np.diff(np.r_[starts, len(level)]))
+    # a run holds the entries starting below a multiple of this: at most SMALL_SUM in all
+    piece = before // (SMALL_SUM + 1 - SMALL_CELL)
+    first = np.ones(len(data), dtype=bool)
+    first[1:] = (level[1:] != level[:-1]) | (piece[1:] != piece[:-1])
+    return np.cumsum(first) - 1
 
 
-def _block(level: np.ndarray, column: np.ndarray, many: np.ndarray, n_columns: int) -> tuple:
-    """One block's rows as (its levels int64 (L,), the columns it meets int64 (C,) or None
-    for all n_columns, its dense counts (L, C) float32 when every sum times MAX_WEIGHT
-    stays below FLOAT32_EXACT and the counts are whole, else float64)."""
-    levels, row = np.unique(level, return_inverse=True)
-    row = row.reshape(-1)
-    columns = None
-    if len(level) < n_columns // 2:  # a thin block: the queries it meets
-        columns, column = np.unique(column, return_inverse=True)
-        n_columns = len(columns)
-    cells = row * n_columns + column.reshape(-1)
-    matrix = np.bincount(cells, weights=many, minlength=len(levels) * n_columns)
-    largest = np.bincount(row, weights=np.abs(many)).max()
-    exact = largest * MAX_WEIGHT < FLOAT32_EXACT and np.array_equal(many, np.rint(many))
-    matrix = matrix.reshape(len(levels), n_columns).astype(np.float32 if exact else np.float64)
-    return levels, columns, matrix
+@functools.cache
+def _kernels():
+    """scipy's ``sparse._sparsetools`` extension, loaded from its file without importing
+    ``scipy.sparse`` (whose import is longer than the product); the ordinary import when
+    the file is not where scipy keeps it."""
+    spec = importlib.util.find_spec("scipy")  # finds the package without importing it
+    folder = Path(spec.submodule_search_locations[0]) / "sparse" if spec else None
+    for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+        path = folder / f"_sparsetools{suffix}" if folder else None
+        if path is not None and path.is_file():
+            name = "scipy.sparse._sparsetools"
+            loader = importlib.machinery.ExtensionFileLoader(name, str(path))
+            module = importlib.util.module_from_spec(
+                importlib.util.spec_from_file_location(name, str(path), loader=loader)
+            )
+            loader.exec_module(module)
+            return module
+    from scipy.sparse import _sparsetools
 
-
-def _whole(part: np.ndarray) -> np.ndarray:
-    """int64: a product's sums (whole numbers when the counts were)."""
-    return (part if part.dtype == np.float32 else np.rint(part)).astype(np.int64)
+    return _sparsetools
