@@ -282,12 +282,13 @@ def test_resample_micro_ap_keeps_its_order_of_addition(seed, levels, columns, ma
     n=st.integers(0, 3000),
     queries=st.sampled_from([1, 3, 40, 400]),
     levels=st.sampled_from([1, 2, 6, 300]),
-    heavy=st.sampled_from([1, 3, 600, 20000]),
+    heavy=st.sampled_from([1, 3, 300, 600, 20000]),
 )
 def test_weighted_counts_are_the_sums_of_the_rows_weights(seed, n, queries, levels, heavy):
     # few queries and levels: a level's entries sum past the int16 product's SMALL_SUM
-    # (it cuts them into runs); heavy counts: an entry past its SMALL_CELL (the float64
-    # product instead); many levels and queries: levels of one entry
+    # (it cuts them into runs; up to 300 a row, an uncut run would overflow int16);
+    # heavier counts: an entry past SMALL_CELL (the float64 product instead); many levels
+    # and queries: levels of one entry
     rng = np.random.default_rng(seed)
     keys = query_keys([f"Q{i}" for i in range(queries)], seed=seed % 7)[rng.integers(0, queries, n)]
     bucket = rng.integers(0, levels + 1, n)
