@@ -55,20 +55,19 @@ def weighted_sums(
     starts = np.zeros(q + 1, dtype=np.int64)
     np.cumsum(np.bincount(column, minlength=q), out=starts[1:])
     matrix = (starts, row[by_query], many[by_query].astype(np.int16 if small else np.float64))
-    product = np.zeros((n_rows, resamples), dtype=np.int64)
+    # each level's rows added up: its first row, then the few more of a level of many
+    first = np.r_[0, np.flatnonzero(np.diff(row)) + 1]
+    rows, row_level = row[first], level[first]
+    lead = np.r_[True, row_level[1:] != row_level[:-1]]
     step = max(CHUNK, SMALL_ENTRIES // q) if small else CHUNK
     for start in range(0, resamples, step):
         stop = min(start + step, resamples)
         w = poisson_weights(unique, start, stop).astype(matrix[2].dtype)
         part = np.zeros((n_rows, stop - start), dtype=w.dtype)
         _kernels().csc_matvecs(n_rows, q, stop - start, *matrix, w.ravel(), part.ravel())
-        product[:, start:stop] = part if small else np.rint(part)
-    # each level's rows added up: its first row, then the few more of a level of many
-    first = np.r_[0, np.flatnonzero(np.diff(row)) + 1]
-    rows, row_level = row[first], level[first]
-    lead = np.r_[True, row_level[1:] != row_level[:-1]]
-    out[row_level[lead]] = product[rows[lead]]
-    np.add.at(out, row_level[~lead], product[rows[~lead]])
+        part = part if small else np.rint(part)
+        out[row_level[lead], start:stop] = part[rows[lead]]
+        np.add.at(out[:, start:stop], row_level[~lead], part[rows[~lead]])
     return out
 
 
