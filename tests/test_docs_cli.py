@@ -139,7 +139,8 @@ IMPORTED = (
     "import sys\n"
     "from disc21spark.commands import main\n"
     "try:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
-    "heavy = ['PIL', 'pyspark', 'py4j', 'faiss', 'h5py', 'skimage', 'matplotlib', 'pandas']\n"
+    "heavy = ['PIL', 'pyspark', 'py4j', 'faiss', 'h5py', 'skimage', 'matplotlib', 'pandas',\n"
+    "         'scipy', 'pyarrow.compute']\n"
     "print(' '.join(m for m in heavy if m in sys.modules), file=sys.stderr)\n"
 )
 
@@ -192,6 +193,21 @@ def test_a_scoring_run_in_process_starts_no_spark(tmp_path):
     )
     assert (tmp_path / "out" / "metrics.json").exists(), proc.stderr
     assert not heavy & {"pyspark", "py4j", "faiss", "h5py", "skimage"}, heavy
+
+
+def test_a_scoring_run_with_intervals_imports_neither_scipy_nor_pyarrow_compute(tmp_path):
+    # the bootstrap's product is scipy's kernel loaded alone: scipy's import (numpy's f2py
+    # with it) took longer than the product; Arrow's kernels are called by name, without the Python
+    # wrappers pyarrow.compute builds when imported (a header line, a true pair, no id
+    # warning: the common path)
+    preds = tmp_path / "p.csv"
+    preds.write_text("query_id,reference_id,score\nQ00003,R326040,0.9\nQ00001,R1,0.5\n")
+    out = tmp_path / "out"
+    proc, heavy = imported(
+        "evaluate", "--ground-truth", GT, "--predictions", str(preds), "--output", str(out)
+    )
+    assert "95% interval" in proc.stdout and "warning" not in proc.stderr, proc.stderr
+    assert not heavy & {"scipy", "pyarrow.compute"}, heavy
 
 
 def test_messages_name_the_command_as_typed():

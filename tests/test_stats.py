@@ -276,17 +276,19 @@ def test_resample_micro_ap_keeps_its_order_of_addition(seed, levels, columns, ma
     assert got.tobytes() == expected.tobytes()
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(
     seed=st.integers(0, 2**32 - 1),
     n=st.integers(0, 3000),
-    queries=st.integers(1, 40),
-    levels=st.integers(1, 6),
-    heavy=st.sampled_from([1, 3, 600]),
+    queries=st.sampled_from([1, 3, 40, 400]),
+    levels=st.sampled_from([1, 2, 6, 300]),
+    heavy=st.sampled_from([1, 3, 300, 600, 20000]),
 )
 def test_weighted_counts_are_the_sums_of_the_rows_weights(seed, n, queries, levels, heavy):
-    # few queries and levels: a level's cells sum past the int16 product's SMALL_SUM (it
-    # splits them into rows), a cell past its SMALL_CELL (the float64 product instead)
+    # few queries and levels: a level's entries sum past the int16 product's SMALL_SUM
+    # (it cuts them into runs; up to 300 a row, an uncut run would overflow int16);
+    # heavier counts: an entry past SMALL_CELL (the float64 product instead); many levels
+    # and queries: levels of one entry
     rng = np.random.default_rng(seed)
     keys = query_keys([f"Q{i}" for i in range(queries)], seed=seed % 7)[rng.integers(0, queries, n)]
     bucket = rng.integers(0, levels + 1, n)
@@ -302,6 +304,19 @@ def test_weighted_counts_are_the_sums_of_the_rows_weights(seed, n, queries, leve
     ones = weighted.weighted_counts(bucket, keys, fixed, levels, r)
     np.add.at(expected, bucket, w * (1 - count[:, None]))
     np.testing.assert_array_equal(ones, expected[:levels])
+
+
+def test_weighted_counts_past_float32s_whole_numbers_stay_exact():
+    # counts far past int16 and float32's whole numbers: the float64 product, exact
+    keys = query_keys(["Q1", "Q2", "Q3"], seed=0)
+    count = np.array([2**24 + 1, 2**30 + 3, 7, 1])
+    bucket = np.array([0, 0, 1, 1])
+    rows = keys[[0, 1, 2, 0]]
+    w = poisson_weights(rows, 0, 50).astype(np.int64)
+    r = Resampling(50, 0.9, 0)
+    got = weighted.weighted_counts(bucket, rows, np.zeros(4, dtype=bool), 2, r, count)
+    expected = np.stack([w[:2].T @ count[:2], w[2:].T @ count[2:]])
+    np.testing.assert_array_equal(got, expected)
 
 
 @settings(max_examples=20, deadline=None)

@@ -15,20 +15,19 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from disc21spark.matching.arrays import numbers, strings
+from disc21spark.matching.arrays import compute, numbers, strings
 from disc21spark.matching.local_read import Pairs
 from disc21spark.matching.model import GroundTruth
 
 
 def index_in(values: pa.Array, value_set: pa.Array) -> np.ndarray:
     """int64 (n,): the index of each of ``values`` in ``value_set``, -1 where absent."""
-    found = pc.index_in(values, value_set=value_set)
+    found = compute("index_in", values, value_set=value_set)
     missing = pa.Array.from_buffers(
         pa.int32(), len(found), [None, pa.py_buffer(np.full(len(found), -1, dtype=np.int32))]
     )
-    return numbers(pc.coalesce(found, missing)).astype(np.int64)
+    return numbers(compute("coalesce", found, missing)).astype(np.int64)
 
 
 class Dictionary:
@@ -40,7 +39,7 @@ class Dictionary:
 
     def codes(self, column: pa.Array) -> np.ndarray:
         """int64 (n,): the code of each row, new values added."""
-        batch = pc.dictionary_encode(column)
+        batch = compute("dictionary_encode", column)
         code = index_in(batch.dictionary, self.values)
         new = code < 0
         if new.any():
@@ -108,7 +107,7 @@ def _short_hashes(values: pa.Array, lengths: np.ndarray) -> np.ndarray:
     """Strings of at most SHORT bytes: their bytes padded with zero bytes to SHORT
     (Arrow's byte-wise ``ascii_rpad``), read as two words, mixed with the length (no two
     such strings alike before ``mix``)."""
-    padded = pc.ascii_rpad(values, width=SHORT, padding="\x00")
+    padded = compute("ascii_rpad", values, width=SHORT, padding="\x00")
     offsets = _offsets(padded)
     data = np.frombuffer(padded.buffers()[2], np.uint8) if len(padded) else np.zeros(0, np.uint8)
     words = data[offsets[0] : offsets[-1]].view(np.uint64).reshape(len(padded), SHORT // 8)
@@ -150,7 +149,7 @@ class BatchEncoder:
     def encode(self, pairs: Pairs) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(int64 query index in the ground truth, -1 when unknown; bool label; float64
         score; uint64 pair key) of each row of one checked batch."""
-        queries = pc.dictionary_encode(pairs.query)
+        queries = compute("dictionary_encode", pairs.query)
         query = index_in(queries.dictionary, self.known)[numbers(queries.indices)]
         unknown = query < 0
         code = query.copy()

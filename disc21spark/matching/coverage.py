@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from disc21spark.core.paths import IMAGE_SUFFIX_PATTERN, bare_image_name
-from disc21spark.matching.arrays import numbers, strings
+from disc21spark.matching.arrays import compute, numbers, strings
 from disc21spark.matching.model import GroundTruth, MatchingMetrics
 
 if TYPE_CHECKING:
@@ -123,11 +123,10 @@ def check_local(
     """``metrics`` with the warnings of one submission's ids (stripped strings, as the
     in-process engine reads them); one stderr line when there are some and ``where``
     names the submission (None: the caller says it, e.g. a pool's driver)."""
-    import pyarrow.compute as pc
 
     def counted():
         # each distinct id is looked at once; the counts are of predictions
-        q, r = pc.dictionary_encode(query), pc.dictionary_encode(reference)
+        q, r = compute("dictionary_encode", query), compute("dictionary_encode", reference)
         q_rows = np.bincount(numbers(q.indices), minlength=len(q.dictionary))
         r_rows = np.bincount(numbers(r.indices), minlength=len(r.dictionary))
         return (q.dictionary, q_rows), (r.dictionary, r_rows)
@@ -146,17 +145,15 @@ def check_counted(ids, gt: GroundTruth, metrics: MatchingMetrics, where: str | N
 
 
 def _local_ids(query: tuple, reference: tuple, gt: GroundTruth) -> IdCheck:
-    import pyarrow.compute as pc
-
     queries, references = strings(gt.query_ids), strings(_reference_set(gt))
     (q_ids, q_rows), (r_ids, r_rows) = query, reference
 
     def member(values: pa.Array, value_set: pa.Array) -> np.ndarray:
-        return np.asarray(pc.is_in(values, value_set=value_set).to_pylist(), dtype=bool)
+        return np.asarray(compute("is_in", values, value_set=value_set).to_pylist(), dtype=bool)
 
     def bare(values: pa.Array) -> pa.Array:
-        no_folder = pc.replace_substring_regex(values, FOLDER, "")
-        return pc.replace_substring_regex(no_folder, SUFFIX, "")
+        no_folder = compute("replace_substring_regex", values, pattern=FOLDER, replacement="")
+        return compute("replace_substring_regex", no_folder, pattern=SUFFIX, replacement="")
 
     q_bare = ~member(q_ids, queries) & member(bare(q_ids), queries)
     r_known = member(r_ids, references)

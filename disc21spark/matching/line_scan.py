@@ -9,10 +9,9 @@ from __future__ import annotations
 import io
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from disc21spark.core.errors import InputError
-from disc21spark.matching.arrays import strings
+from disc21spark.matching.arrays import compute, strings
 from disc21spark.matching.rows import WHITESPACE, line_problem, parse_csv_line
 from disc21spark.matching.source import Source
 
@@ -63,7 +62,7 @@ def _text_from(source: Source, offset: int):
 def _parse_float(text: str) -> float | None:
     """A score as Arrow reads it (the fast path's rule), or None."""
     try:
-        return pc.cast(strings([text]), pa.float64())[0].as_py()
+        return compute("cast", strings([text]), target_type=pa.float64())[0].as_py()
     except pa.ArrowInvalid:
         return None
 

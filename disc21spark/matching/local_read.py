@@ -18,12 +18,11 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from disc21spark.core import damage
 from disc21spark.core.errors import InputError, column_list, first_line
 from disc21spark.core.formats import NotForThisEngine, plain_types
-from disc21spark.matching.arrays import numbers, strings
+from disc21spark.matching.arrays import compute, numbers, strings
 from disc21spark.matching.line_scan import LONGEST_LINE, first_bad_line
 from disc21spark.matching.rows import (
     PREDICTION_COLUMNS,
@@ -169,19 +168,19 @@ def _checked(source: Source, table, bad_rows: list, start: tuple[int, int]) -> P
     is wrong (a skipped line in ``bad_rows``, a score that is no finite number, an empty
     id, an id of bytes that were not UTF-8)."""
     query, reference, raw = (
-        pc.utf8_trim(_whole(table.column(c)), WHITESPACE) for c in PREDICTION_COLUMNS
+        compute("utf8_trim", _whole(table.column(c)), characters=WHITESPACE)
+        for c in PREDICTION_COLUMNS
     )
     # every score a number: no header line can be among the rows (its score is "score"),
     # so the three-column comparison is made only when the scores do not all parse
     score = _scores(raw)
     if score is None:
-        header = pc.and_(
-            pc.and_(pc.equal(query, _HEADER[0]), pc.equal(reference, _HEADER[1])),
-            pc.equal(raw, _HEADER[2]),
-        )
-        if pc.any(header).as_py():
-            keep = pc.invert(header)
-            query, reference, raw = query.filter(keep), reference.filter(keep), raw.filter(keep)
+        same = [compute("equal", c, _HEADER[i]) for i, c in enumerate((query, reference, raw))]
+        header = compute("and", compute("and", same[0], same[1]), same[2])
+        if compute("any", header).as_py():
+            keep = compute("invert", header)
+            # not Array.filter: it imports pyarrow.compute
+            query, reference, raw = (compute("filter", c, keep) for c in (query, reference, raw))
             score = _scores(raw)
     if bad_rows or score is None or _any_empty(query, reference) or _any_replaced(query, reference):
         raise first_bad_line(source, start=start)
@@ -236,7 +235,7 @@ def _damaged_stream(source: Source) -> InputError | None:
 def _scores(raw: pa.Array) -> np.ndarray | None:
     """Finite scores, -0.0 made 0.0 (they tie in the official sort); None if any is not."""
     try:
-        score = numbers(pc.cast(raw, pa.float64()))
+        score = numbers(compute("cast", raw, target_type=pa.float64()))
     except pa.ArrowInvalid:
         return None
     if not np.isfinite(score).all():
@@ -246,12 +245,20 @@ def _scores(raw: pa.Array) -> np.ndarray | None:
 
 def _any_empty(*columns: pa.Array) -> bool:
     # a length cast to bool is false for an empty string
-    return any(pc.any(pc.invert(pc.cast(pc.utf8_length(c), pa.bool_()))).as_py() for c in columns)
+    return any(
+        compute(
+            "any",
+            compute("invert", compute("cast", compute("utf8_length", c), target_type=pa.bool_())),
+        ).as_py()
+        for c in columns
+    )
 
 
 def _any_replaced(*columns: pa.Array) -> bool:
     # U+FFFD in an id is what Spark's reader makes of bytes that are not UTF-8: refused alike
-    return any(pc.any(pc.match_substring(c, REPLACEMENT)).as_py() for c in columns)
+    return any(
+        compute("any", compute("match_substring", c, pattern=REPLACEMENT)).as_py() for c in columns
+    )
 
 
 def _read_parquet(source: Source) -> Pairs:

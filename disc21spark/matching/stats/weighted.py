@@ -14,23 +14,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from disc21spark.matching import kernel
-from disc21spark.matching.arrays import factorize
 from disc21spark.matching.model import GroundTruth
 from disc21spark.matching.stats.model import Resampling, Uncertainty
-from disc21spark.matching.stats.weights import (
-    MAX_WEIGHT,
-    poisson_weights,
-    query_keys,
-)
-
-# resamples whose weights are drawn at once: queries × CHUNK weights stay a few MB
-CHUNK = 256
-# the int16 product (``_small_rows``): a run of cells sums to at most SMALL_SUM, so times
-# a weight (at most MAX_WEIGHT) it stays below 2^15; a cell holds at most SMALL_CELL
-SMALL_SUM = (2**15 - 1) // MAX_WEIGHT
-SMALL_CELL = SMALL_SUM // 2
-# (query, resample) weights the int16 product takes at once: 64 MB of int16
-SMALL_ENTRIES = 32 << 20
+from disc21spark.matching.stats.product import weighted_sums
+from disc21spark.matching.stats.weights import query_keys
 
 
 def levels_of(true_scores: np.ndarray) -> np.ndarray:
@@ -60,7 +47,7 @@ def weighted_counts(
     own rows and the partial counts add up to the whole."""
     b = resampling.resamples
     out = np.zeros((n_buckets, b), dtype=np.int64)
-    if not b:  # no resample: nothing to weigh (and no scipy to import)
+    if not b:  # no resample: nothing to weigh
         return out
     many = np.ones(len(bucket)) if count is None else np.asarray(count, np.float64)
     keep = bucket < n_buckets
@@ -70,74 +57,8 @@ def weighted_counts(
         fixed_sum = np.bincount(bucket[ones], weights=many[ones], minlength=n_buckets)
         out += np.rint(fixed_sum).astype(np.int64)[:, None]
     drawn = keep & ~fixed
-    if not drawn.any():
-        return out
-    from scipy import sparse
-
-    # integer sums: the order of the columns changes no count
-    unique, column = factorize(keys[drawn])
-    counts = sparse.csr_matrix(
-        (many[drawn], (bucket[drawn], column)),
-        shape=(n_buckets, len(unique)),
-    )
-    counts.sum_duplicates()
-    small = _small_rows(counts)
-    # the int16 product takes the weights of up to SMALL_ENTRIES (query, resample) at once
-    # (one look-up in the table ``remember`` keeps, one pass of scipy's kernel: 3× faster
-    # than 256 resamples at a time); the float64 one CHUNK resamples at a time
-    step = max(CHUNK, SMALL_ENTRIES // len(unique)) if small is not None else CHUNK
-    for start in range(0, b, step):
-        stop = min(start + step, b)
-        w = poisson_weights(unique, start, stop)
-        if small is not None:
-            out[:, start:stop] += _small_product(small, w.astype(np.int16), n_buckets)
-        else:  # float64 products and sums of integers stay exact below 2^53
-            out[:, start:stop] += np.rint(counts @ w.astype(np.float64)).astype(np.int64)
-    return out
-
-
-def _small_rows(counts) -> tuple | None:
-    """``counts`` (a summed scipy CSR matrix (T, Q) of whole counts) split into int16 rows
-    whose sums times the heaviest weight stay below 2^15, so that their products with the
-    weights are exact in int16 (four times as fast as float64 here): each level's cells in
-    runs summing to at most SMALL_SUM. (scipy CSC matrix int16 (R, Q), the first row of
-    each level with cells int64 (L,), those levels int64 (L,)); None when a cell alone
-    holds more than SMALL_CELL or a count is not whole."""
-    from scipy import sparse
-
-    data = np.rint(counts.data).astype(np.int64)
-    if not len(data) or data.max() > SMALL_CELL or data.min() < 0:
-        return None
-    if not np.array_equal(data, counts.data):
-        return None
-    level = np.repeat(np.arange(counts.shape[0]), np.diff(counts.indptr))
-    before = np.cumsum(data) - data
-    before -= before[counts.indptr[level]]  # the level's count before each cell
-    # a run holds the cells starting below a multiple of this: at most SMALL_SUM in all
-    piece = before // (SMALL_SUM + 1 - SMALL_CELL)
-    first = np.ones(len(data), dtype=bool)
-    first[1:] = (level[1:] != level[:-1]) | (piece[1:] != piece[:-1])
-    row = np.cumsum(first) - 1
-    matrix = sparse.csc_matrix(
-        (data.astype(np.int16), (row, counts.indices)), shape=(int(row[-1]) + 1, counts.shape[1])
-    )
-    levels, at = np.unique(level[first], return_index=True)
-    return matrix, at, levels
-
-
-def _small_product(small: tuple, w: np.ndarray, n_buckets: int) -> np.ndarray:
-    """int64 (n_buckets, C): the counts ``_small_rows`` split, times the weights int16
-    (Q, C), each level's rows added up."""
-    matrix, at, levels = small
-    product = matrix @ w  # int16 (R, C)
-    out = np.zeros((n_buckets, w.shape[1]), dtype=np.int64)
-    out[levels] = product[at]
-    rows = np.diff(np.append(at, len(product)))
-    more = rows > 1
-    if more.any():  # the few levels of more than one row (np.add.reduceat casts slowly)
-        mine = np.repeat(more, rows)
-        starts = np.cumsum(rows[more]) - rows[more]
-        out[levels[more]] = np.add.reduceat(product[mine].astype(np.int64), starts, axis=0)
+    if drawn.any():  # integer sums: the order of the rows changes no count
+        out += weighted_sums(bucket[drawn], keys[drawn], many[drawn], n_buckets, b)
     return out
 
 
