@@ -211,12 +211,14 @@ def _check_repeats(
     if found is None:  # keys shared by different pairs only
         return
     (q, r), copies = found
-    raise InputError(source.where, duplicate_reason(q, r, copies), _first_two(source, (q, r)))
+    where = _first_two(source, fmt, (q, r))
+    raise InputError(source.where, duplicate_reason(q, r, copies), where)
 
 
-def _first_two(source: Source, pair: tuple[str, str]) -> str | None:
+def _first_two(source: Source, fmt: str, pair: tuple[str, str]) -> str | None:
     """Where the first two rows holding ``pair`` are: lines of a CSV file, rows of a
-    table in memory by their labels; None for a Parquet file."""
+    table in memory by their labels; None for a Parquet file. ``fmt``: the format the
+    file was read in (as asked: a name that does not say CSV is read as CSV when asked)."""
     if source.row_labels is not None:
         import pyarrow.compute as pc
 
@@ -225,7 +227,7 @@ def _first_two(source: Source, pair: tuple[str, str]) -> str | None:
         )
         rows = np.flatnonzero(same.to_numpy(zero_copy_only=False))
         return f"rows {source.row_labels[rows[0]]} and {source.row_labels[rows[1]]}"
-    lines = lines_holding(source, pair) if source.fmt("auto") == "csv" else []
+    lines = lines_holding(source, pair) if source.fmt(fmt) == "csv" else []
     return f"lines {lines[0]} and {lines[1]}" if len(lines) == 2 else None
 
 

@@ -347,6 +347,17 @@ CASES: list[Case] = [
         "official scorer rejects duplicate predictions",
     ),
     matching(
+        "repeated-pair-format-named",
+        T,
+        "a repeated pair in a file whose name does not say CSV (--predictions-format csv)",
+        with_gt(text("p.tsv", "Q1,R1,0.9\nQ2,R2,0.5\nQ1,R1,0.3\n")),
+        2,
+        "error: {d}/p.tsv: lines 1 and 3: duplicate pair (Q1, R1) appears 2 times; the "
+        "official scorer rejects duplicate predictions",
+        preds="{d}/p.tsv",
+        extra=("--predictions-format", "csv"),
+    ),
+    matching(
         "not-utf8",
         T,
         "bytes that are not UTF-8 (Latin-1 é)",
