@@ -171,6 +171,14 @@ def choose(
         )
     if engine == "spark":
         return spark.because("--engine spark")
+    if track == "matching" and input_kind == "path" and not submission_column:
+        pool = _local_pool(predictions, ground_truth, output, predictions_format, spark)
+        if pool is not None and engine == "local" and pool.needs_spark:
+            raise InputError("--engine local", f"{pool.reasons[-1]}; use --engine spark")
+        if pool is not None and (pool.needs_spark or master):
+            return spark.because(pool.reasons[-1] if pool.needs_spark else f"--master {master}")
+        if pool is not None:
+            return pool
     why = _not_local(
         track, predictions, ground_truth, output, submission_column, predictions_format, input_kind
     )
@@ -239,13 +247,51 @@ def _not_local(
     if track == "descriptor":
         return "the descriptor track runs on Spark"
     if submission_column or (input_kind == "path" and len(predictions) != 1):
-        return "a pool runs on Spark"
+        return "a table with a submission column runs on Spark"
     reason = formats.unsupported(predictions[0], fmt) if input_kind == "path" else None
-    if reason is None and ground_truth is not None and formats.local_path(ground_truth) is None:
-        reason = f"{ground_truth}: the ground truth is not a local file"
-    if reason is None and output and is_uri(output):
-        reason = f"{output}: an output written through Hadoop's file systems"
-    return reason
+    return reason or _not_local_around(ground_truth, output)
+
+
+def _not_local_around(ground_truth: str | None, output: str | None) -> str | None:
+    """Why the ground truth or the output needs Spark's file systems, or None."""
+    from disc21spark.core import formats
+
+    if ground_truth is not None and formats.local_path(ground_truth) is None:
+        return f"{ground_truth}: the ground truth is not a local file"
+    if output and is_uri(output):
+        return f"{output}: an output written through Hadoop's file systems"
+    return None
+
+
+def _local_pool(
+    predictions: Sequence[str],
+    ground_truth: str | None,
+    output: str | None,
+    fmt: str,
+    spark: Choice,
+) -> Choice | None:
+    """None when ``predictions`` is no pool (one file, a folder of part files, a URI);
+    else the in-process pool's choice (every file local, read alike by Arrow and Spark,
+    at most the per-file plan's limit), or ``spark`` and why not (its last reason)."""
+    from disc21spark.core import local_files
+
+    listable = all(map(local_files.listable, predictions))
+    if len(predictions) == 1 and not (is_glob(predictions[0]) or os.path.isdir(predictions[0])):
+        return None
+    files = [f for p in predictions if listable for f in local_files.sized_files(p).items()]
+    if len(predictions) == 1 and all(PurePosixPath(f).name.startswith("part-") for f, _ in files):
+        return None if listable else spark.because(f"{predictions[0]}: a pool Spark lists")
+    limit = (spark.local_max_bytes or TASK_MAX_BYTES) if spark.plan == "auto" else None
+    why = "--pool-plan distributed" if spark.plan == "distributed" else None
+    why = why or ("" if listable else f"{', '.join(predictions)}: a pool Spark lists")
+    why = why or next(filter(None, (_not_per_file(f, n, fmt, limit) for f, n in files)), None)
+    if why or _not_local_around(ground_truth, output):
+        return spark.because(why or _not_local_around(ground_truth, output))
+    workers = min(len(files), len(os.sched_getaffinity(0)))
+    return replace(spark, engine="local", plan="per-file", kind="pool", files=tuple(files)).because(
+        f"a pool of {len(files)} local files read alike by Arrow and Spark: scored in "
+        f"{workers} worker processes of this machine, no JVM"
+    )
 
 
 def _missing_local_file(paths: Sequence[str]) -> str | None:
