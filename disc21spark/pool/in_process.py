@@ -9,16 +9,17 @@ truth is read once, here, and handed to the workers with the table of resample w
 drawn once for the pool: the weights depend only on the seed and the queries.
 
 Workers come from a fork server (a clean process that imported this module once), so no
-state of the parent leaks into them. They ignore SIGINT and die with the fork server,
-which dies with this process: a pool killed or interrupted leaves no worker behind.
+state of the parent leaks into them. They ignore SIGINT (this process stops them) and
+end once this process has ended: a pool killed or interrupted leaves no worker behind.
 """
 
 from __future__ import annotations
 
-import ctypes
 import multiprocessing
 import os
 import signal
+import threading
+import time
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
@@ -41,7 +42,7 @@ from disc21spark.matching.stats.model import Resampling
 # a fresh process per worker, forked from a server that imported the scorer once:
 # measured faster than spawn, which imports numpy, Arrow and the scorer in each worker
 CONTEXT = "forkserver"
-PR_SET_PDEATHSIG = 1  # Linux prctl: a signal when the parent process ends
+WATCH_SECONDS = 0.2  # how often a worker looks whether the pool's process is still there
 _given: dict[str, Any] = {}  # a worker's share of the pool: what ``_start`` got
 
 
@@ -72,6 +73,7 @@ def score_files(
         "options": {"resampling": resampling, "per_query": per_query},
         "only": None if only is None else pa.array(only, pa.string()),
         "table": _weights(gt, resampling),
+        "parent": os.getpid(),
     }
     context = multiprocessing.get_context(CONTEXT)
     if CONTEXT == "forkserver":
@@ -99,19 +101,39 @@ def _weights(gt: GroundTruth, r: Resampling | None) -> tuple | None:
 
 
 def _start(state: dict) -> None:
-    """A worker's start: the pool's share kept, the weights' table adopted; it ends with
-    its parent (the fork server, which ends with the pool's process) and leaves SIGINT
-    to the pool's process, which stops it."""
+    """A worker's start: the pool's share kept, the weights' table adopted; SIGINT left
+    to the pool's process, which stops the workers; a thread ends the worker once the
+    pool's process is gone (a SIGKILL gives it no time to stop them)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    except (AttributeError, OSError):  # not Linux: the parent's shutdown stops it
-        pass
-    if os.getppid() == 1:  # the parent ended before the signal was asked for
-        os._exit(1)
+    threading.Thread(target=_watch, args=(state["parent"],), daemon=True).start()
     _given.update(state)
     if state["table"] is not None:
         weights.keep(state["table"])
+
+
+def _watch(parent: int) -> None:
+    """End this process once ``parent`` has ended (a zombie not yet reaped has ended)."""
+    while True:
+        try:
+            with open(f"/proc/{parent}/stat", "rb") as fh:
+                ended = fh.read().rsplit(b")", 1)[1].split()[0] in (b"Z", b"X")
+        except FileNotFoundError:
+            ended = True
+        except OSError:  # no /proc: asked of the kernel
+            ended = not _exists(parent)
+        if ended:
+            os._exit(1)
+        time.sleep(WATCH_SECONDS)
+
+
+def _exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    return True
 
 
 def _one(path: str) -> Outcome:
