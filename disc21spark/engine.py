@@ -13,12 +13,13 @@ Engines: ``local`` (this process: Arrow and the numpy specification, no JVM) and
 
 The rule (``--engine``, ``--pool-plan``, ``--local-max-bytes``; the docs hold it as a table):
 
-1. a Spark DataFrame, ``--engine spark``, ``--master``, a pool, the descriptor track, a
-   path that is no local file (or an output URI): Spark; else the local engine, which
-   reads the file in batches of ``batch_bytes`` (a sixteenth of ``local_max_bytes``;
-   auto: sized from the memory available, ``in_process_limit``), whatever its size
-   (``--engine local`` insists, and says why it cannot). Under spark-submit too: one
-   local file is scored in this process, so no SparkSession is started for it;
+1. a Spark DataFrame, ``--engine spark``, ``--master``, a one-table pool, the descriptor
+   track, a path that is no local file (or an output URI): Spark; else the local engine,
+   which reads one file in batches of ``batch_bytes`` (a sixteenth of ``local_max_bytes``;
+   auto: ``in_process_limit``), whatever its size, and a pool of local files (each read
+   alike by Arrow and Spark, within the per-file limit) in worker processes
+   (``pool/in_process.py``). ``--engine local`` insists, and says why it cannot. Under
+   spark-submit too: no SparkSession is started for local files;
 2. on Spark, plan ``auto`` is ``per-file`` when every submission file is read alike by
    Arrow (by its name: CSV, .gz, .bz2, Parquet with string ids) and at most
    ``local_max_bytes`` (auto: ``TASK_MAX_BYTES``, a task's share), whatever its file
@@ -144,6 +145,7 @@ def choose(
     submission_column: str | None = None,
     predictions_format: str = "auto",
     input_kind: str = "path",
+    pool: bool = True,
 ) -> Choice:
     """The engine for these inputs, before anything starts.
 
@@ -152,7 +154,8 @@ def choose(
     ``descriptor``, ``engine`` one of ENGINES, ``plan`` one of PLANS,
     ``local_max_bytes`` bytes or None (auto: ``in_process_limit``), ``master`` the
     Spark master asked for, ``output`` the output folder, ``input_kind`` one of
-    INPUT_KINDS (what ``predictions`` is).
+    INPUT_KINDS (what ``predictions`` is), ``pool`` whether the paths may be a pool (the
+    command line; False: one submission, as the API's ``evaluate`` gives).
 
     Raises InputError when ``engine="local"`` cannot score these inputs (the message
     names the input and says to use the Spark engine).
@@ -171,14 +174,11 @@ def choose(
         )
     if engine == "spark":
         return spark.because("--engine spark")
-    if track == "matching" and input_kind == "path" and not submission_column:
-        pool = _local_pool(predictions, ground_truth, output, predictions_format, spark)
-        if pool is not None and engine == "local" and pool.needs_spark:
-            raise InputError("--engine local", f"{pool.reasons[-1]}; use --engine spark")
-        if pool is not None and (pool.needs_spark or master):
-            return spark.because(pool.reasons[-1] if pool.needs_spark else f"--master {master}")
-        if pool is not None:
-            return pool
+    if pool and track == "matching" and input_kind == "path" and not submission_column:
+        around = _not_local_around(ground_truth, output)
+        found = _local_pool(predictions, predictions_format, spark, around, master)
+        if found is not None:
+            return found
     why = _not_local(
         track, predictions, ground_truth, output, submission_column, predictions_format, input_kind
     )
@@ -264,15 +264,13 @@ def _not_local_around(ground_truth: str | None, output: str | None) -> str | Non
 
 
 def _local_pool(
-    predictions: Sequence[str],
-    ground_truth: str | None,
-    output: str | None,
-    fmt: str,
-    spark: Choice,
+    predictions: Sequence[str], fmt: str, spark: Choice, around: str | None, master: str | None
 ) -> Choice | None:
     """None when ``predictions`` is no pool (one file, a folder of part files, a URI);
-    else the in-process pool's choice (every file local, read alike by Arrow and Spark,
-    at most the per-file plan's limit), or ``spark`` and why not (its last reason)."""
+    else the in-process pool's Choice (every file local, read alike by Arrow and Spark,
+    at most the per-file plan's limit), or ``spark`` and why not (its last reason;
+    ``around``: why the ground truth or the output needs Spark, or None). InputError
+    when ``--engine local`` is asked (``spark.asked``) for a pool it cannot score."""
     from disc21spark.core import local_files
 
     listable = all(map(local_files.listable, predictions))
@@ -285,8 +283,10 @@ def _local_pool(
     why = "--pool-plan distributed" if spark.plan == "distributed" else None
     why = why or ("" if listable else f"{', '.join(predictions)}: a pool Spark lists")
     why = why or next(filter(None, (_not_per_file(f, n, fmt, limit) for f, n in files)), None)
-    if why or _not_local_around(ground_truth, output):
-        return spark.because(why or _not_local_around(ground_truth, output))
+    if spark.asked == "local" and (why or around):
+        raise InputError("--engine local", f"{why or around}; use --engine spark")
+    if why or around or (master and spark.asked != "local"):
+        return spark.because(why or around or f"--master {master}")
     workers = min(len(files), len(os.sched_getaffinity(0)))
     return replace(spark, engine="local", plan="per-file", kind="pool", files=tuple(files)).because(
         f"a pool of {len(files)} local files read alike by Arrow and Spark: scored in "
