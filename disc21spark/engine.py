@@ -273,15 +273,15 @@ def _local_pool(
     when ``--engine local`` is asked (``spark.asked``) for a pool it cannot score."""
     from disc21spark.core import local_files
 
-    listable = all(map(local_files.listable, predictions))
     if len(predictions) == 1 and not (is_glob(predictions[0]) or os.path.isdir(predictions[0])):
         return None
-    files = [f for p in predictions if listable for f in local_files.sized_files(p).items()]
-    if len(predictions) == 1 and all(PurePosixPath(f).name.startswith("part-") for f, _ in files):
-        return None if listable else spark.because(f"{predictions[0]}: a pool Spark lists")
-    limit = (spark.local_max_bytes or TASK_MAX_BYTES) if spark.plan == "auto" else None
     why = "--pool-plan distributed" if spark.plan == "distributed" else None
-    why = why or ("" if listable else f"{', '.join(predictions)}: a pool Spark lists")
+    if not why and not all(map(local_files.listable, predictions)):
+        why = f"{', '.join(predictions)}: a pool Spark lists"
+    files = [] if why else [f for p in predictions for f in local_files.sized_files(p).items()]
+    if len(predictions) == 1 and local_files.one_dataset(files):
+        return None
+    limit = (spark.local_max_bytes or TASK_MAX_BYTES) if spark.plan == "auto" else None
     why = why or next(filter(None, (_not_per_file(f, n, fmt, limit) for f, n in files)), None)
     if spark.asked == "local" and (why or around):
         raise InputError("--engine local", f"{why or around}; use --engine spark")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import glob
 import os
+from pathlib import PurePosixPath
 
 from disc21spark.core.errors import InputError
 from disc21spark.core.paths import is_glob, is_uri
@@ -41,3 +42,8 @@ def sized_files(path: str) -> dict[str, int]:
     if not files:
         raise InputError(path, "folder holds no data file")
     return dict(sorted(files.items()))
+
+
+def one_dataset(files: list[tuple[str, int]]) -> bool:
+    """Whether a folder's listed files are one dataset's part files (one submission)."""
+    return bool(files) and all(PurePosixPath(f).name.startswith("part-") for f, _ in files)
