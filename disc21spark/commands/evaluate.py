@@ -18,9 +18,9 @@ from disc21spark.core.errors import InputError
 SUMMARY = "score a submission, a pool of submissions, or descriptors"
 DESCRIPTION = """\
 Score a DISC21 submission: matching track (pairs) or descriptor track (vectors).
-One local file, or a pool of local files, is scored in this process (a pool: one worker
-process a core), with no JVM. The descriptor track, a one-table pool, --master,
---engine spark, or an input or output URI (hdfs://..., file://...) run on Spark.
+One local file is scored in this process, with no JVM; a pool of local files too, one
+worker process a core. The descriptor track, a one-table pool, --master, --engine spark,
+or an input or output URI (hdfs://..., file://...) run on Spark.
 
 disc21spark evaluate --ground-truth gt.csv --predictions preds.csv --output out/
 disc21spark evaluate --ground-truth gt.csv \\
