@@ -83,6 +83,9 @@ def test_a_local_pool_in_process_equals_the_per_file_plan_on_spark(spark, pool, 
         if split or a == outs["local"][0]:
             found, wanted = board_files(a), board_files(b)
             assert sorted(found) == sorted(wanted)
+            # the board, its curves, replicates and per-query tables, all compared
+            assert {"leaderboard.csv", "leaderboard.tex", "queries.csv"} <= set(wanted)
+            assert any(n.startswith("resamples/") for n in wanted)
             for name in wanted:
                 assert found[name] == wanted[name], name
     rows = {
