@@ -13,12 +13,13 @@ Engines: ``local`` (this process: Arrow and the numpy specification, no JVM) and
 
 The rule (``--engine``, ``--pool-plan``, ``--local-max-bytes``; the docs hold it as a table):
 
-1. a Spark DataFrame, ``--engine spark``, ``--master``, a pool, the descriptor track, a
-   path that is no local file (or an output URI): Spark; else the local engine, which
-   reads the file in batches of ``batch_bytes`` (a sixteenth of ``local_max_bytes``;
-   auto: sized from the memory available, ``in_process_limit``), whatever its size
-   (``--engine local`` insists, and says why it cannot). Under spark-submit too: one
-   local file is scored in this process, so no SparkSession is started for it;
+1. a Spark DataFrame, ``--engine spark``, ``--master``, a one-table pool, the descriptor
+   track, a path that is no local file (or an output URI): Spark; else the local engine,
+   which reads one file in batches of ``batch_bytes`` (a sixteenth of ``local_max_bytes``;
+   auto: ``in_process_limit``), whatever its size, and a pool of local files (each read
+   alike by Arrow and Spark, within the per-file limit) in worker processes
+   (``pool/in_process.py``). ``--engine local`` insists, and says why it cannot. Under
+   spark-submit too: no SparkSession is started for local files;
 2. on Spark, plan ``auto`` is ``per-file`` when every submission file is read alike by
    Arrow (by its name: CSV, .gz, .bz2, Parquet with string ids) and at most
    ``local_max_bytes`` (auto: ``TASK_MAX_BYTES``, a task's share), whatever its file
@@ -144,6 +145,7 @@ def choose(
     submission_column: str | None = None,
     predictions_format: str = "auto",
     input_kind: str = "path",
+    pool: bool = True,
 ) -> Choice:
     """The engine for these inputs, before anything starts.
 
@@ -152,7 +154,8 @@ def choose(
     ``descriptor``, ``engine`` one of ENGINES, ``plan`` one of PLANS,
     ``local_max_bytes`` bytes or None (auto: ``in_process_limit``), ``master`` the
     Spark master asked for, ``output`` the output folder, ``input_kind`` one of
-    INPUT_KINDS (what ``predictions`` is).
+    INPUT_KINDS (what ``predictions`` is), ``pool`` whether the paths may be a pool (the
+    command line; False: one submission, as the API's ``evaluate`` gives).
 
     Raises InputError when ``engine="local"`` cannot score these inputs (the message
     names the input and says to use the Spark engine).
@@ -171,6 +174,11 @@ def choose(
         )
     if engine == "spark":
         return spark.because("--engine spark")
+    if pool and track == "matching" and input_kind == "path" and not submission_column:
+        around = _not_local_around(ground_truth, output)
+        found = _local_pool(predictions, predictions_format, spark, around, master)
+        if found is not None:
+            return found
     why = _not_local(
         track, predictions, ground_truth, output, submission_column, predictions_format, input_kind
     )
@@ -239,13 +247,51 @@ def _not_local(
     if track == "descriptor":
         return "the descriptor track runs on Spark"
     if submission_column or (input_kind == "path" and len(predictions) != 1):
-        return "a pool runs on Spark"
+        return "a table with a submission column runs on Spark"
     reason = formats.unsupported(predictions[0], fmt) if input_kind == "path" else None
-    if reason is None and ground_truth is not None and formats.local_path(ground_truth) is None:
-        reason = f"{ground_truth}: the ground truth is not a local file"
-    if reason is None and output and is_uri(output):
-        reason = f"{output}: an output written through Hadoop's file systems"
-    return reason
+    return reason or _not_local_around(ground_truth, output)
+
+
+def _not_local_around(ground_truth: str | None, output: str | None) -> str | None:
+    """Why the ground truth or the output needs Spark's file systems, or None."""
+    from disc21spark.core import formats
+
+    if ground_truth is not None and formats.local_path(ground_truth) is None:
+        return f"{ground_truth}: the ground truth is not a local file"
+    if output and is_uri(output):
+        return f"{output}: an output written through Hadoop's file systems"
+    return None
+
+
+def _local_pool(
+    predictions: Sequence[str], fmt: str, spark: Choice, around: str | None, master: str | None
+) -> Choice | None:
+    """None when ``predictions`` is no pool (one file, a folder of part files, a URI);
+    else the in-process pool's Choice (every file local, read alike by Arrow and Spark,
+    at most the per-file plan's limit), or ``spark`` and why not (its last reason;
+    ``around``: why the ground truth or the output needs Spark, or None). InputError
+    when ``--engine local`` is asked (``spark.asked``) for a pool it cannot score."""
+    from disc21spark.core import local_files
+
+    if len(predictions) == 1 and not (is_glob(predictions[0]) or os.path.isdir(predictions[0])):
+        return None
+    why = "--pool-plan distributed" if spark.plan == "distributed" else None
+    if not why and not all(map(local_files.listable, predictions)):
+        why = f"{', '.join(predictions)}: a pool Spark lists"
+    files = [] if why else [f for p in predictions for f in local_files.sized_files(p).items()]
+    if len(predictions) == 1 and local_files.one_dataset(files):
+        return None
+    limit = (spark.local_max_bytes or TASK_MAX_BYTES) if spark.plan == "auto" else None
+    why = why or next(filter(None, (_not_per_file(f, n, fmt, limit) for f, n in files)), None)
+    if spark.asked == "local" and (why or around):
+        raise InputError("--engine local", f"{why or around}; use --engine spark")
+    if why or around or (master and spark.asked != "local"):
+        return spark.because(why or around or f"--master {master}")
+    workers = min(len(files), len(os.sched_getaffinity(0)))
+    return replace(spark, engine="local", plan="per-file", kind="pool", files=tuple(files)).because(
+        f"a pool of {len(files)} local files read alike by Arrow and Spark: scored in "
+        f"{workers} worker processes of this machine, no JVM"
+    )
 
 
 def _missing_local_file(paths: Sequence[str]) -> str | None:

@@ -160,14 +160,16 @@ def test_misnamed_ids_are_flagged_on_both_boards(spark, tmp_path):
 
 def test_explain_tells_the_boards_plan(spark, tmp_path, capsys):
     """--explain with a split: the validity pass's plan, then the boards' second reads."""
-    from disc21spark.pool.publish import BOARDS_PLAN
+    from disc21spark.pool.publish import BOARDS_IN_PROCESS, BOARDS_PLAN
 
     gt, frames, private, truth, split = a_pool(tmp_path)
     args = ["evaluate", "--ground-truth", str(truth), "--predictions", str(tmp_path / "pool")]
     args += ["--output", str(tmp_path / "out"), "--private-queries", str(split)]
-    assert main([*args, "--private-output", str(tmp_path / "hidden"), "--explain"]) == 0
-    said = capsys.readouterr().out.splitlines()
-    assert said[-1] == f"boards: {BOARDS_PLAN}" and "plan: per-file" in said
+    args += ["--private-output", str(tmp_path / "hidden"), "--explain"]
+    for more, boards in (([], BOARDS_IN_PROCESS), (["--engine", "spark"], BOARDS_PLAN)):
+        assert main([*args, *more]) == 0
+        said = capsys.readouterr().out.splitlines()
+        assert said[-1] == f"boards: {boards}" and "plan: per-file" in said
     assert not (tmp_path / "out").exists() and not (tmp_path / "hidden").exists()
 
 

@@ -94,6 +94,8 @@ def test_a_pool_whatever_the_file_order_plan_and_partitions(
                 *files,
                 "--pool-plan",
                 plan,
+                "--engine",
+                "spark",
                 "--sort-partitions",
                 str(partitions),
                 "--output",

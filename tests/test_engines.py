@@ -129,8 +129,16 @@ def test_auto_engine_choice(tmp_path, monkeypatch):
     assert choose(args_for(tmp_path, "--local-max-bytes", "4")) == "local"  # the file is larger
     (tmp_path / "pool").mkdir()
     write(tmp_path / "pool" / "a.csv", "Q1,R1,0.5\n")
-    assert choose(args_for(tmp_path, predictions=[str(tmp_path / "pool")])) == "spark"
-    assert choose(args_for(tmp_path, predictions=[str(tmp_path / "pool" / "*.csv")])) == "spark"
+    # a pool of local files: scored in worker processes here (pool/in_process.py)
+    pool = [str(tmp_path / "pool")]
+    assert choose(args_for(tmp_path, predictions=pool)) == "local"
+    assert choose(args_for(tmp_path, predictions=[str(tmp_path / "pool" / "*.csv")])) == "local"
+    for spark_asked in (["--engine", "spark"], ["--master", "local[2]"]):
+        assert choose(args_for(tmp_path, *spark_asked, predictions=pool)) == "spark"
+    assert choose(args_for(tmp_path, "--pool-plan", "distributed", predictions=pool)) == "spark"
+    assert choose(args_for(tmp_path, predictions=[str(tmp_path / "pool" / "[ab].csv")])) == "spark"
+    write(tmp_path / "pool" / "b.csv.deflate", "")  # a codec Arrow does not read
+    assert choose(args_for(tmp_path, predictions=pool)) == "spark"
     # started by spark-submit: one local file that fits is still scored here (the per-file
     # plan on the driver needs no session), and --engine local is honoured
     monkeypatch.setenv("PYSPARK_GATEWAY_PORT", "1")
@@ -142,9 +150,15 @@ def test_auto_engine_choice(tmp_path, monkeypatch):
 def test_local_engine_refuses_what_it_cannot_read(tmp_path, monkeypatch):
     monkeypatch.delenv("PYSPARK_GATEWAY_PORT", raising=False)
     (tmp_path / "pool").mkdir()
+    write(tmp_path / "pool" / "part-00000.csv", "Q1,R1,0.5\n")  # one submission's parts
     args = args_for(tmp_path, "--engine", "local", predictions=[str(tmp_path / "pool")])
     with pytest.raises(
         InputError, match=r"--engine local: .*not one local file; use --engine spark"
+    ):
+        evaluate_command.choice_of(args.request)
+    write(tmp_path / "pool" / "b.csv.deflate", "")  # a pool with a codec Arrow does not read
+    with pytest.raises(
+        InputError, match=r"--engine local: .*b.csv.deflate: .*; use --engine spark"
     ):
         evaluate_command.choice_of(args.request)
     pd.DataFrame({"query_id": [1], "reference_id": ["R1"], "score": [0.5]}).to_parquet(
@@ -271,7 +285,7 @@ def test_the_in_process_engine_scores_bytes_as_it_scores_the_file(tmp_path, suff
 def test_explain_prints_the_decision_and_scores_nothing(spark, tmp_path, capsys):
     """--explain added to a command: the engine, the input's kind, the plan and the
     reasons, then exit 0 with nothing written to --output; a local file starts no
-    Spark, a folder is listed on Spark."""
+    Spark, a folder is listed on Spark with --engine spark."""
     from tests.running import in_process
 
     gt = make_gt(40, 25)
@@ -292,13 +306,13 @@ def test_explain_prints_the_decision_and_scores_nothing(spark, tmp_path, capsys)
     for name in ("a", "b"):
         (pool / f"{name}.csv").write_text((tmp_path / "p.csv").read_text())
     argv = [*common, "--predictions", str(pool), "--output", str(out), "--pool-plan", "auto"]
-    listed = in_process(argv, capsys, spark)
+    listed = in_process([*argv, "--engine", "spark"], capsys, spark)
     assert listed.code == 0, listed.err
     lines = listed.out.splitlines()
     assert lines[:3] == ["engine: spark", "input: pool", "plan: per-file"]
     assert sum(line.startswith("file: ") for line in lines) == 2
     assert lines[-2:] == [
-        f"because: {pool}: not one local file",
+        "because: --engine spark",
         f"because: every file read alike by Arrow and Spark, at most {engine.TASK_MAX_BYTES:,} "
         "bytes: one task a file",
     ]

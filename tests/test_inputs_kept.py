@@ -56,7 +56,7 @@ class Line:
 def pool_line(plan: str) -> Line:
     return Line(
         f"pool-{plan}",
-        ["evaluate", "--pool-plan", plan],
+        ["evaluate", "--pool-plan", plan, "--engine", "spark"],
         {
             "--ground-truth": "gt/gt.csv",
             "--predictions": "preds/pool/",

@@ -60,6 +60,8 @@ def argv(kind: str, root: Path, out: Path) -> list[str]:
             str(root / "team*.csv"),
             "--pool-plan",
             "per-file",
+            "--engine",
+            "spark",
         ],
         "make_queries": [
             "make_queries.py",

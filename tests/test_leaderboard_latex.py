@@ -209,6 +209,7 @@ def test_every_pool_run_writes_each_board_as_the_api_returns_it(spark, tmp_path,
     argv = ["evaluate", "--ground-truth", truth, "--predictions", str(tmp_path / "pool")]
     argv += ["--output", str(tmp_path / "out"), "--private-output", str(tmp_path / "hidden")]
     argv += ["--private-queries", str(tmp_path / "private.csv"), "--pool-plan", plan]
+    argv += ["--engine", "spark"]  # the per-file plan on Spark (the local pool: its own tests)
     argv += ["--resamples", "50", "--confidence", "0.9", "--seed", "3", "--max-results", "0"]
     screen = in_process(argv, capsys, spark)
     assert screen.code == 0, screen.text

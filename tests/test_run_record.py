@@ -124,7 +124,8 @@ def test_every_job_writes_run_json(spark, tmp_path, dev_gt_path, preds):
     )
     board = json.loads((tmp_path / "board" / "leaderboard.json").read_text())
     record = json.loads((tmp_path / "board" / "run.json").read_text())
-    check_record(record)
+    check_record(record, engine_spark=False)  # a pool of local files: in process
+    assert record["engine"] == "local"
     assert board["run"]["inputs"] == record["inputs"]
     assert record["inputs"][1]["files"] == 2
 

@@ -218,6 +218,7 @@ def choose_engine(
             local_max_bytes=local_max_bytes,
             predictions_format=fmt,
             input_kind=input_kind,
+            pool=False,
         )
         on_spark = on_spark or (choice if choice.needs_spark else None)
     if on_spark is None:

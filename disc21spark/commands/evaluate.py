@@ -18,8 +18,9 @@ from disc21spark.core.errors import InputError
 SUMMARY = "score a submission, a pool of submissions, or descriptors"
 DESCRIPTION = """\
 Score a DISC21 submission: matching track (pairs) or descriptor track (vectors).
-One local file is scored in this process, with no JVM. A pool, the descriptor track,
---master, --engine spark, or an input or output URI (hdfs://..., file://...) run on Spark.
+One local file is scored in this process, with no JVM; a pool of local files too, one
+worker process a core. The descriptor track, a one-table pool, --master, --engine spark,
+or an input or output URI (hdfs://..., file://...) run on Spark.
 
 disc21spark evaluate --ground-truth gt.csv --predictions preds.csv --output out/
 disc21spark evaluate --ground-truth gt.csv \\
@@ -89,9 +90,9 @@ class Evaluation:
     def summary(self, result: Any) -> list[str]:
         if self.request.explain:
             if result.kind == "pool" and self.request.private_queries:
-                from disc21spark.pool.publish import BOARDS_PLAN
+                from disc21spark.pool.publish import boards_plan
 
-                return [*result.lines(), f"boards: {BOARDS_PLAN}"]
+                return [*result.lines(), f"boards: {boards_plan(result)}"]
             return result.lines()
         return self.chosen.summary(result)
 

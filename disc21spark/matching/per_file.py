@@ -20,18 +20,19 @@ type, a file Spark returned no bytes for) is left for the distributed plan.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 from urllib.parse import unquote
-
-from pyspark.sql import SparkSession
 
 from disc21spark.core import faults
 from disc21spark.core.errors import InputError
 from disc21spark.core.paths import display_path
-from disc21spark.core.spark import spark_conf
 from disc21spark.matching import local
 from disc21spark.matching.model import GroundTruth, MatchingMetrics
 from disc21spark.matching.source import Source
 from disc21spark.matching.stats.model import Resampling
+
+if TYPE_CHECKING:  # a worker of the in-process pool (pool/in_process.py) needs no PySpark
+    from pyspark.sql import SparkSession
 
 # each file a partition of its own (the binaryFile source never splits a file): the
 # scheduler then spreads the files over every core, one task each
@@ -69,6 +70,8 @@ def score_files(
     one Spark task per file. ``sizes``: bytes per file, when listed (a file of zero
     bytes, for which the binaryFile source returns no row, is scored here);
     ``per_query``: each file's metrics carry its per-query table."""
+    from disc21spark.core.spark import spark_conf
+
     limits, options = (
         (max_results, curve_points),
         {"resampling": resampling, "per_query": per_query},

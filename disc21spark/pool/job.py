@@ -35,7 +35,7 @@ from disc21spark.matching.read import read_parquet
 from disc21spark.matching.rows import PREDICTION_COLUMNS
 from disc21spark.matching.score import Scoring, UnreadableInput, score
 from disc21spark.matching.scoring_job import ScoringJob
-from disc21spark.pool import boards, kinds, publish
+from disc21spark.pool import boards, in_process, kinds, publish
 from disc21spark.pool import report as pool_report
 from disc21spark.pool.boards import HIDDEN_REASON
 from disc21spark.pool.listing import (  # noqa: F401 (submission_name: the pool's face)
@@ -129,7 +129,7 @@ def _settings(
     return {
         kinds.PLAIN: None,
         kinds.KEYED: None if split is None else kinds.keyed_digest(key, split),
-        "ground_truth_sha256": _content_digest(spark, gt_path),
+        "ground_truth_sha256": _content_digest(spark, gt_path, job.choice),
         "max_results": job.max_results,
         "curve_points": job.curve_points,
         **job.resampling.settings(),
@@ -138,9 +138,10 @@ def _settings(
     }
 
 
-def _content_digest(spark: SparkSession, path: str) -> str:
-    """SHA-256 of a file, or of a folder's or a glob's files in order."""
-    files = data_files(spark, path)
+def _content_digest(spark: SparkSession, path: str, choice: engine.Choice) -> str:
+    """SHA-256 of a file, or of a folder's or a glob's files in order (the local engine's
+    ground truth is one local file)."""
+    files = data_files(spark, path) if choice.needs_spark else [path]
     if len(files) == 1:
         return record.sha256(files[0], spark)
     return fs.files_digest(list(file_checksums(spark, files).items()))
@@ -184,7 +185,7 @@ def run(spark: SparkSession, job: PoolJob, announce: bool = True) -> PoolResult:
 
         def board(name: str, board_gt: GroundTruth, ids: list[str], scored: list) -> None:
             on_board = replace(job, groups=split.groups(job.groups, name))
-            _score_distributed(spark, on_board, board_gt, scored, phases, only=ids)
+            _score_board(spark, on_board, board_gt, scored, phases, ids)
 
         private = boards.score_boards(gt, split, subs, todo, board)
     for s in todo if announce else []:
@@ -246,29 +247,57 @@ def _score(
     does is left for the distributed plan."""
     if job.choice.plan == "per-file":
         with phases.phase("score", unit="files") as note:
-            outcomes = per_file.score_files(
-                spark,
-                [s.source for s in subs],
-                gt,
-                job.predictions_format,
-                job.max_results,
-                job.curve_points,
-                sizes,
-                job.resampling,
-                job.per_query,
-            )
-            left = []
-            for s, outcome in zip(subs, outcomes):
-                if outcome.needs_spark:
-                    left.append(s)
-                elif outcome.error is not None:
-                    s.invalid(outcome.input_error())
-                else:
-                    s.metrics = outcome.metrics
+            files, limits = [s.source for s in subs], (job.max_results, job.curve_points)
+            fmt, options = job.predictions_format, (job.resampling, job.per_query)
+            if job.choice.needs_spark:  # one Spark task a file
+                outcomes = per_file.score_files(spark, files, gt, fmt, *limits, sizes, *options)
+            else:  # one worker process a file at a time, no JVM
+                outcomes = in_process.score_files(files, gt, fmt, limits, *options)
+            left = _outcomes(job, subs, outcomes)
             note["rows"] = sum(s.metrics.n_predictions for s in subs if s.metrics)
             note["detail"] = f"{len(subs) - len(left)} submissions, one task per file"
+            if not job.choice.needs_spark:
+                note["detail"] = f"{len(subs)} submissions, one worker process per file"
         subs = left
     _score_distributed(spark, job, gt, subs, phases)
+
+
+def _outcomes(job: PoolJob, subs: list[Submission], outcomes: list) -> list[Submission]:
+    """Each submission's ``per_file.Outcome`` taken: its metrics, or invalid with its
+    error; those only Spark's reader reads as Spark does are returned, left to the
+    distributed plan (the local engine cannot leave any: InputError)."""
+    left = []
+    for s, outcome in zip(subs, outcomes):
+        if outcome.needs_spark and not job.choice.needs_spark:
+            raise InputError(s.source, "Arrow reads it otherwise than Spark: use --engine spark")
+        if outcome.needs_spark:
+            left.append(s)
+        elif outcome.error is not None:
+            s.invalid(outcome.input_error())
+        else:
+            s.metrics = outcome.metrics
+    return left
+
+
+def _score_board(
+    spark: SparkSession,
+    job: PoolJob,
+    gt: GroundTruth,
+    subs: list[Submission],
+    phases: Phases,
+    ids: list[str],
+) -> None:
+    """The valid ``subs`` scored on a board (``gt`` its ground truth, ``ids`` its
+    queries): on Spark's distributed plan, or in this machine's worker processes."""
+    if job.choice.needs_spark:
+        _score_distributed(spark, job, gt, subs, phases, only=ids)
+        return
+    with phases.phase("board", unit="files") as note:
+        limits, options = (job.max_results, job.curve_points), (job.resampling, job.per_query)
+        files = [s.source for s in subs]
+        outcomes = in_process.score_files(files, gt, job.predictions_format, limits, *options, ids)
+        _outcomes(job, subs, outcomes)
+        note["detail"] = f"{len(subs)} submissions, their rows of the board's queries"
 
 
 def _score_distributed(

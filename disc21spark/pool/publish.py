@@ -21,6 +21,16 @@ BOARDS_PLAN = (
     "each board: the valid submissions read again on the distributed plan, their rows "
     "filtered to the board's queries by a broadcast semi-join"
 )
+# the same for a pool scored in worker processes (pool/in_process.py)
+BOARDS_IN_PROCESS = (
+    "each board: the valid submissions read again in the worker processes, their rows "
+    "cut to the board's queries"
+)
+
+
+def boards_plan(choice: Any) -> str:
+    """How the boards of a split are scored on the engine of ``choice``."""
+    return BOARDS_PLAN if choice.needs_spark else BOARDS_IN_PROCESS
 
 
 def write(spark: SparkSession, job: Any, result: Any, phases: Phases, before: dict | None) -> None:
@@ -40,7 +50,7 @@ def write(spark: SparkSession, job: Any, result: Any, phases: Phases, before: di
     }
     private_before = before if before is not None and kind(before["run"]) == PRIVATE else None
     if result.private is not None:  # validity on the plan chosen, the boards on this one
-        inputs["plan_reasons"].append(BOARDS_PLAN)
+        inputs["plan_reasons"].append(boards_plan(job.choice))
         inputs["private_board"] = job.private_output
     if result.private is not None and job.private_output:
         _write_private(spark, job, result, phases, inputs, private_before)

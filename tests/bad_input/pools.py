@@ -130,6 +130,18 @@ CASES: list[Case] = [
             },
             {"a": "pool/a.csv"},
         ),
+        engines=("local", "spark"),  # local: the pool in worker processes, no JVM
+    ),
+    Case(
+        "pool-local-refused",
+        PL,
+        "--engine local for a pool with a file Arrow does not read as Spark (.deflate)",
+        evaluate_pool("{d}/pool", extra=("--engine", "local")),
+        2,
+        "error: --engine local: {d}/pool/b.csv.deflate: a file Arrow does not read as Spark "
+        "does; use --engine spark",
+        pool(text("pool/a.csv", CLEAN), text("pool/b.csv.deflate", CLEAN)),
+        engines=("none",),
     ),
     Case(
         "pool-fail-on-invalid",

@@ -84,10 +84,35 @@ def remember(keys: np.ndarray, resamples: int) -> None:
     keys = np.unique(np.asarray(keys, dtype=np.uint64))
     if len(keys) * resamples > TABLE_MAX_BYTES:
         return
-    if _table is not None and _table[1].shape[1] >= resamples and np.array_equal(_table[0], keys):
-        return
+    if (
+        _table is not None
+        and _table[1].shape[1] >= resamples
+        and _rows(_table[0], keys) is not None
+    ):
+        return  # a board's queries: rows of the whole ground truth's table
     _table = None  # the old table's memory is free before the new one is drawn
     _table = (keys, poisson_weights(keys, 0, resamples, threads=DRAW_THREADS))
+
+
+def _rows(known: np.ndarray, keys: np.ndarray) -> np.ndarray | None:
+    """int (len(keys),): where each key of ``keys`` is in the sorted ``known``; None when
+    one is not there."""
+    if not len(known):
+        return None if len(keys) else np.zeros(0, np.intp)
+    at = np.minimum(np.searchsorted(known, keys), len(known) - 1)
+    return at if np.array_equal(known[at], keys) else None
+
+
+def kept() -> tuple[np.ndarray, np.ndarray] | None:
+    """The table ``remember`` keeps (sorted keys, their weights), or None."""
+    return _table
+
+
+def keep(table: tuple[np.ndarray, np.ndarray]) -> None:
+    """Keep ``table`` (``kept()`` of another process: a pool's workers get the table drawn
+    once by the pool's process) as if ``remember`` had drawn it here."""
+    global _table
+    _table = table
 
 
 def forget() -> None:
@@ -103,10 +128,9 @@ def poisson_weights(keys: np.ndarray, start: int, stop: int, threads: int = 1) -
     weights are the same. Raises what a thread raised."""
     table = _table  # read once: another thread may replace it meanwhile
     if table is not None and stop <= table[1].shape[1] and len(table[0]):
-        known, weights = table
-        at = np.minimum(np.searchsorted(known, keys), len(known) - 1)
-        if np.array_equal(known[at], keys):
-            return weights[at, start:stop]
+        at = _rows(table[0], keys)
+        if at is not None:
+            return table[1][at, start:stop]
     index = np.arange(start + 1, stop + 1, dtype=np.uint64) * GOLDEN
     keys = keys.astype(np.uint64)
     out = np.empty((len(keys), stop - start), dtype=np.uint8)

@@ -1,0 +1,162 @@
+"""A pool of local files scored in worker processes, with no JVM (issue 46): the same
+boards, to the bit, as Spark's per-file plan; no Java needed; a bad file marks its
+submission alone; a kill or an interrupt leaves no output and no worker behind."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import psutil
+import pytest
+
+from disc21spark.core import faults
+from tests.conftest import ROOT, cli_env, held_pid
+from tests.pool_helpers import GT, random_submission
+from tests.running import in_process, snapshot, succeed
+
+
+@pytest.fixture(scope="module")
+def pool(tmp_path_factory) -> Path:
+    """Four teams (one gzipped, one Parquet), a file with a bad row and a damaged gzip."""
+    root = tmp_path_factory.mktemp("in_process")
+    GT.to_csv(root / "gt.csv", index=False)
+    rng = np.random.default_rng(46)
+    (root / "pool").mkdir()
+    for i in range(4):
+        frame = random_submission(rng, 400)
+        if i == 1:
+            frame.to_csv(root / "pool" / f"team{i}.csv.gz", index=False)
+        elif i == 2:
+            frame.to_parquet(root / "pool" / f"team{i}.parquet", index=False)
+        else:
+            frame.to_csv(root / "pool" / f"team{i}.csv", index=False)
+    (root / "pool" / "bad_row.csv").write_text("query_id,reference_id,score\nQ1,R1,0.5\nQ2,R2\n")
+    whole = gzip.compress(b"query_id,reference_id,score\n" + b"Q1,R1,0.5\n" * 2000)
+    (root / "pool" / "damaged.csv.gz").write_bytes(whole[: len(whole) // 2])
+    (root / "private.csv").write_text("query_id\n" + "".join(f"Q{i}\n" for i in range(0, 40, 2)))
+    return root
+
+
+def argv(root: Path, out: Path, *more: str) -> list[str]:
+    gt = ["--ground-truth", str(root / "gt.csv"), "--predictions", str(root / "pool" / "*")]
+    return ["evaluate", *gt, "--output", str(out), "--overwrite", "--resamples", "50", *more]
+
+
+def board_files(folder: Path) -> dict[str, object]:
+    """Every file of a board, its run record left out (the engine, the times, the command):
+    leaderboard.json without its run block, leaderboard.html without its run record."""
+    found = {}
+    for name, data in snapshot(folder).items():
+        if name == "run.json" or data is None:
+            continue
+        if name.endswith("leaderboard.json"):
+            data = {k: v for k, v in json.loads(data).items() if k != "run"}
+        elif name.endswith(".html"):
+            text = re.sub(r'<pre id="run">.*?</pre>', "", data.decode(), flags=re.S)
+            data = re.sub(r" · run started [^<]*", "", text)
+        found[name] = data
+    return found
+
+
+@pytest.mark.parametrize("split", [False, True], ids=["unsplit", "private-queries"])
+def test_a_local_pool_in_process_equals_the_per_file_plan_on_spark(spark, pool, tmp_path, split):
+    more = ["--per-query"]
+    if split:
+        more += ["--private-queries", str(pool / "private.csv")]
+    outs = {}
+    for engine, session in (("local", None), ("spark", spark)):
+        out, private = tmp_path / engine, tmp_path / f"{engine}_private"
+        extra = ["--private-output", str(private)] if split else []
+        succeed(session, [*argv(pool, out, *more, *extra), "--engine", engine])
+        outs[engine] = (out, private)
+        run = json.loads((out / "run.json").read_text())
+        assert run["engine"] == engine
+    for a, b in zip(outs["local"], outs["spark"]):
+        if split or a == outs["local"][0]:
+            found, wanted = board_files(a), board_files(b)
+            assert sorted(found) == sorted(wanted)
+            # the board, its curves, replicates and per-query tables, all compared
+            assert {"leaderboard.csv", "leaderboard.tex", "queries.csv"} <= set(wanted)
+            assert any(n.startswith("resamples/") for n in wanted)
+            for name in wanted:
+                assert found[name] == wanted[name], name
+    rows = {
+        r["submission"]: r
+        for r in json.loads((outs["local"][0] / "leaderboard.json").read_text())["submissions"]
+    }
+    assert [n for n, r in rows.items() if r["status"] != "ok"] == ["bad_row", "damaged"]
+    assert "line 3" in rows["bad_row"]["reason"] and "damaged.csv.gz" in rows["damaged"]["reason"]
+    assert all(rows[f"team{i}"]["micro_ap"] is not None for i in range(4))
+
+
+def test_a_local_pool_needs_no_java(pool, tmp_path):
+    """No Java on the path and JAVA_HOME wrong: a run that tried Spark would stop on it."""
+    env = {
+        **cli_env(),
+        "JAVA_HOME": str(tmp_path / "no-java"),
+        "PATH": str(Path(sys.executable).parent),
+    }
+    args = argv(pool, tmp_path / "out")[1:]
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "jobs" / "evaluate.py"), *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "4 scored, 2 invalid" in done.stdout
+    assert json.loads((tmp_path / "out" / "run.json").read_text())["spark_application_id"] is None
+
+
+def test_explain_names_the_in_process_engine(pool, tmp_path, capsys):
+    screen = in_process([*argv(pool, tmp_path / "out"), "--explain"], capsys, None)
+    assert screen.code == 0, screen.err
+    assert "engine: local" in screen.out and "input: pool" in screen.out
+    assert "worker processes of this machine, no JVM" in screen.out
+
+
+@pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGINT], ids=["SIGKILL", "SIGINT"])
+def test_a_pool_stopped_mid_run_leaves_no_output_and_no_worker(pool, tmp_path, how):
+    """The driver stopped while its workers score: the previous output as it was, nothing
+    beside it, and every process it started gone."""
+    out = tmp_path / "out"
+    succeed(None, argv(pool, out))
+    before = snapshot(out)
+    marker = tmp_path / "held.pid"
+    proc = subprocess.Popen(
+        [sys.executable, str(ROOT / "jobs" / "evaluate.py"), *argv(pool, out)[1:]],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**cli_env(), faults.HOLD_AT: f"in-process file:{marker}"},
+        start_new_session=True,
+    )
+    try:
+        worker = held_pid(proc, marker, "a worker")
+        assert worker != proc.pid
+        tree = psutil.Process(proc.pid).children(recursive=True)
+        assert worker in {p.pid for p in tree}
+        os.kill(proc.pid, how)
+        proc.communicate(timeout=120)
+        gone, alive = psutil.wait_procs(tree, timeout=60)
+        assert not alive, f"left running after {how!r}: {alive}"
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+    if how == signal.SIGINT:
+        assert proc.returncode == 130
+    assert snapshot(out) == before
+    assert sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith(".")) == [
+        "held.pid",
+        "out",
+    ]
