@@ -67,7 +67,7 @@ def typed_predictions(raw: DataFrame, keep: tuple[str, ...] = ()) -> DataFrame:
     # ``order`` first: the earliest bad row is the struct's minimum (the message names the
     # first bad line, as the in-process engine does; within one split, rows keep file order)
     bad = (
-        "named_struct('order', order, 'file', file, 'from_csv', from_csv, 'query_id', query_id,"
+        "named_struct('order', `order`, 'file', file, 'from_csv', from_csv, 'query_id', query_id,"
         " 'reference_id', reference_id, 'score_raw', score_raw, 'extra', extra,"
         f" 'problem', {_problem()})"
     )

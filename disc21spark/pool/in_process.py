@@ -58,16 +58,17 @@ def score_files(
     gt: GroundTruth,
     fmt: str,
     limits: tuple[int, int],
-    resampling: Resampling | None = None,
-    per_query: bool = False,
+    options: tuple[Resampling | None, bool] = (None, False),
     only: list[str] | None = None,
 ) -> list[Outcome]:
     """One ``per_file.Outcome`` per local file of ``files``, in order, each file scored
-    in a worker process. ``limits``: (max_results, curve_points); ``only``: each file's
+    in a worker process. ``limits``: (max_results, curve_points); ``options``:
+    (resampling or None, per_query); ``only``: each file's
     rows of these query ids alone, scored on ``gt`` (a board's ground truth). Raises
     KeyboardInterrupt as the signal came, the workers stopped first."""
     if not files:
         return []
+    resampling, per_query = options
     state = {
         "gt": gt,
         "fmt": fmt,

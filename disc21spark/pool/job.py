@@ -252,7 +252,7 @@ def _score(
             if job.choice.needs_spark:  # one Spark task a file
                 outcomes = per_file.score_files(spark, files, gt, fmt, *limits, sizes, *options)
             else:  # one worker process a file at a time, no JVM
-                outcomes = in_process.score_files(files, gt, fmt, limits, *options)
+                outcomes = in_process.score_files(files, gt, fmt, limits, options)
             left = _outcomes(job, subs, outcomes)
             note["rows"] = sum(s.metrics.n_predictions for s in subs if s.metrics)
             note["detail"] = f"{len(subs) - len(left)} submissions, one task per file"
@@ -295,7 +295,7 @@ def _score_board(
     with phases.phase("board", unit="files") as note:
         limits, options = (job.max_results, job.curve_points), (job.resampling, job.per_query)
         files = [s.source for s in subs]
-        outcomes = in_process.score_files(files, gt, job.predictions_format, limits, *options, ids)
+        outcomes = in_process.score_files(files, gt, job.predictions_format, limits, options, ids)
         _outcomes(job, subs, outcomes)
         note["detail"] = f"{len(subs)} submissions, their rows of the board's queries"
 
