@@ -45,6 +45,7 @@ from disc21spark.core.config import parse_limit, value
 from disc21spark.core.errors import InputError
 from disc21spark.core.memory import BATCH_BYTES, SMALLEST_BATCH
 from disc21spark.core.paths import display_path, is_glob, is_plain, is_uri
+from disc21spark.resolve import RunInputs, inputs_of
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -85,6 +86,8 @@ class Choice:
     kind: str | None = None  # KINDS; None until settled (``choose`` knows it for local)
     files: tuple[tuple[str, int], ...] = ()
     reasons: tuple[str, ...] = field(default=(), compare=False)  # why, not what
+    # every input resolved once (``resolve.inputs_of``, by ``settle``): None until settled
+    inputs: RunInputs | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "plan", plan_named(self.plan))
@@ -109,7 +112,22 @@ class Choice:
         if self.batch_bytes:
             head.append(f"batches: {self.batch_bytes:,} bytes of the file at a time")
         head += [f"file: {display_path(f)} ({size:,} bytes)" for f, size in self.files]
+        head += self.inputs.lines() if self.inputs is not None else []
         return head + [f"because: {why}" for why in self.reasons]
+
+    def record(self) -> dict[str, Any]:
+        """What ran, for the run record (metrics.json's and run.json's ``run.resolved``):
+        the engine and plan as asked and as decided, the kind of input, every input
+        resolved (``resolve.RunInputs.record``)."""
+        inputs = self.inputs.record() if self.inputs is not None else {}
+        return {
+            "engine": self.engine,
+            "engine_asked": self.asked,
+            "plan": self.plan,
+            "input": self.kind,
+            "batch_bytes": self.batch_bytes,
+            **inputs,
+        }
 
 
 def plan_named(name: str, warn: Callable[[str], None] | None = None) -> str:
@@ -264,6 +282,7 @@ def settle(
     track: str = "matching",
     submission_column: str | None = None,
     fmt: str = "auto",
+    given: Any = None,
 ) -> Choice:
     """``choice`` with everything decided, once the session can list the inputs: what
     they are (one submission, a pool, the descriptor track), the submission files with
@@ -275,7 +294,25 @@ def settle(
     Parquet) and at most ``local_max_bytes`` (auto: ``TASK_MAX_BYTES``), else
     ``distributed``; one submission with ``--engine spark`` asked for keeps the
     distributed plan unless per-file is asked. Raises InputError when per-file is asked
-    for files it cannot read, or a path names no file."""
+    for files it cannot read, or a path names no file. Every input is resolved here too
+    (``resolve.inputs_of``; ``given``: the request or job naming the ground truth, the
+    query groups, the split and the output), carried by the choice as ``inputs``."""
+    decided = _settled(spark, choice, predictions, track, submission_column, fmt)
+    if decided.inputs is not None:
+        return decided
+    files = decided.files or [(path, None) for path in predictions]
+    return replace(decided, inputs=inputs_of(files, fmt, given))
+
+
+def _settled(
+    spark: SparkSession | None,
+    choice: Choice,
+    predictions: Sequence[str],
+    track: str,
+    submission_column: str | None,
+    fmt: str,
+) -> Choice:
+    """``settle``'s decision, its inputs not yet resolved."""
     if choice.settled or not choice.needs_spark:
         return choice
     if track == "descriptor":

@@ -172,7 +172,7 @@ def _score_one(
     job = replace(job, groups=groups)
     if kind(predictions) == PATH:
         fmt = job.predictions_format
-        choice = engines.settle(engine.spark, engine.choice, [job.predictions], fmt=fmt)
+        choice = engines.settle(engine.spark, engine.choice, [job.predictions], fmt=fmt, given=job)
         return score_predictions(engine.spark, replace(job, choice=choice), gt, Phases())
     source = label(name, predictions)
     if not engine.choice.needs_spark:

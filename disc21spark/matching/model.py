@@ -130,6 +130,21 @@ class MatchingMetrics:
         return curves_figure([(label, self)], title)
 
 
+@dataclass(frozen=True)
+class Settings:
+    """How a submission is scored, built once a run (``ScoringJob.settings``) and handed
+    to every stage whole: ``max_results`` (0: no limit), ``curve_points``, the bootstrap
+    (``resampling``; None: no intervals), ``per_query`` (the per-query table), and
+    ``batch_bytes``, the batch the in-process engine reads a file in (None:
+    ``core.memory.BATCH_BYTES``; ``engine.choose`` sizes it)."""
+
+    max_results: int
+    curve_points: int
+    resampling: Resampling | None = None
+    per_query: bool = False
+    batch_bytes: int | None = None
+
+
 @dataclass
 class Submission:
     """One submission of a pool: its identity, status and (when scored) metrics."""
@@ -174,3 +189,10 @@ class ScoringJob(BaseJob):
     def resampling(self) -> Resampling:
         """The bootstrap settings (resamples, confidence, seed) and the query groups."""
         return Resampling(self.resamples, self.confidence, self.seed, self.groups)
+
+    def settings(self, batch_bytes: int | None = None) -> Settings:
+        """The scoring settings of this job (``Settings``), once its query groups are
+        read; ``batch_bytes``: the decision's (``engine.Choice.batch_bytes``)."""
+        return Settings(
+            self.max_results, self.curve_points, self.resampling, self.per_query, batch_bytes
+        )

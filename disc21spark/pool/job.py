@@ -25,7 +25,7 @@ from disc21spark.core.errors import (
 )
 from disc21spark.core.fs import data_files
 from disc21spark.core.output import check_writable
-from disc21spark.core.paths import detect_format, display_path
+from disc21spark.core.paths import display_path
 from disc21spark.core.phases import Phases
 from disc21spark.core.runner import fields_from_options
 from disc21spark.matching import coverage, per_file
@@ -152,7 +152,7 @@ def run(spark: SparkSession, job: PoolJob, announce: bool = True) -> PoolResult:
     key = None if split is None else kinds.split_key(prior, spark)
     settings = _settings(spark, job, job.ground_truth, split, key)
     with phases.phase("pool") as note:
-        subs, sizes = list_submissions(spark, job)
+        subs, _ = list_submissions(spark, job)  # the sizes: in job.choice.inputs
         # a reused submission has no per-query table: with --per-query every one is scored
         reuse = prior is not None and not job.per_query
         previous = pool_report.read_previous(job.previous, settings) if reuse else {}
@@ -167,7 +167,7 @@ def run(spark: SparkSession, job: PoolJob, announce: bool = True) -> PoolResult:
     if todo:  # with a split: which are valid, on the files as submitted; the boards'
         # figures replace these, so no per-query or group tables in this pass
         judged = job if split is None else replace(job, per_query=False, groups=None)
-        _score(spark, judged, gt, todo, sizes, phases)
+        _score(spark, judged, gt, todo, phases)
     private = None
     if split is not None:
 
@@ -217,6 +217,7 @@ def _settled(spark: SparkSession, job: PoolJob) -> engine.Choice:
             job.predictions,
             submission_column=job.submission_column,
             fmt=job.predictions_format,
+            given=job,
         ),
         kind="pool",
     )
@@ -227,7 +228,6 @@ def _score(
     job: PoolJob,
     gt: GroundTruth,
     subs: list[Submission],
-    sizes: dict[str, int],
     phases: Phases,
 ) -> None:
     """Every submission of ``subs`` scored; fills its status and metrics. On the
@@ -235,17 +235,8 @@ def _score(
     does is left for the distributed plan."""
     if job.choice.plan == "per-file":
         with phases.phase("score", unit="files") as note:
-            outcomes = per_file.score_files(
-                spark,
-                [s.source for s in subs],
-                gt,
-                job.predictions_format,
-                job.max_results,
-                job.curve_points,
-                sizes,
-                job.resampling,
-                job.per_query,
-            )
+            files = [job.choice.inputs.of(s.source) for s in subs]
+            outcomes = per_file.score_files(spark, files, gt, job.settings())
             left = []
             for s, outcome in zip(subs, outcomes):
                 if outcome.needs_spark:
@@ -289,7 +280,7 @@ def _score_distributed(
             culprit = _unreadable(spark, exc.cause, live)
             if culprit is None:
                 raise exc.cause from None
-            fmt = detect_format(culprit.source, job.predictions_format)
+            fmt = job.choice.inputs.of(culprit.source).format
             reason = damage.unreadable(culprit.source, exc.cause, fmt, spark)
             culprit.invalid(InputError(display_path(culprit.source), reason))
             live = [s for s in live if s is not culprit]
@@ -306,7 +297,7 @@ def _score_distributed(
 def _parquet_usable(spark: SparkSession, job: PoolJob, s: Submission) -> bool:
     """A Parquet submission file is opened alone first: one file's footer or columns
     must not decide the schema of the whole pool (marked invalid when unusable)."""
-    if job.submission_column or detect_format(s.source, job.predictions_format) != "parquet":
+    if job.submission_column or job.choice.inputs.of(s.source).format != "parquet":
         return True
     try:
         read_parquet(spark, s.source, PREDICTION_COLUMNS)
