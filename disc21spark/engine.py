@@ -44,8 +44,16 @@ from typing import TYPE_CHECKING, Any
 from disc21spark.core import fs
 from disc21spark.core.config import parse_limit, value
 from disc21spark.core.errors import InputError
-from disc21spark.core.memory import BATCH_BYTES, SMALLEST_BATCH
-from disc21spark.core.paths import display_path, is_glob, is_plain, is_uri
+from disc21spark.core.memory import (  # noqa: F401 (the docs name them engine.*)
+    BATCH_BYTES,
+    PEAK_PER_BYTE,
+    SMALLEST_BATCH,
+    TASK_MAX_BYTES,
+    batch_bytes,
+    in_process_limit,
+)
+from disc21spark.core.paths import display_path, is_glob
+from disc21spark.resolve import RunInputs, inputs_of, missing_local_file, not_local_around
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -60,12 +68,6 @@ OLD_PLANS = {"one-sort": "distributed"}
 INPUT_KINDS = ("path", "pandas", "arrow", "spark-dataframe")
 # None: auto (in_process_limit in this process, TASK_MAX_BYTES in a Spark task)
 LOCAL_MAX_BYTES: int | None = value("evaluate", "local_max_bytes", parse_limit)
-# the in-process engine's peak memory per byte of CSV it scores, rounded up from what
-# /usr/bin/time -v measured (7.3 at 5M pairs, 5.5 at 20M; docs/benchmarks.md)
-PEAK_PER_BYTE = 8
-# auto's limit for a file scored in a Spark task (--pool-plan per-file): the driver cannot
-# see an executor's memory, so a size whose peak (about 2 GB) executors commonly allow
-TASK_MAX_BYTES = 256 << 20
 log = logging.getLogger("disc21spark")
 
 
@@ -86,6 +88,8 @@ class Choice:
     kind: str | None = None  # KINDS; None until settled (``choose`` knows it for local)
     files: tuple[tuple[str, int], ...] = ()
     reasons: tuple[str, ...] = field(default=(), compare=False)  # why, not what
+    # every input resolved once (``resolve.inputs_of``, by ``settle``): None until settled
+    inputs: RunInputs | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "plan", plan_named(self.plan))
@@ -110,7 +114,22 @@ class Choice:
         if self.batch_bytes:
             head.append(f"batches: {self.batch_bytes:,} bytes of the file at a time")
         head += [f"file: {display_path(f)} ({size:,} bytes)" for f, size in self.files]
+        head += self.inputs.lines() if self.inputs is not None else []
         return head + [f"because: {why}" for why in self.reasons]
+
+    def record(self) -> dict[str, Any]:
+        """What ran, for the run record (metrics.json's and run.json's ``run.resolved``):
+        the engine and plan as asked and as decided, the kind of input, every input
+        resolved (``resolve.RunInputs.record``)."""
+        inputs = self.inputs.record() if self.inputs is not None else {}
+        return {
+            "engine": self.engine,
+            "engine_asked": self.asked,
+            "plan": self.plan,
+            "input": self.kind,
+            "batch_bytes": self.batch_bytes,
+            **inputs,
+        }
 
 
 def plan_named(name: str, warn: Callable[[str], None] | None = None) -> str:
@@ -175,7 +194,7 @@ def choose(
     if engine == "spark":
         return spark.because("--engine spark")
     if pool and track == "matching" and input_kind == "path" and not submission_column:
-        around = _not_local_around(ground_truth, output)
+        around = not_local_around(ground_truth, output)
         found = _local_pool(predictions, predictions_format, spark, around, master)
         if found is not None:
             return found
@@ -184,7 +203,7 @@ def choose(
     )
     if engine == "local":
         if why:
-            gone = _missing_local_file([*predictions, *filter(None, [ground_truth])])
+            gone = missing_local_file([*predictions, *filter(None, [ground_truth])])
             if gone:  # Spark could not read it either: say so, not "use --engine spark"
                 raise InputError(gone, "no such file or directory")
             raise InputError("--engine local", f"{why}; use --engine spark")
@@ -212,25 +231,6 @@ def _local(
     )
 
 
-def batch_bytes(limit: int) -> int:
-    """The batch the local engine reads a file in (``matching/batched.py``) for an
-    in-process limit of ``limit`` bytes: a sixteenth of it (a batch's peak is about eight
-    times its bytes, PEAK_PER_BYTE), within SMALLEST_BATCH … BATCH_BYTES."""
-    return int(min(BATCH_BYTES, max(SMALLEST_BATCH, limit // 16)))
-
-
-def in_process_limit(asked: int | None) -> int:
-    """The largest file (bytes) this process scores whole: ``asked``, or for None (auto)
-    the size whose peak (``PEAK_PER_BYTE`` per byte) takes half the memory available
-    now (``core.memory``: a container's limit included), and at least
-    ``TASK_MAX_BYTES``: for less, Spark's JVM and workers would take as much memory."""
-    if asked is not None:
-        return asked
-    from disc21spark.core.memory import available_bytes
-
-    return max(TASK_MAX_BYTES, available_bytes() // (2 * PEAK_PER_BYTE))
-
-
 def _not_local(
     track: str,
     predictions: Sequence[str],
@@ -249,18 +249,7 @@ def _not_local(
     if submission_column or (input_kind == "path" and len(predictions) != 1):
         return "a table with a submission column runs on Spark"
     reason = formats.unsupported(predictions[0], fmt) if input_kind == "path" else None
-    return reason or _not_local_around(ground_truth, output)
-
-
-def _not_local_around(ground_truth: str | None, output: str | None) -> str | None:
-    """Why the ground truth or the output needs Spark's file systems, or None."""
-    from disc21spark.core import formats
-
-    if ground_truth is not None and formats.local_path(ground_truth) is None:
-        return f"{ground_truth}: the ground truth is not a local file"
-    if output and is_uri(output):
-        return f"{output}: an output written through Hadoop's file systems"
-    return None
+    return reason or not_local_around(ground_truth, output)
 
 
 def _local_pool(
@@ -294,14 +283,6 @@ def _local_pool(
     )
 
 
-def _missing_local_file(paths: Sequence[str]) -> str | None:
-    """The first input named as a plain local path (no scheme, no glob) that is not there."""
-    for path in paths:
-        if is_plain(display_path(path)) and not os.path.exists(display_path(path)):
-            return path
-    return None
-
-
 def settle(
     spark: SparkSession | None,
     choice: Choice,
@@ -310,6 +291,7 @@ def settle(
     track: str = "matching",
     submission_column: str | None = None,
     fmt: str = "auto",
+    given: Any = None,
 ) -> Choice:
     """``choice`` with everything decided, once the session can list the inputs: what
     they are (one submission, a pool, the descriptor track), the submission files with
@@ -321,7 +303,25 @@ def settle(
     Parquet) and at most ``local_max_bytes`` (auto: ``TASK_MAX_BYTES``), else
     ``distributed``; one submission with ``--engine spark`` asked for keeps the
     distributed plan unless per-file is asked. Raises InputError when per-file is asked
-    for files it cannot read, or a path names no file."""
+    for files it cannot read, or a path names no file. Every input is resolved here too
+    (``resolve.inputs_of``; ``given``: the request or job naming the ground truth, the
+    query groups, the split and the output), carried by the choice as ``inputs``."""
+    decided = _settled(spark, choice, predictions, track, submission_column, fmt)
+    if decided.inputs is not None:
+        return decided
+    files = decided.files or [(path, None) for path in predictions]
+    return replace(decided, inputs=inputs_of(files, fmt, given))
+
+
+def _settled(
+    spark: SparkSession | None,
+    choice: Choice,
+    predictions: Sequence[str],
+    track: str,
+    submission_column: str | None,
+    fmt: str,
+) -> Choice:
+    """``settle``'s decision, its inputs not yet resolved."""
     if choice.settled or not choice.needs_spark:
         return choice
     if track == "descriptor":

@@ -105,3 +105,29 @@ def assert_equal_to_oracle(table: pd.DataFrame, frame: pd.DataFrame, gt: GroundT
     for f, w in zip(found, wanted):
         assert f.pop("contribution") == pytest.approx(w.pop("contribution"), rel=1e-12, abs=1e-15)
         assert f == w
+
+
+def score_file(
+    path: str,
+    fmt: str,
+    gt: GroundTruth,
+    max_results: int,
+    curve_points: int,
+    phases=None,
+    *,
+    announce: bool = True,
+    resampling=None,
+    batch_bytes: int | None = None,
+    per_query: bool = False,
+):
+    """The in-process engine on the local file ``path``, resolved as the decision
+    resolves it (``resolve.resolve``) and scored with those settings; ``path`` as given
+    names it in the messages and warnings."""
+    from disc21spark.matching.batched import score_source
+    from disc21spark.matching.model import Settings
+    from disc21spark.matching.source import Source
+    from disc21spark.resolve import resolve
+
+    settings = Settings(max_results, curve_points, resampling, per_query, batch_bytes)
+    source = Source.of_input(resolve(path, fmt))
+    return score_source(source, gt, settings, phases, announce, given=path)

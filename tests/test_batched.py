@@ -21,14 +21,14 @@ from hypothesis import strategies as st
 from disc21spark import engine
 from disc21spark.core.errors import InputError
 from disc21spark.core.phases import Phases
-from disc21spark.matching import local
 from disc21spark.matching.source import Source
 from disc21spark.matching.spec import encode, evaluate_encoded
 from disc21spark.matching.stats import groups_spec
 from disc21spark.matching.stats import spec as stats_spec
 from disc21spark.matching.stats.groups_file import read_query_groups
 from disc21spark.matching.stats.model import Resampling
-from tests.helpers import assert_same, make_gt, random_submission
+from disc21spark.resolve import resolve
+from tests.helpers import assert_same, make_gt, random_submission, score_file
 
 ROOT = Path(__file__).resolve().parents[1]
 COLUMNS = ("query_id", "reference_id", "score")
@@ -48,8 +48,8 @@ def write(frame: pd.DataFrame, path: Path) -> Path:
 
 
 def batched(path: Path, gt, r=None, batch_bytes=97, max_results=0):
-    """``local.score_file`` reading ``batch_bytes`` at a time (a CSV line is about 20)."""
-    return local.score_file(
+    """``score_file`` reading ``batch_bytes`` at a time (a CSV line is about 20)."""
+    return score_file(
         str(path),
         "auto",
         gt,
@@ -63,7 +63,7 @@ def batched(path: Path, gt, r=None, batch_bytes=97, max_results=0):
 
 
 def whole(path: Path, gt, r=None, max_results=0):
-    return local.score_file(
+    return score_file(
         str(path), "auto", gt, max_results, 50, Phases(), announce=False, resampling=r
     )
 
@@ -269,10 +269,10 @@ def test_a_source_is_read_the_same_in_batches(tmp_path):
 
     path = tmp_path / "p.csv"
     path.write_text(" Q1 , R1 ,0.5\n\nquery_id,reference_id,score\nQ2,R2,-0.0\n" * 50)
-    source = Source.local(str(path))
-    parts = list(iter_pairs(source, "auto", 40))
+    source = Source.of_input(resolve(str(path)))
+    parts = list(iter_pairs(source, 40))
     assert len(parts) > 5
-    (all_at_once,) = iter_pairs(source, "auto", 1 << 20)
+    (all_at_once,) = iter_pairs(source, 1 << 20)
     assert sum(len(p.score) for p in parts) == len(all_at_once.score)
     np.testing.assert_array_equal(np.concatenate([p.score for p in parts]), all_at_once.score)
     assert [v for p in parts for v in p.query.to_pylist()] == all_at_once.query.to_pylist()

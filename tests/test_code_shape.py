@@ -18,9 +18,6 @@ MAX_PARAMETERS = 6
 # its values (issue 45): the in-process engine's and the per-file plan's (resolved
 # inputs), and the Spark plan's; none may be added
 MANY_PARAMETERS = {
-    "disc21spark/matching/batched.py score_source",
-    "disc21spark/matching/batched.py _scored",
-    "disc21spark/matching/per_file.py score_files",
     "disc21spark/matching/plan.py score_rows",
     "disc21spark/matching/stats/spark.py attach",
 }

@@ -5,6 +5,7 @@ metrics.json and the leaderboard (also when a submission is reused)."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -12,12 +13,13 @@ import pytest
 
 from disc21spark import engine
 from disc21spark.core.phases import Phases
-from disc21spark.matching import coverage, local
+from disc21spark.matching import coverage
 from disc21spark.matching.job import MatchingJob, score_predictions
 from disc21spark.matching.job import run as run_matching
 from disc21spark.matching.model import GroundTruth
 from disc21spark.matching.spec import evaluate
 from disc21spark.pool import job as pool
+from tests.helpers import score_file
 
 GT_CSV = "query_id,reference_id\nQ0,R0\nQ1,R1\nQ2,R2\nQ3,R3\nQ4,\nQ5,\n"
 GT = GroundTruth(
@@ -77,7 +79,7 @@ def test_bare_id_as_the_isc2021_reader_reduces_names():
 @pytest.mark.parametrize("name", list(CASES))
 def test_each_warning_in_process(tmp_path, capsys, name):
     path = write_cases(tmp_path)[name]
-    metrics = local.score_file(path, "auto", GT, 0, 100)
+    metrics = score_file(path, "auto", GT, 0, 100)
     assert metrics.warnings == CASES[name][1]
     err = [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning:")]
     if CASES[name][1]:
@@ -110,7 +112,8 @@ def test_spark_single_file_and_pool_give_the_same_warnings(spark, tmp_path, caps
     gt_file.write_text(GT_CSV)
     # one file on Spark: the single-submission job's hook
     job = MatchingJob(str(gt_file), paths["query_paths"], None)
-    metrics = score_predictions(spark, job, GT, Phases())
+    settled = engine.settle(spark, job.choice, [job.predictions], given=job)  # as run() does
+    metrics = score_predictions(spark, replace(job, choice=settled), GT, Phases())
     assert metrics.warnings == CASES["query_paths"][1]
     # the pool: every case in one plan, the leaderboard keeps them
     out = tmp_path / "out"
@@ -141,7 +144,7 @@ def test_a_leaderboard_written_before_the_warnings_is_still_reused(tmp_path):
     from disc21spark.matching.model import Submission
     from disc21spark.pool import report
 
-    metrics = local.score_file(write_cases(tmp_path / "pool")["unrelated"], "auto", GT, 0, 100)
+    metrics = score_file(write_cases(tmp_path / "pool")["unrelated"], "auto", GT, 0, 100)
     sub = Submission("unrelated", "pool/unrelated.csv", "sha", metrics=metrics)
     out = tmp_path / "out"
     out.mkdir()

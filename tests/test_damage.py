@@ -60,12 +60,12 @@ def test_a_damaged_arrow_schema_is_left_out_as_spark_leaves_it_out():
     damaged = data[:value] + b"!" + data[value + 1 :]  # not base64: Arrow refuses the key
     with pytest.raises(pa.ArrowInvalid):
         pq.read_table(pa.BufferReader(damaged))
-    assert parquet_table(Source.of_bytes("/x/p.parquet", damaged)).equals(table)
+    assert parquet_table(Source.of_bytes("/x/p.parquet", damaged, "parquet")).equals(table)
     # and with a column name that is not UTF-8 as well: damaged either way, in our words
     start = len(data) - 8 - int.from_bytes(data[-8:-4], "little")
     worse = damaged[:start] + damaged[start:].replace(b"reference_id", b"\xffeference_id")
     with pytest.raises(InputError) as info:
-        parquet_table(Source.of_bytes("/x/p.parquet", worse))
+        parquet_table(Source.of_bytes("/x/p.parquet", worse, "parquet"))
     assert str(info.value) == (
         "/x/p.parquet: cannot be read as Parquet (damaged: its metadata "
         "or data pages cannot be decoded)"

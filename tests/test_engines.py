@@ -248,7 +248,9 @@ def test_the_in_process_engine_scores_bytes_as_it_scores_the_file(tmp_path, suff
     import gzip
 
     from disc21spark.matching import local
+    from disc21spark.matching.model import Settings
     from disc21spark.matching.source import Source
+    from disc21spark.resolve import resolve
 
     gt = make_gt(40, 25)
     frame = random_submission(np.random.default_rng(11), gt, 150, 10**6)
@@ -262,12 +264,13 @@ def test_the_in_process_engine_scores_bytes_as_it_scores_the_file(tmp_path, suff
             text = table.to_csv(index=False).encode()
             path.write_bytes(packers.get(suffix, lambda b: b)(text))
         outcomes = []
+        uri = f"viewfs://t/x/{path.name}"
         for source in (
-            Source.local(str(path)),
-            Source.of_bytes(f"viewfs://t/x/{path.name}", path.read_bytes()),
+            Source.of_input(resolve(str(path))),
+            Source.of_bytes(uri, path.read_bytes(), resolve(uri).format),
         ):
             try:
-                outcomes.append(local.score_source(source, "auto", gt, 0, 100, announce=False))
+                outcomes.append(local.score_source(source, gt, Settings(0, 100), announce=False))
             except InputError as exc:
                 outcomes.append(str(exc).replace(f"viewfs://t/x/{path.name}", str(path)))
         if name == "good":
@@ -279,7 +282,8 @@ def test_the_in_process_engine_scores_bytes_as_it_scores_the_file(tmp_path, suff
         with pytest.raises(
             InputError, match=r"^viewfs://t/x/cut.csv.gz: cannot be read as gzip \(truncated"
         ):
-            local.score_source(Source.of_bytes("viewfs://t/x/cut.csv.gz", cut), "auto", gt, 0, 100)
+            source = Source.of_bytes("viewfs://t/x/cut.csv.gz", cut, "csv")
+            local.score_source(source, gt, Settings(0, 100))
 
 
 def test_explain_prints_the_decision_and_scores_nothing(spark, tmp_path, capsys):

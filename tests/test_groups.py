@@ -13,13 +13,12 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from disc21spark.core.errors import InputError
-from disc21spark.matching import local
 from disc21spark.matching.model import GroundTruth
 from disc21spark.matching.stats import groups_spec
 from disc21spark.matching.stats.groups_file import read_query_groups
 from disc21spark.matching.stats.model import Resampling
 from tests import helpers
-from tests.helpers import make_gt, random_submission
+from tests.helpers import make_gt, random_submission, score_file
 
 COLUMNS = ("query_id", "reference_id", "score")
 
@@ -48,7 +47,7 @@ def hand_case(tmp_path: Path):
 
 def in_process(tmp_path: Path, frame: pd.DataFrame, gt: GroundTruth, r: Resampling):
     frame.to_csv(tmp_path / "p.csv", index=False)
-    metrics = local.score_file(str(tmp_path / "p.csv"), "auto", gt, 0, 50, resampling=r)
+    metrics = score_file(str(tmp_path / "p.csv"), "auto", gt, 0, 50, resampling=r)
     return metrics.groups
 
 

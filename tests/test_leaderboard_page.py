@@ -16,7 +16,7 @@ from disc21spark.matching.stats.model import Resampling
 from disc21spark.matching.stats.spec import bootstrap
 from disc21spark.pool import report
 from tests.chromium import Browser, chromium_path
-from tests.helpers import make_gt, random_submission
+from tests.helpers import make_gt, random_submission, score_file
 
 # four queries, three with a true reference (Q3 a distractor)
 GT = GroundTruth(
@@ -238,7 +238,6 @@ def test_page_draws_intervals_tiers_and_tie_flags(tmp_path, browser):
 def test_page_shows_the_groups_table(tmp_path, browser):
     """--query-groups: the page's table of μAP by group, read back from the DOM, holds
     leaderboard.json's figures and intervals; a team's group name stays text."""
-    from disc21spark.matching import local
     from disc21spark.matching.stats.groups_file import read_query_groups
 
     (tmp_path / "g.csv").write_text(f"query_id,group\nQ0,crop\nQ1,{IMG_NAME.replace(',', ' ')}\n")
@@ -250,7 +249,7 @@ def test_page_shows_the_groups_table(tmp_path, browser):
         ("b", "Q1,R1,0.9\nQ2,R2,0.1\n"),
     ):
         (tmp_path / f"{name}.csv").write_text(pairs)
-        metrics = local.score_file(str(tmp_path / f"{name}.csv"), "auto", GT, 0, 50, resampling=r)
+        metrics = score_file(str(tmp_path / f"{name}.csv"), "auto", GT, 0, 50, resampling=r)
         subs.append(Submission(name, f"{name}.csv", name, metrics=metrics))
     out = tmp_path / "out"
     out.mkdir()

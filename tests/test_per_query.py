@@ -14,11 +14,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from disc21spark.commands import main
-from disc21spark.matching import local
 from disc21spark.matching.model import GroundTruth
 from disc21spark.matching.per_query import COLUMNS
 from tests import helpers
-from tests.helpers import as_records, assert_equal_to_oracle, gt_csv, make_gt, random_submission
+from tests.helpers import (
+    as_records,
+    assert_equal_to_oracle,
+    gt_csv,
+    make_gt,
+    random_submission,
+    score_file,
+)
 
 
 def hand_case() -> tuple[GroundTruth, pd.DataFrame]:
@@ -42,7 +48,7 @@ def hand_case() -> tuple[GroundTruth, pd.DataFrame]:
 
 def score_in_process(tmp_path: Path, frame: pd.DataFrame, gt: GroundTruth):
     frame.to_csv(tmp_path / "p.csv", index=False)
-    return local.score_file(str(tmp_path / "p.csv"), "auto", gt, 0, 50, per_query=True)
+    return score_file(str(tmp_path / "p.csv"), "auto", gt, 0, 50, per_query=True)
 
 
 def test_hand_computed_case(tmp_path):
@@ -101,9 +107,7 @@ def test_in_process_equals_the_oracle(tmp_path_factory, seed, n, n_scores, batch
     frame.loc[frame["score"] == 0.0, "score"] = -0.0
     path = tmp_path_factory.mktemp("q") / "p.csv"
     frame.to_csv(path, index=False)
-    metrics = local.score_file(
-        str(path), "auto", gt, 0, 50, per_query=True, batch_bytes=batch_bytes
-    )
+    metrics = score_file(str(path), "auto", gt, 0, 50, per_query=True, batch_bytes=batch_bytes)
     assert_equal_to_oracle(metrics.queries, frame, gt)
     assert math.fsum(metrics.queries["contribution"]) == pytest.approx(
         metrics.micro_ap, rel=1e-12, abs=1e-15

@@ -20,7 +20,7 @@ from disc21spark import engine
 from disc21spark.core import faults
 from disc21spark.core.errors import InputError
 from disc21spark.matching import per_file
-from disc21spark.matching.model import Submission
+from disc21spark.matching.model import Settings, Submission
 from disc21spark.matching.source import Source
 from disc21spark.matching.spec import evaluate
 from disc21spark.pool import job as pool
@@ -296,8 +296,8 @@ def test_odd_parquet_types_send_the_pool_to_the_distributed_plan(spark, tmp_path
         folder / "ints.parquet"
     )
     subs = [Submission("ints", str(folder / "ints.parquet"))]
-    source = Source.of_bytes(subs[0].source, Path(subs[0].source).read_bytes())
-    assert per_file.task_outcome(source, ground_truth(), "auto", (10, 10)).needs_spark
+    source = Source.of_bytes(subs[0].source, Path(subs[0].source).read_bytes(), "parquet")
+    assert per_file.task_outcome(source, ground_truth(), Settings(10, 10)).needs_spark
     result = pool.run(spark, pool.PoolJob(gt_file, [str(folder)], None, pool_plan="auto"))
     by_name = {s.name: s for s in result.submissions}
     sources = [(s.source, 1) for s in result.submissions]

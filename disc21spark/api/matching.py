@@ -172,7 +172,7 @@ def _score_one(
     job = replace(job, groups=groups)
     if kind(predictions) == PATH:
         fmt = job.predictions_format
-        choice = engines.settle(engine.spark, engine.choice, [job.predictions], fmt=fmt)
+        choice = engines.settle(engine.spark, engine.choice, [job.predictions], fmt=fmt, given=job)
         return score_predictions(engine.spark, replace(job, choice=choice), gt, Phases())
     source = label(name, predictions)
     if not engine.choice.needs_spark:
@@ -180,9 +180,8 @@ def _score_one(
         # optimistic μAP (tie sensitivity needs no resample)
         limits = (job.max_results, job.curve_points)
         return score_table(predictions, source, gt, limits, job.resampling, job.per_query)
-    return score_frame(
-        engine.spark, _spark_raw(engine.spark, predictions, source), source, gt, job, Phases()
-    )
+    read = (_spark_raw(engine.spark, predictions, source), source, "csv")
+    return score_frame(engine.spark, read, gt, job, Phases())
 
 
 def _spark_raw(spark: Any, value: Any, source: str, keep: tuple[str, ...] = ()) -> Any:

@@ -17,7 +17,7 @@ from disc21spark.api.inputs import arrow_table
 from disc21spark.core.errors import InputError
 from disc21spark.matching.batched import score_source
 from disc21spark.matching.local_read import Pairs
-from disc21spark.matching.model import GroundTruth, MatchingMetrics
+from disc21spark.matching.model import GroundTruth, MatchingMetrics, Settings
 from disc21spark.matching.rows import PREDICTION_COLUMNS, first_bad_row
 from disc21spark.matching.source import Source
 from disc21spark.matching.stats.model import Resampling
@@ -57,5 +57,5 @@ def score_table(
     per-query table (``metrics.queries``)."""
     pairs, index = table_pairs(value, source)
     table = Source.of_table(source, pairs, index)
-    options = {"announce": False, "resampling": resampling, "per_query": per_query}
-    return score_source(table, "table", gt, *limits, **options)
+    settings = Settings(*limits, resampling, per_query)
+    return score_source(table, gt, settings, announce=False)

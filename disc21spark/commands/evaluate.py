@@ -138,6 +138,7 @@ def settled(spark: Any, r: EvaluateRequest, choice: engine.Choice) -> engine.Cho
         track=r.track,
         submission_column=r.submission_column,
         fmt=r.predictions_format,
+        given=r,
     )
 
 

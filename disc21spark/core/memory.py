@@ -59,3 +59,29 @@ def cgroup_room(root: Path = CGROUP) -> int | None:
             return None
         return max(0, int(limit) - usage)
     return None
+
+
+# the in-process engine's peak memory per byte of CSV it scores, rounded up from what
+# /usr/bin/time -v measured (7.3 at 5M pairs, 5.5 at 20M; docs/benchmarks.md)
+PEAK_PER_BYTE = 8
+# auto's limit for a file scored in a Spark task (--pool-plan per-file,
+# engine.py's rules): the driver cannot
+# see an executor's memory, so a size whose peak (about 2 GB) executors commonly allow
+TASK_MAX_BYTES = 256 << 20
+
+
+def batch_bytes(limit: int) -> int:
+    """The batch the local engine reads a file in (``matching/batched.py``) for an
+    in-process limit of ``limit`` bytes: a sixteenth of it (a batch's peak is about eight
+    times its bytes, PEAK_PER_BYTE), within SMALLEST_BATCH … BATCH_BYTES."""
+    return int(min(BATCH_BYTES, max(SMALLEST_BATCH, limit // 16)))
+
+
+def in_process_limit(asked: int | None) -> int:
+    """The largest file (bytes) this process scores whole: ``asked``, or for None (auto)
+    the size whose peak (``PEAK_PER_BYTE`` per byte) takes half the memory available
+    now (``core.memory``: a container's limit included), and at least
+    ``TASK_MAX_BYTES``: for less, Spark's JVM and workers would take as much memory."""
+    if asked is not None:
+        return asked
+    return max(TASK_MAX_BYTES, available_bytes() // (2 * PEAK_PER_BYTE))

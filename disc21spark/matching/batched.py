@@ -34,7 +34,7 @@ from disc21spark.matching.arrays import strings
 from disc21spark.matching.codes import BatchEncoder
 from disc21spark.matching.line_scan import lines_holding
 from disc21spark.matching.local_read import iter_pairs
-from disc21spark.matching.model import GroundTruth, MatchingMetrics
+from disc21spark.matching.model import GroundTruth, MatchingMetrics, Settings
 from disc21spark.matching.rows import duplicate_reason, max_results_error
 from disc21spark.matching.source import Source
 from disc21spark.matching.stats import groups as group_stats
@@ -84,58 +84,36 @@ class Spill:
 
 def score_source(
     source: Source,
-    fmt: str,
     gt: GroundTruth,
-    max_results: int,
-    curve_points: int,
+    settings: Settings,
     phases: Phases | None = None,
     announce: bool = True,
     given: str | None = None,
-    resampling: Resampling | None = None,
-    batch_bytes: int | None = None,
-    per_query: bool = False,
 ) -> MatchingMetrics:
     """One submission's metrics, in this process; the Spark job's checks and errors
-    (InputError naming ``source.where``, NotForThisEngine). ``announce``: print the
-    coverage warnings here (a pool's task leaves it to the driver); ``given``: the name
-    the user gave (default ``source.where``); ``resampling``: add the intervals and tie
-    sensitivity (stats/); ``batch_bytes``: the batch the file is read in (``engine.choose``
-    sizes it from the memory there is; None: ``core.memory.BATCH_BYTES``); ``per_query``:
-    add the per-query table (``metrics.queries``, ``per_query.table``)."""
-    metrics = _scored(
-        source,
-        fmt,
-        gt,
-        (max_results, curve_points),
-        phases or Phases(),
-        given or source.where,
-        resampling,
-        (batch_bytes or BATCH_BYTES, per_query),
-    )
+    (InputError naming ``source.where``, NotForThisEngine). ``settings``: how it is
+    scored (``model.Settings``: with ``resampling`` the intervals and tie sensitivity,
+    with ``per_query`` the per-query table, the file read ``batch_bytes`` at a time);
+    ``announce``: print the coverage warnings here (a pool's task leaves it to the
+    driver); ``given``: the name the user gave (default ``source.where``)."""
+    given = given or source.where
+    metrics = _scored(source, gt, settings, phases or Phases(), given)
     if announce:
-        coverage.announce(given or source.where, metrics.warnings)
+        coverage.announce(given, metrics.warnings)
     return metrics
 
 
 def _scored(
-    source: Source,
-    fmt: str,
-    gt: GroundTruth,
-    limits: tuple[int, int],
-    phases: Phases,
-    given: str,
-    resampling: Resampling | None,
-    reading: tuple[int, bool],
+    source: Source, gt: GroundTruth, settings: Settings, phases: Phases, given: str
 ) -> MatchingMetrics:
-    """``score_source``'s work; ``limits``: (max_results, curve_points); ``reading``:
-    (batch_bytes, per_query)."""
-    max_results, curve_points = limits
-    batch_bytes, want_queries = reading
+    """``score_source``'s work."""
+    batch_bytes = settings.batch_bytes or BATCH_BYTES
+    resampling = settings.resampling
     encoder = BatchEncoder(gt)
-    rows = per_query.QueryRows.empty(gt.n_queries) if want_queries else None
+    rows = per_query.QueryRows.empty(gt.n_queries) if settings.per_query else None
     with Spill() as spill:
         with phases.phase("read") as note, progress.counter("read", "rows") as read:
-            for pairs in iter_pairs(source, fmt, batch_bytes):
+            for pairs in iter_pairs(source, batch_bytes):
                 encoded = encoder.encode(pairs)
                 spill.write(*encoded)
                 if rows is not None:
@@ -145,20 +123,22 @@ def _scored(
             batches = len(spill.sizes)
             note["detail"] = "Arrow, in process" + (f", {batches:,} batches" if batches > 1 else "")
         with phases.phase("validate") as note:
-            error = max_results_error(given, spill.rows, max_results)
+            error = max_results_error(given, spill.rows, settings.max_results)
             if error is not None:
                 raise error
-            _check_repeats(source, fmt, batch_bytes, spill, encoder)
+            _check_repeats(source, batch_bytes, spill, encoder)
             note["rows"] = spill.rows
         with phases.phase("score") as note:
             truth, counted = _count(spill, encoder, gt, resampling)
             stats = positions.QueryStats(
                 spill.rows, encoder.unknown_rows, encoder.distinct_queries()
             )
-            metrics = positions.metrics_from_parts(gt, truth, counted.counts, stats, curve_points)
+            metrics = positions.metrics_from_parts(
+                gt, truth, counted.counts, stats, settings.curve_points
+            )
 
             def ids():  # the ids looked at again only for a submission that needs it
-                return encoder.query_counts(), _reference_counts(source, fmt, batch_bytes)
+                return encoder.query_counts(), _reference_counts(source, batch_bytes)
 
             metrics = coverage.check_counted(ids, gt, metrics, None)
             if rows is not None:
@@ -189,9 +169,7 @@ def _with_queries(
     return replace(metrics, queries=per_query.table(gt, ranked, rows, groups))
 
 
-def _check_repeats(
-    source: Source, fmt: str, batch_bytes: int, spill: Spill, encoder: BatchEncoder
-) -> None:
+def _check_repeats(source: Source, batch_bytes: int, spill: Spill, encoder: BatchEncoder) -> None:
     """A repeated pair, named by its first two lines: the earliest row whose pair an
     earlier row holds. The keys are sorted in place (8 bytes a row): InputError
     naming the way out when this machine's memory cannot hold them. A repeated key is
@@ -207,18 +185,17 @@ def _check_repeats(
     del keys
     if not suspects.size:
         return
-    found = _first_repeat(iter_pairs(source, fmt, batch_bytes), encoder, suspects)
+    found = _first_repeat(iter_pairs(source, batch_bytes), encoder, suspects)
     if found is None:  # keys shared by different pairs only
         return
     (q, r), copies = found
-    where = _first_two(source, fmt, (q, r))
-    raise InputError(source.where, duplicate_reason(q, r, copies), where)
+    raise InputError(source.where, duplicate_reason(q, r, copies), _first_two(source, (q, r)))
 
 
-def _first_two(source: Source, fmt: str, pair: tuple[str, str]) -> str | None:
-    """Where the first two rows holding ``pair`` are: lines of a CSV file, rows of a
-    table in memory by their labels; None for a Parquet file. ``fmt``: the format the
-    file was read in (as asked: a name that does not say CSV is read as CSV when asked)."""
+def _first_two(source: Source, pair: tuple[str, str]) -> str | None:
+    """Where the first two rows holding ``pair`` are: lines of a CSV file (a name that
+    does not say CSV is one when the decision resolved it so), rows of a table in
+    memory by their labels; None for a Parquet file."""
     if source.row_labels is not None:
         import pyarrow.compute as pc
 
@@ -227,7 +204,7 @@ def _first_two(source: Source, fmt: str, pair: tuple[str, str]) -> str | None:
         )
         rows = np.flatnonzero(same.to_numpy(zero_copy_only=False))
         return f"rows {source.row_labels[rows[0]]} and {source.row_labels[rows[1]]}"
-    lines = lines_holding(source, pair) if source.fmt(fmt) == "csv" else []
+    lines = lines_holding(source, pair) if source.format == "csv" else []
     return f"lines {lines[0]} and {lines[1]}" if len(lines) == 2 else None
 
 
@@ -252,14 +229,14 @@ def _first_repeat(
     return None if first is None else (first, seen[first])
 
 
-def _reference_counts(source: Source, fmt: str, batch_bytes: int):
+def _reference_counts(source: Source, batch_bytes: int):
     """(distinct reference ids, rows of each) of the file, read again: asked for only
     when the coverage warnings must look at the ids (``coverage.needs_id_check``)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     parts, held = [], 0
-    for pairs in iter_pairs(source, fmt, batch_bytes):
+    for pairs in iter_pairs(source, batch_bytes):
         counted = pc.value_counts(pairs.reference)
         parts.append(pa.table({"id": counted.field("values"), "n": counted.field("counts")}))
         held += len(counted)

@@ -17,7 +17,6 @@ from disc21spark import engine
 from disc21spark.core import config, damage
 from disc21spark.core.errors import InputError
 from disc21spark.core.output import check_writable, staged_output
-from disc21spark.core.paths import detect_format
 from disc21spark.core.phases import Phases
 from disc21spark.core.runner import fields_from_options
 from disc21spark.matching import coverage, local, report
@@ -84,7 +83,7 @@ def _scored(
     Arrow reads otherwise than Spark (Parquet ids that are not strings: its footer is
     read only by the task) is read by the distributed plan, and the reason recorded."""
     if job.choice.plan == "per-file":
-        metrics = _in_process(spark, job, dict(job.choice.files), gt, phases)
+        metrics = _in_process(spark, job, gt, phases)
         if metrics is not None:
             return metrics, job.choice
         why = f"{job.predictions}: Arrow reads its columns otherwise than Spark"
@@ -93,45 +92,24 @@ def _scored(
 
 
 def _in_process(
-    spark: SparkSession | None,
-    job: MatchingJob,
-    files: dict[str, int],
-    gt: GroundTruth,
-    phases: Phases,
+    spark: SparkSession | None, job: MatchingJob, gt: GroundTruth, phases: Phases
 ) -> MatchingMetrics | None:
-    """The per-file plan: a local file read here, any other path (``files``: the one
-    file listed, with its size) in one Spark task that reads its bytes; None when only
+    """The per-file plan: a local file read here, any other path (the one file listed,
+    resolved by the decision) in one Spark task that reads its bytes; None when only
     Spark's reader reads the file as Spark does."""
-    if local.local_path(job.predictions) is not None:
+    (resolved,) = job.choice.inputs.predictions
+    settings = job.settings(job.choice.batch_bytes)
+    if resolved.local is not None:
         try:
-            return local.score_file(
-                job.predictions,
-                job.predictions_format,
-                gt,
-                job.max_results,
-                job.curve_points,
-                phases,
-                announce=False,
-                resampling=job.resampling,
-                batch_bytes=job.choice.batch_bytes,
-                per_query=job.per_query,
-            )
+            return local.score_file(resolved, gt, settings, phases)
         except local.NotForThisEngine:
+            if not job.choice.needs_spark:  # the decision said Arrow reads it: say so
+                raise
             return None
     from disc21spark.matching import per_file
 
     with phases.phase("score") as note:
-        (outcome,) = per_file.score_files(
-            spark,
-            list(files),
-            gt,
-            job.predictions_format,
-            job.max_results,
-            job.curve_points,
-            files,
-            job.resampling,
-            per_query=job.per_query,
-        )
+        (outcome,) = per_file.score_files(spark, [resolved], gt, settings)
         if outcome.needs_spark:
             return None
         if outcome.error is not None:
@@ -148,16 +126,19 @@ def _distributed(
     # here, not above: the in-process engine never pays for importing PySpark
     from disc21spark.matching.read import read_predictions
 
-    raw = read_predictions(spark, job.predictions, job.predictions_format)
-    return score_frame(spark, raw, job.predictions, gt, job, phases)
+    (fmt,) = {p.format for p in job.choice.inputs.predictions}
+    raw = read_predictions(spark, job.predictions, fmt)
+    return score_frame(spark, (raw, job.predictions, fmt), gt, job, phases)
 
 
 def score_frame(
-    spark: SparkSession, raw, source: str, gt: GroundTruth, job: MatchingJob, phases: Phases
+    spark: SparkSession, read: tuple, gt: GroundTruth, job: MatchingJob, phases: Phases
 ):
-    """One submission's raw predictions (``read.read_predictions`` or ``read.typed_table``
-    of a caller's DataFrame) checked and scored on Spark; ``source`` names it in messages.
-    What the scorer caches is released before it returns."""
+    """One submission's raw predictions checked and scored on Spark. ``read``: (the
+    DataFrame of ``read.read_predictions`` or ``read.typed_table`` of a caller's
+    DataFrame, the name messages give it, the format it was read in: csv or parquet, as
+    resolved). What the scorer caches is released before it returns."""
+    raw, source, fmt = read
     from pyspark.sql import functions as F
 
     from disc21spark.matching import labels, validate
@@ -176,7 +157,6 @@ def score_frame(
     try:
         scored = score(spark, pairs, [0], scoring, phases)
     except UnreadableInput as exc:  # an unreadable file fails at its first read
-        fmt = detect_format(source, job.predictions_format)
         reason = damage.unreadable(source, exc.cause, fmt, spark)
         raise InputError(source, reason) from None
     if 0 in scored.errors:
@@ -191,7 +171,8 @@ def run(spark: SparkSession | None, job: MatchingJob) -> MatchingMetrics:
     phases = Phases()
     # a job built by hand (not by the command or the API) is settled here, once
     fmt = job.predictions_format
-    job = replace(job, choice=engine.settle(spark, job.choice, [job.predictions], fmt=fmt))
+    choice = engine.settle(spark, job.choice, [job.predictions], fmt=fmt, given=job)
+    job = replace(job, choice=choice)
     gt = ground_truth_phase(spark, job.ground_truth, job.ground_truth_format, phases)
     job = replace(job, groups=groups_phase(spark, job.query_groups, gt, phases))
     metrics, ran = _scored(spark, job, gt, phases)
@@ -206,6 +187,7 @@ def run(spark: SparkSession | None, job: MatchingJob) -> MatchingMetrics:
                 query_groups=job.query_groups,
                 plan=ran.plan,
                 plan_reasons=list(ran.reasons),
+                resolved=ran.record(),
             )
             title = job.title or f"DISC21 matching track: {Path(job.predictions).name}"
             report.write_matching_report(stage, metrics, run_info, title)

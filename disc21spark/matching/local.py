@@ -12,16 +12,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from disc21spark.core.formats import NotForThisEngine, local_path
+from disc21spark.core.formats import NotForThisEngine
+from disc21spark.core.phases import Phases
 from disc21spark.matching.batched import score_source
-from disc21spark.matching.model import MatchingMetrics
+from disc21spark.matching.model import GroundTruth, MatchingMetrics, Settings
 from disc21spark.matching.source import Source
 
 # the reader's names, used through this module by the jobs
-__all__ = ["NotForThisEngine", "local_path", "score_file", "score_source"]
+__all__ = ["NotForThisEngine", "score_file", "score_source"]
 
 
-def score_file(path: str, *args: Any, **kw: Any) -> MatchingMetrics:
-    """``score_source`` of the local file ``path``; ``path`` as given names it in the
-    --max-results message and the warnings, as on Spark."""
-    return score_source(Source.local(path), *args, given=path, **kw)
+def score_file(
+    resolved: Any, gt: GroundTruth, settings: Settings, phases: Phases | None = None
+) -> MatchingMetrics:
+    """``score_source`` of a local file as the decision resolved it
+    (``resolve.ResolvedInput`` with ``local`` set); the path as given names it in the
+    --max-results message, as on Spark. The warnings are returned, not printed."""
+    source = Source.of_input(resolved)
+    return score_source(source, gt, settings, phases, announce=False, given=resolved.given)

@@ -45,7 +45,7 @@ class Pairs:
 _HEADER = strings(PREDICTION_COLUMNS)
 
 
-def iter_pairs(source: Source, fmt: str, batch_bytes: int) -> Iterator[Pairs]:
+def iter_pairs(source: Source, batch_bytes: int) -> Iterator[Pairs]:
     """The checked pairs of one file, a batch at a time (about ``batch_bytes`` of CSV, or
     as many Parquet rows), in memory bounded by the batch; InputError naming the file's
     first bad row (looked for from the start of the batch that found it: every line
@@ -53,7 +53,7 @@ def iter_pairs(source: Source, fmt: str, batch_bytes: int) -> Iterator[Pairs]:
     if source.pairs is not None:  # a table in memory, checked as it was taken in
         yield source.pairs
         return
-    if source.fmt(fmt) == "parquet":
+    if source.format == "parquet":
         yield from _parquet_batches(source, max(1, batch_bytes // 24))
         return
     import pyarrow.csv as csv

@@ -12,6 +12,8 @@ if TYPE_CHECKING:
     import pandas as pd
     from matplotlib.figure import Figure
 
+    from disc21spark.matching.stats.model import Resampling
+
 
 @dataclass(frozen=True)
 class GroundTruth:
@@ -125,6 +127,21 @@ class MatchingMetrics:
         from disc21spark.matching.curve_figure import curves_figure
 
         return curves_figure([(label, self)], title)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """How a submission is scored, built once a run (``ScoringJob.settings``) and handed
+    to every stage whole: ``max_results`` (0: no limit), ``curve_points``, the bootstrap
+    (``resampling``; None: no intervals), ``per_query`` (the per-query table), and
+    ``batch_bytes``, the batch the in-process engine reads a file in (None:
+    ``core.memory.BATCH_BYTES``; ``engine.choose`` sizes it)."""
+
+    max_results: int
+    curve_points: int
+    resampling: Resampling | None = None
+    per_query: bool = False
+    batch_bytes: int | None = None
 
 
 @dataclass

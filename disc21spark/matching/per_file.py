@@ -19,17 +19,17 @@ type, a file Spark returned no bytes for) is left for the distributed plan.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 from disc21spark.core import faults
 from disc21spark.core.errors import InputError
 from disc21spark.core.paths import display_path
 from disc21spark.matching import local
-from disc21spark.matching.model import GroundTruth, MatchingMetrics
+from disc21spark.matching.model import GroundTruth, MatchingMetrics, Settings
 from disc21spark.matching.source import Source
-from disc21spark.matching.stats.model import Resampling
 
 if TYPE_CHECKING:  # a worker of the in-process pool (pool/in_process.py) needs no PySpark
     from pyspark.sql import SparkSession
@@ -56,26 +56,16 @@ class Outcome:
 
 
 def score_files(
-    spark: SparkSession,
-    files: list[str],
-    gt: GroundTruth,
-    fmt: str,
-    max_results: int,
-    curve_points: int,
-    sizes: dict[str, int] | None = None,
-    resampling: Resampling | None = None,
-    per_query: bool = False,
+    spark: SparkSession, inputs: Sequence[Any], gt: GroundTruth, settings: Settings
 ) -> list[Outcome]:
-    """One Outcome per file of ``files`` (paths as listed by ``data_files``), in order;
-    one Spark task per file. ``sizes``: bytes per file, when listed (a file of zero
-    bytes, for which the binaryFile source returns no row, is scored here);
-    ``per_query``: each file's metrics carry its per-query table."""
+    """One Outcome per file of ``inputs`` (``resolve.ResolvedInput``: paths as listed by
+    ``data_files``, their format and size as resolved), in order; one Spark task per
+    file, scored with ``settings`` (``model.Settings``). A file of zero bytes, for which
+    the binaryFile source returns no row, is scored here."""
     from disc21spark.core.spark import spark_conf
 
-    limits, options = (
-        (max_results, curve_points),
-        {"resampling": resampling, "per_query": per_query},
-    )
+    files = [one.given for one in inputs]
+    formats = {display_path(unquote(one.given)): one.format for one in inputs}
     sc = spark.sparkContext
     truth = sc.broadcast(gt)
     try:
@@ -86,8 +76,9 @@ def score_files(
 
         def one(row) -> tuple[str, Outcome]:
             faults.in_task()
-            source = Source.of_bytes(row.path, bytes(row.content))
-            return row.path, task_outcome(source, truth.value, fmt, limits, options)
+            fmt = formats[display_path(unquote(row.path))]
+            source = Source.of_bytes(row.path, bytes(row.content), fmt)
+            return row.path, task_outcome(source, truth.value, settings)
 
         with spark_conf(spark, ONE_FILE_PER_TASK):
             frame = reader.load(files).select("path", "content")
@@ -96,26 +87,21 @@ def score_files(
         truth.unpersist()
     # the rows name a file by its decoded path, the listing (and a user) may give its URI
     by_name = {display_path(unquote(path)): outcome for path, outcome in found.items()}
-    empty = {f for f in files if (sizes or {}).get(f) == 0}
     return [
-        by_name.get(display_path(unquote(f)))
+        by_name.get(display_path(unquote(one.given)))
         or (
-            task_outcome(Source.of_bytes(f, b""), gt, fmt, limits, options)
-            if f in empty
+            task_outcome(Source.of_bytes(one.given, b"", one.format), gt, settings)
+            if one.size == 0
             else Outcome(needs_spark=True)
         )
-        for f in files
+        for one in inputs
     ]
 
 
-def task_outcome(
-    source: Source, gt: GroundTruth, fmt: str, limits: tuple[int, int], options: dict | None = None
-) -> Outcome:
-    """One file in this process: what a task of ``score_files`` computes. ``limits``:
-    (max_results, curve_points); ``options``: ``local.score_source``'s ``resampling`` and
-    ``per_query``."""
+def task_outcome(source: Source, gt: GroundTruth, settings: Settings) -> Outcome:
+    """One file in this process: what a task of ``score_files`` computes."""
     try:
-        metrics = local.score_source(source, fmt, gt, *limits, announce=False, **(options or {}))
+        metrics = local.score_source(source, gt, settings, announce=False)
         return Outcome(metrics=metrics)
     except InputError as error:
         return Outcome(error=(error.source, error.reason, error.where))

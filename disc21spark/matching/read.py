@@ -19,7 +19,7 @@ from disc21spark.matching.rows import (
 
 
 def read_predictions(
-    spark: SparkSession, path: str | list[str], fmt: str = "auto", keep: tuple[str, ...] = ()
+    spark: SparkSession, path: str | list[str], fmt: str, keep: tuple[str, ...] = ()
 ) -> DataFrame:
     """Raw predictions: file, order, from_csv, query_id, reference_id, score_raw (text or
     null), score, extra. ``order`` grows with the rows of a file split (Spark's
@@ -28,10 +28,10 @@ def read_predictions(
     CSV (any Hadoop codec, header line optional): a line is stripped and split on commas,
     as the official reader does; ``score`` is null and ``extra`` holds a fourth field when
     a line has too many. For Parquet, ``score_raw`` and ``extra`` are null. Several paths
-    are read as one frame (``file`` tells them apart); ``keep``: more Parquet columns.
+    are read as one frame (``file`` tells them apart); ``keep``: more Parquet columns;
+    ``fmt``: csv or parquet, as the decision resolved it (``resolve.py``).
     """
     paths = [path] if isinstance(path, str) else list(path)
-    fmt = detect_format(paths[0], fmt)
     for p in paths:
         data_files(spark, p)
     if fmt == "parquet":

@@ -9,6 +9,7 @@ from typing import Any
 
 from disc21spark.core import config
 from disc21spark.core.runner import BaseJob
+from disc21spark.matching.model import Settings
 from disc21spark.matching.stats.model import Resampling
 
 
@@ -42,3 +43,10 @@ class ScoringJob(BaseJob):
         """The bootstrap settings (resamples, confidence, seed) and the query groups: built
         once per job (``dataclasses.replace`` makes a new job, with its own)."""
         return Resampling(self.resamples, self.confidence, self.seed, self.groups)
+
+    def settings(self, batch_bytes: int | None = None) -> Settings:
+        """The scoring settings of this job (``Settings``), once its query groups are
+        read; ``batch_bytes``: the decision's (``engine.Choice.batch_bytes``)."""
+        return Settings(
+            self.max_results, self.curve_points, self.resampling, self.per_query, batch_bytes
+        )

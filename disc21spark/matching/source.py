@@ -20,7 +20,7 @@ from typing import IO, Any
 
 from disc21spark.core import damage
 from disc21spark.core.errors import InputError, column_list, first_line
-from disc21spark.core.formats import NotForThisEngine, file_format, local_path
+from disc21spark.core.formats import file_format, local_path
 from disc21spark.core.paths import display_path
 from disc21spark.matching.rows import Row, parse_csv_line
 
@@ -40,29 +40,26 @@ class Source:
     # pandas index label, or its position) that messages name it by
     pairs: Any = None
     row_labels: list | None = None
+    # how it is read: csv, parquet (as the decision resolved it), or table (in memory)
+    format: str = "csv"
 
     @classmethod
-    def local(cls, path: str) -> Source:
-        """A local file, named by its full path as the Spark job names files."""
-        plain = local_path(path)
-        if plain is None:
-            raise NotForThisEngine(f"{path}: not a local file")
-        return cls(os.path.abspath(plain), path=plain)
+    def of_input(cls, resolved: Any) -> Source:
+        """A local file resolved by the decision (``resolve.ResolvedInput`` whose
+        ``local`` is set), named by its full path as the Spark job names files."""
+        return cls(os.path.abspath(resolved.local), path=resolved.local, format=resolved.format)
 
     @classmethod
-    def of_bytes(cls, uri: str, data: bytes) -> Source:
-        """Bytes read through Spark; ``uri`` as Spark lists the file (file:/x is /x)."""
-        return cls(display_path(uri), data=data)
+    def of_bytes(cls, uri: str, data: bytes, fmt: str) -> Source:
+        """Bytes read through Spark, in ``fmt`` (csv or parquet, as resolved); ``uri`` as
+        Spark lists the file (file:/x is /x)."""
+        return cls(display_path(uri), data=data, format=fmt)
 
     @classmethod
     def of_table(cls, where: str, pairs: Any, row_labels: list) -> Source:
         """A table in memory (a pandas DataFrame, a pyarrow Table), its pairs already
         checked (``local_read.Pairs``); ``where`` names it in messages."""
-        return cls(where, pairs=pairs, row_labels=row_labels)
-
-    def fmt(self, fmt: str) -> str:
-        """csv, parquet, or table (a table in memory)."""
-        return "table" if self.pairs is not None else file_format(self.where, fmt)
+        return cls(where, pairs=pairs, row_labels=row_labels, format="table")
 
     def _codec(self):
         return _OPENERS.get(PurePosixPath(self.where.lower()).suffix)

@@ -20,6 +20,7 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
@@ -33,7 +34,7 @@ from disc21spark.core.memory import BATCH_BYTES
 from disc21spark.core.paths import display_path
 from disc21spark.matching import per_file
 from disc21spark.matching.local_read import Pairs, iter_pairs
-from disc21spark.matching.model import GroundTruth
+from disc21spark.matching.model import GroundTruth, Settings
 from disc21spark.matching.per_file import Outcome
 from disc21spark.matching.source import Source
 from disc21spark.matching.stats import weighted, weights
@@ -54,38 +55,30 @@ def cores() -> int:
 
 
 def score_files(
-    files: list[str],
-    gt: GroundTruth,
-    fmt: str,
-    limits: tuple[int, int],
-    options: tuple[Resampling | None, bool] = (None, False),
-    only: list[str] | None = None,
+    inputs: Sequence[Any], gt: GroundTruth, settings: Settings, only: list[str] | None = None
 ) -> list[Outcome]:
-    """One ``per_file.Outcome`` per local file of ``files``, in order, each file scored
-    in a worker process. ``limits``: (max_results, curve_points); ``options``:
-    (resampling or None, per_query); ``only``: each file's
-    rows of these query ids alone, scored on ``gt`` (a board's ground truth). Raises
-    KeyboardInterrupt as the signal came, the workers stopped first."""
-    if not files:
+    """One ``per_file.Outcome`` per local file of ``inputs`` (``resolve.ResolvedInput``,
+    as the decision resolved them), in order, each file scored with ``settings``
+    (``model.Settings``) in a worker process. ``only``: each file's rows of these query
+    ids alone, scored on ``gt`` (a board's ground truth). Raises KeyboardInterrupt as
+    the signal came, the workers stopped first."""
+    if not inputs:
         return []
-    resampling, per_query = options
     state = {
         "gt": gt,
-        "fmt": fmt,
-        "limits": limits,
-        "options": {"resampling": resampling, "per_query": per_query},
+        "settings": settings,
         "only": None if only is None else pa.array(only, pa.string()),
-        "table": _weights(gt, resampling),
+        "table": _weights(gt, settings.resampling),
         "parent": os.getpid(),
     }
     context = multiprocessing.get_context(CONTEXT)
     if CONTEXT == "forkserver":
         context.set_forkserver_preload([__name__])
     workers = ProcessPoolExecutor(
-        min(len(files), cores()), mp_context=context, initializer=_start, initargs=(state,)
+        min(len(inputs), cores()), mp_context=context, initializer=_start, initargs=(state,)
     )
     try:
-        return list(workers.map(_one, files))
+        return list(workers.map(_one, inputs))
     except BaseException:
         for process in list((workers._processes or {}).values()):
             process.terminate()  # a task under way is not waited for
@@ -139,27 +132,28 @@ def _exists(pid: int) -> bool:
     return True
 
 
-def _one(path: str) -> Outcome:
+def _one(resolved: Any) -> Outcome:
     """One file scored in a worker: what a Spark task of the per-file plan returns."""
     faults.at("in-process file")
+    path = resolved.given
     try:
         with open(display_path(path), "rb") as fh:
             data = fh.read()
     except OSError as exc:
         return Outcome(error=(display_path(path), f"cannot be read ({exc.strerror or exc})", None))
-    source, fmt = Source.of_bytes(path, data), _given["fmt"]
+    source = Source.of_bytes(path, data, resolved.format)
     if _given["only"] is not None:  # a file judged valid as submitted: its rows read
         try:
-            source, fmt = _board_rows(source, fmt, _given["only"]), "table"
+            source = _board_rows(source, _given["only"])
         except InputError as error:  # not expected: the file was judged valid
             return Outcome(error=(error.source, error.reason, error.where))
-    return per_file.task_outcome(source, _given["gt"], fmt, _given["limits"], _given["options"])
+    return per_file.task_outcome(source, _given["gt"], _given["settings"])
 
 
-def _board_rows(source: Source, fmt: str, only: pa.Array) -> Source:
+def _board_rows(source: Source, only: pa.Array) -> Source:
     """The file's checked pairs of the board's queries alone, as a table in memory."""
     kept = []
-    for pairs in iter_pairs(source, fmt, BATCH_BYTES):
+    for pairs in iter_pairs(source, BATCH_BYTES):
         mask = pc.is_in(pairs.query, value_set=only)
         keep = mask.to_numpy(zero_copy_only=False)
         kept.append(

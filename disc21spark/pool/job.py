@@ -25,7 +25,7 @@ from disc21spark.core.errors import (
 )
 from disc21spark.core.fs import data_files
 from disc21spark.core.output import check_writable
-from disc21spark.core.paths import detect_format, display_path
+from disc21spark.core.paths import display_path
 from disc21spark.core.phases import Phases
 from disc21spark.core.runner import fields_from_options
 from disc21spark.matching import coverage, per_file
@@ -164,7 +164,7 @@ def run(spark: SparkSession, job: PoolJob, announce: bool = True) -> PoolResult:
     key = None if split is None else kinds.split_key(prior, spark)
     settings = _settings(spark, job, job.ground_truth, split, key)
     with phases.phase("pool") as note:
-        subs, sizes = list_submissions(spark, job)
+        subs, _ = list_submissions(spark, job)  # the sizes: in job.choice.inputs
         # a reused submission has no per-query table: with --per-query every one is scored
         reuse = prior is not None and not job.per_query
         previous = pool_report.read_previous(job.previous, settings) if reuse else {}
@@ -179,7 +179,7 @@ def run(spark: SparkSession, job: PoolJob, announce: bool = True) -> PoolResult:
     if todo:  # with a split: which are valid, on the files as submitted; the boards'
         # figures replace these, so no per-query or group tables in this pass
         judged = job if split is None else replace(job, per_query=False, groups=None)
-        _score(spark, judged, gt, todo, sizes, phases)
+        _score(spark, judged, gt, todo, phases)
     private = None
     if split is not None:
 
@@ -219,8 +219,6 @@ def split_phase(
 def _settled(spark: SparkSession, job: PoolJob) -> engine.Choice:
     """The job's decision; for a job built by hand, ``engine.settle``'s, once (a pool
     of one file, too)."""
-    if job.choice is not None and job.choice.settled:
-        return job.choice
     asked = job.choice or engine.Choice("spark", job.pool_plan, local_max_bytes=job.local_max_bytes)
     return replace(
         engine.settle(
@@ -229,6 +227,7 @@ def _settled(spark: SparkSession, job: PoolJob) -> engine.Choice:
             job.predictions,
             submission_column=job.submission_column,
             fmt=job.predictions_format,
+            given=job,
         ),
         kind="pool",
     )
@@ -239,7 +238,6 @@ def _score(
     job: PoolJob,
     gt: GroundTruth,
     subs: list[Submission],
-    sizes: dict[str, int],
     phases: Phases,
 ) -> None:
     """Every submission of ``subs`` scored; fills its status and metrics. On the
@@ -247,12 +245,11 @@ def _score(
     does is left for the distributed plan."""
     if job.choice.plan == "per-file":
         with phases.phase("score", unit="files") as note:
-            files, limits = [s.source for s in subs], (job.max_results, job.curve_points)
-            fmt, options = job.predictions_format, (job.resampling, job.per_query)
+            files = [job.choice.inputs.of(s.source) for s in subs]
             if job.choice.needs_spark:  # one Spark task a file
-                outcomes = per_file.score_files(spark, files, gt, fmt, *limits, sizes, *options)
+                outcomes = per_file.score_files(spark, files, gt, job.settings())
             else:  # one worker process a file at a time, no JVM
-                outcomes = in_process.score_files(files, gt, fmt, limits, options)
+                outcomes = in_process.score_files(files, gt, job.settings())
             left = _outcomes(job, subs, outcomes)
             note["rows"] = sum(s.metrics.n_predictions for s in subs if s.metrics)
             note["detail"] = f"{len(subs) - len(left)} submissions, one task per file"
@@ -293,9 +290,8 @@ def _score_board(
         _score_distributed(spark, job, gt, subs, phases, only=ids)
         return
     with phases.phase("board", unit="files") as note:
-        limits, options = (job.max_results, job.curve_points), (job.resampling, job.per_query)
-        files = [s.source for s in subs]
-        outcomes = in_process.score_files(files, gt, job.predictions_format, limits, options, ids)
+        files = [job.choice.inputs.of(s.source) for s in subs]
+        outcomes = in_process.score_files(files, gt, job.settings(), ids)
         _outcomes(job, subs, outcomes)
         note["detail"] = f"{len(subs)} submissions, their rows of the board's queries"
 
@@ -329,7 +325,7 @@ def _score_distributed(
             culprit = _unreadable(spark, exc.cause, live)
             if culprit is None:
                 raise exc.cause from None
-            fmt = detect_format(culprit.source, job.predictions_format)
+            fmt = job.choice.inputs.of(culprit.source).format
             reason = damage.unreadable(culprit.source, exc.cause, fmt, spark)
             culprit.invalid(InputError(display_path(culprit.source), reason))
             live = [s for s in live if s is not culprit]
@@ -346,7 +342,7 @@ def _score_distributed(
 def _parquet_usable(spark: SparkSession, job: PoolJob, s: Submission) -> bool:
     """A Parquet submission file is opened alone first: one file's footer or columns
     must not decide the schema of the whole pool (marked invalid when unusable)."""
-    if job.submission_column or detect_format(s.source, job.predictions_format) != "parquet":
+    if job.submission_column or job.choice.inputs.of(s.source).format != "parquet":
         return True
     try:
         read_parquet(spark, s.source, PREDICTION_COLUMNS)

@@ -45,6 +45,7 @@ def write(spark: SparkSession, job: Any, result: Any, phases: Phases, before: di
         "query_groups": job.query_groups,
         "plan": job.choice.plan,
         "plan_reasons": list(job.choice.reasons),
+        "resolved": job.choice.record(),
         **result.settings,
         "board": UNSPLIT if result.private is None else PUBLIC,
     }

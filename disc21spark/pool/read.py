@@ -11,7 +11,6 @@ from pyspark.sql import functions as F
 
 from disc21spark.core import fs
 from disc21spark.core.errors import InputError
-from disc21spark.core.paths import detect_format
 from disc21spark.matching import labels, validate
 from disc21spark.matching.model import Submission
 from disc21spark.matching.read import read_predictions
@@ -44,7 +43,7 @@ def _read_submissions(spark: SparkSession, job: Any, subs: list[Submission]) -> 
     frames = []
     by_format: dict[str, list[str]] = {}
     for s in subs:
-        by_format.setdefault(detect_format(s.source, job.predictions_format), []).append(s.source)
+        by_format.setdefault(job.choice.inputs.of(s.source).format, []).append(s.source)
     for fmt, files in by_format.items():
         # each Parquet file with its own schema (a score stored as text in one file must
         # not decide how the others are read); CSV files are all text alike
@@ -65,13 +64,12 @@ def _read_submissions(spark: SparkSession, job: Any, subs: list[Submission]) -> 
 
 def submission_table(spark: SparkSession, job: Any) -> DataFrame:
     """The raw predictions of a one-table pool, with its submission column kept."""
-    if detect_format(job.predictions[0], job.predictions_format) != "parquet":
+    fmt = job.choice.inputs.predictions[0].format
+    if fmt != "parquet":
         raise InputError(
             job.predictions[0], "--submission-column needs a Parquet table (CSV has 3 fields)"
         )
-    raw = read_predictions(
-        spark, job.predictions, job.predictions_format, keep=(job.submission_column,)
-    )
+    raw = read_predictions(spark, job.predictions, fmt, keep=(job.submission_column,))
     return raw.withColumnRenamed(job.submission_column, "_submission")
 
 

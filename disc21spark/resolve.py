@@ -1,0 +1,144 @@
+"""Every input of a run resolved once, for the decision module (``engine.py``) alone.
+
+``engine.settle`` calls ``inputs_of`` once a run, with the files Spark listed (or the
+one local file), and the ``Choice`` carries the result; the stages read these plain
+values instead of asking ``core`` again where a path lives or how it is read.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from disc21spark.core.paths import codec, detect_format, display_path, is_plain, is_uri
+
+# the inputs besides the predictions, by the name a request and a job both give them:
+# (role in the record, the attribute holding the path, the one holding its format)
+OTHERS = (
+    ("ground_truth", "ground_truth", "ground_truth_format"),
+    ("query_groups", "query_groups", None),
+    ("split", "private_queries", None),
+)
+
+
+@dataclass(frozen=True)
+class ResolvedInput:
+    """One input file: ``given`` the path as given, ``local`` the plain local file it
+    names (None: another file system, a glob, a folder, not there), ``remote`` a URI of
+    another file system, ``format`` csv or parquet as Spark reads it, ``codec`` the
+    Hadoop codec suffix (``.gz``) or None, ``size`` bytes (None: not known), and
+    ``arrow_reads`` whether Arrow reads it as Spark does (None: not asked)."""
+
+    given: str
+    local: str | None
+    remote: bool
+    format: str
+    codec: str | None
+    size: int | None = None
+    arrow_reads: bool | None = None
+
+    def record(self) -> dict[str, Any]:
+        """The run record's entry (metrics.json's ``run.resolved``)."""
+        return {
+            "path": self.given,
+            "local": self.local is not None,
+            "remote": self.remote,
+            "format": self.format,
+            "codec": self.codec,
+            "bytes": self.size,
+            "arrow_reads_as_spark": self.arrow_reads,
+        }
+
+
+@dataclass(frozen=True)
+class RunInputs:
+    """The resolved inputs of one run: each predictions file (as listed: a pool's files,
+    a dataset's parts; empty for a table in memory), the ground truth, the query-groups
+    and split files (None when not given), and the output folder as given."""
+
+    predictions: tuple[ResolvedInput, ...] = ()
+    ground_truth: ResolvedInput | None = None
+    query_groups: ResolvedInput | None = None
+    split: ResolvedInput | None = None
+    output: str | None = None
+
+    def of(self, path: str) -> ResolvedInput:
+        """The predictions file ``path`` (as listed) resolved; KeyError for another."""
+        return next(p for p in self.predictions if p.given == path)
+
+    def record(self) -> dict[str, Any]:
+        """Each input's entry, by role (``ResolvedInput.record``); ``predictions`` a list."""
+        out: dict[str, Any] = {"predictions": [p.record() for p in self.predictions]}
+        for role, _, _ in OTHERS:
+            one = getattr(self, role)
+            if one is not None:
+                out[role] = one.record()
+        if self.split is not None:  # its size would tell how many queries it holds
+            del out["split"]["bytes"]
+        out["output"] = self.output
+        return out
+
+    def lines(self) -> list[str]:
+        """The formats read, as ``--explain`` prints them."""
+        named = [("predictions", p) for p in self.predictions]
+        named += [(role, getattr(self, role)) for role, _, _ in OTHERS]
+        return [
+            f"reads: {role} {display_path(one.given)} as {one.format}"
+            + (f" ({one.codec[1:]})" if one.codec else "")
+            for role, one in named
+            if one is not None
+        ]
+
+
+def resolve(
+    path: str, fmt: str = "auto", size: int | None = None, submission: bool = False
+) -> ResolvedInput:
+    """``path`` resolved: where it lives, its format as Spark reads it (``fmt`` as asked:
+    auto, csv, parquet), its codec and size; ``submission``: also whether Arrow reads it
+    as Spark does (its name, and a local Parquet file's schema: ``core.formats``)."""
+    # here, not above: a command's parser and --help need the standard library alone
+    from disc21spark.core import formats
+
+    plain = formats.local_path(path)
+    if size is None and plain is not None:
+        size = os.path.getsize(plain)
+    arrow = formats.format_problem(path, fmt, plain) is None if submission else None
+    remote = is_uri(path) and not path.startswith("file:")
+    return ResolvedInput(path, plain, remote, detect_format(path, fmt), codec(path), size, arrow)
+
+
+def inputs_of(files: Sequence[tuple[str, int | None]], fmt: str, given: Any = None) -> RunInputs:
+    """The run's inputs: ``files`` the predictions files with their sizes (as listed),
+    read in ``fmt``; ``given`` the request or job that names the other inputs (its
+    ``ground_truth``, ``ground_truth_format``, ``query_groups``, ``private_queries``,
+    ``output``; None: none known)."""
+    predictions = tuple(resolve(f, fmt, size, submission=True) for f, size in files)
+    others = {}
+    for role, name, fmt_name in OTHERS:
+        path = getattr(given, name, None)
+        if isinstance(path, (str, os.PathLike)):
+            asked = getattr(given, fmt_name, "auto") if fmt_name else "auto"
+            others[role] = resolve(os.fspath(path), asked)
+    output = getattr(given, "output", None)
+    return RunInputs(predictions, **others, output=output if isinstance(output, str) else None)
+
+
+def not_local_around(ground_truth: str | None, output: str | None) -> str | None:
+    """Why the ground truth or the output needs Spark's file systems, or None."""
+    from disc21spark.core import formats
+
+    if ground_truth is not None and formats.local_path(ground_truth) is None:
+        return f"{ground_truth}: the ground truth is not a local file"
+    if output and is_uri(output):
+        return f"{output}: an output written through Hadoop's file systems"
+    return None
+
+
+def missing_local_file(paths: Sequence[str]) -> str | None:
+    """The first input named as a plain local path (no scheme, no glob) that is not there."""
+    for path in paths:
+        if is_plain(display_path(path)) and not os.path.exists(display_path(path)):
+            return path
+    return None
