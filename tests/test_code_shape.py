@@ -142,6 +142,57 @@ def test_no_test_module_imports_another():
     assert not found, sorted(found)
 
 
+# resolving an input: where a path lives, how it is read, whether an output may be
+# written, which engine runs (docs/design.md, "One run, step by step"): the decision's
+# (engine.py, resolve.py) and core's, which defines them, alone
+RESOLVERS = {
+    "detect_format",
+    "file_format",
+    "local_path",
+    "format_problem",
+    "unsupported",
+    "sized_files",
+    "check_writable",
+    "engine_of",
+}
+# the calls still made below the decision, each to be handed its resolved input (issue
+# 45): the ground truth's reading, the report's record and the jobs built by hand; none
+# may be added, and one gone must leave this list
+RESOLVED_AGAIN = {
+    ("matching/source.py", "local_lines", "local_path"),
+    ("matching/source.py", "local_lines", "file_format"),
+    ("matching/source.py", "local_table_rows", "local_path"),
+    ("matching/source.py", "local_table_rows", "file_format"),
+    ("matching/read.py", "spark_table_rows", "detect_format"),
+    ("matching/ground_truth.py", "load_ground_truth", "engine_of"),
+    ("matching/report.py", "run_document", "engine_of"),
+    ("matching/job.py", "run", "check_writable"),
+    ("pool/job.py", "run", "check_writable"),
+}
+
+
+def test_only_the_decision_resolves_an_input():
+    """No module of matching/ or pool/ asks again where a path lives, how it is read,
+    whether its output may be written or which engine runs: the decision resolved it
+    (``resolve.RunInputs`` on ``engine.Choice.inputs``) and the stages take it."""
+    found = set()
+    for path in modules():
+        where = str(path.relative_to(PACKAGE))
+        if not where.startswith(("matching/", "pool/")):
+            continue
+        for function in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for node in ast.walk(function):
+                if isinstance(node, ast.Call):
+                    f = node.func
+                    name = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", None)
+                    if name in RESOLVERS:
+                        found.add((where, function.name, name))
+    assert found <= RESOLVED_AGAIN, f"resolved again below the decision: {found - RESOLVED_AGAIN}"
+    assert found >= RESOLVED_AGAIN, f"now resolved once (drop them): {RESOLVED_AGAIN - found}"
+
+
 # the one decision (docs/design.md, "Which engine and which plan"): engine.choose before
 # anything starts, engine.settle once Spark can list the inputs, each asked once a run by
 # the entry points below; the rule itself (plan_of, the pool test) is engine.py's alone

@@ -250,3 +250,29 @@ def test_a_job_hands_the_record_its_inputs(tmp_path):
     finally:
         record.end()
     assert "ground_truth" not in Path(record.__file__).read_text(encoding="utf-8")
+
+
+def test_the_record_says_what_ran_beside_what_was_asked(tmp_path, dev_gt_path, preds):
+    """metrics.json's run block: the engine and plan as decided beside the engine asked,
+    and the format each input was read in, as the decision resolved it (a CSV file named
+    .tsv, read as csv because --predictions-format says so)."""
+    tsv = tmp_path / "preds.tsv"
+    tsv.write_bytes(preds.read_bytes())
+    out = tmp_path / "out"
+    argv = ["evaluate", "--ground-truth", dev_gt_path, "--predictions", tsv]
+    assert main(*argv, "--predictions-format", "csv", "--output", out, "--quiet") == 0
+    run = json.loads((out / "metrics.json").read_text())["run"]
+    resolved = run["resolved"]
+    assert run["settings"]["engine"] == "auto" and run["engine"] == "local"
+    assert (resolved["engine"], resolved["engine_asked"]) == ("local", "auto")
+    assert (resolved["plan"], resolved["input"]) == ("per-file", "one submission")
+    (read,) = resolved["predictions"]
+    assert (read["path"], read["format"], read["codec"], read["local"]) == (
+        str(tsv),
+        "csv",
+        None,
+        True,
+    )
+    assert read["bytes"] == tsv.stat().st_size and read["arrow_reads_as_spark"] is True
+    assert resolved["ground_truth"]["format"] == "csv"
+    assert resolved["ground_truth"]["path"] == str(dev_gt_path)
