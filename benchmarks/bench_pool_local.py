@@ -1,0 +1,133 @@
+"""make bench (a pool of local files): the pool scored in worker processes with no JVM,
+beside DuckDB's one query over the pool, the official scorer once per file and the
+per-file plan on Spark, interleaved, medians of N (issue 46's pool rows).
+
+    BENCH_POOL=20 BENCH_POOL_ROWS=500000 BENCH_REPEAT=3 ISC2021_REPO=<isc2021 checkout>
+
+Wall time includes start-up (the JVM for Spark); peak memory is the whole process tree
+(the in-process pool's workers included). The figures of every contender are compared:
+μAP equal to 1e-12 (DuckDB sums in another order), the boards of both engines equal.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import sys
+from pathlib import Path
+
+from bench_matching import BIN, GT, RESULTS, ROOT, measure, report, spark_env
+from bench_pool import write_pool
+
+
+def ours(folder: Path, out: Path, *extra: str) -> list[str]:
+    """The pool command: in process unless ``extra`` asks for Spark."""
+    return [
+        str(BIN / "python"),
+        str(ROOT / "jobs" / "evaluate.py"),
+        "--ground-truth",
+        str(GT),
+        "--predictions",
+        str(folder / "*.csv"),
+        "--output",
+        str(out),
+        "--overwrite",
+        "--quiet",
+        *extra,
+    ]
+
+
+def contenders(folder: Path, env: dict) -> dict[str, list[str]]:
+    out = {name: RESULTS / f"pool_local_{name}" for name in ("r0", "defaults", "spark")}
+    found = {
+        "in process, --resamples 0": ours(folder, out["r0"], "--resamples", "0"),
+        "DuckDB, one query over the pool (no intervals)": [
+            sys.executable,
+            str(ROOT / "benchmarks" / "duckdb_pool.py"),
+            str(GT),
+            str(folder / "*.csv"),
+        ],
+        "in process, defaults (1,000 resamples)": ours(folder, out["defaults"]),
+        "--engine spark (per-file plan), defaults": ours(folder, out["spark"], "--engine", "spark"),
+    }
+    official = os.environ.get("ISC2021_REPO")
+    if official:
+        env["PYTHONPATH"] = os.pathsep.join([str(ROOT), official])
+        found["official ISC2021, once per file"] = [
+            sys.executable,
+            str(ROOT / "benchmarks" / "official_pool.py"),
+            str(GT),
+            str(folder),
+        ]
+    return found
+
+
+def board(out: Path) -> dict[str, float]:
+    rows = json.loads((out / "leaderboard.json").read_text())["submissions"]
+    return {r["submission"]: r["micro_ap"] for r in rows}
+
+
+def figures_agree(stdout: dict[str, str]) -> list[str]:
+    """Lines saying whether every contender's μAP agrees with the in-process board."""
+    ours_ap = board(RESULTS / "pool_local_r0")
+    lines = []
+    duck = json.loads(stdout["DuckDB, one query over the pool (no intervals)"])
+    duck_ap = {Path(f).stem: v["micro_ap"] for f, v in duck.items()}
+    lines.append(f"DuckDB μAP equal to 1e-12: {_close(ours_ap, duck_ap)}")
+    spark_boards = (RESULTS / "pool_local_defaults", RESULTS / "pool_local_spark")
+    a, b = ((p / "leaderboard.json").read_text() for p in spark_boards)
+    same = json.loads(a)["submissions"] == json.loads(b)["submissions"]
+    lines.append(f"leaderboard.json of both engines (defaults) equal: {same}")
+    name = "official ISC2021, once per file"
+    if name in stdout:
+        lines.append(f"official μAP equal to 1e-12: {_close(ours_ap, json.loads(stdout[name]))}")
+    return lines
+
+
+def _close(a: dict[str, float], b: dict[str, float]) -> bool:
+    return set(a) == set(b) and all(abs(a[k] - b[k]) <= 1e-12 for k in a)
+
+
+def main() -> None:
+    n_subs = int(os.environ.get("BENCH_POOL", 20))
+    rows = int(os.environ.get("BENCH_POOL_ROWS", 500_000))
+    repeat = int(os.environ.get("BENCH_REPEAT", 3))
+    folder = write_pool(n_subs, rows)
+    env = spark_env()
+    commands = contenders(folder, env)
+    results = {name: {"seconds": [], "peak_mb": []} for name in commands}
+    stdout = {}
+    for i in range(repeat):
+        for name, cmd in commands.items():
+            seconds, peak, text = measure(cmd, env)
+            results[name]["seconds"].append(round(seconds, 2))
+            results[name]["peak_mb"].append(round(peak))
+            stdout[name] = text.strip().splitlines()[-1] if text.strip() else ""
+            print(f"bench: run {i + 1}/{repeat} {name}: {seconds:.2f} s, {peak:,.0f} MB")
+    med = {n: statistics.median(r["seconds"]) for n, r in results.items()}
+    lines = [
+        f"# A pool of {n_subs} × {rows:,} pairs of local files, {repeat} runs, medians",
+        "",
+        "| command | seconds | peak MB | runs |",
+        "|---|---|---|---|",
+    ]
+    for name, r in results.items():
+        peak = statistics.median(r["peak_mb"])
+        lines.append(f"| {name} | {med[name]:.2f} | {peak:,.0f} | {r['seconds']} |")
+    pairs = [
+        ("DuckDB, one query over the pool (no intervals)", "in process, --resamples 0"),
+        ("official ISC2021, once per file", "in process, defaults (1,000 resamples)"),
+        ("--engine spark (per-file plan), defaults", "in process, defaults (1,000 resamples)"),
+    ]
+    lines.append("")
+    for peer, mine in pairs:
+        if peer in med:
+            lines.append(f"- {peer} ÷ {mine}: {med[peer] / med[mine]:.2f}×")
+    lines += ["", *figures_agree(stdout)]
+    lines += ["", "Commands:", *(f"- {n}: `{' '.join(c)}`" for n, c in commands.items())]
+    report("pool_local", lines, results)
+
+
+if __name__ == "__main__":
+    main()
