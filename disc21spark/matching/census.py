@@ -61,42 +61,56 @@ def census(
     execution sizes the aggregation's). ``pairs``: the parsed predictions the rows come
     from, when they need checking: then the rows carry ``bad`` (a boolean) and the first
     bad row of a submission is looked up in ``pairs`` (its ``bad`` struct)."""
-    flag = "bad" if pairs is not None else "false"
-    keys = rows.selectExpr(SUBMISSION, "query_index", "label", "score", "pair", f"{flag} AS is_bad")
+    flag = F.col("bad") if pairs is not None else F.lit(False)
+    keys = rows.select(SUBMISSION, "query_index", "label", "score", "pair", flag.alias("is_bad"))
     if partitions:
         # beyond 64 tasks a core, more partitions only add tasks (a value larger than the
         # rows, say, would schedule that many empty ones)
         most = 64 * rows.sparkSession.sparkContext.defaultParallelism
         keys = keys.repartition(min(partitions, most), SUBMISSION, "query_index")
-    per_submission = rows.sparkSession.sql(CENSUS, keys=keys)
-    found = {r[SUBMISSION]: r for r in per_submission.collect()}
+    found = {r[SUBMISSION]: r for r in _per_submission(_per_query(keys)).collect()}
     first_bad = _first_bad(pairs, [s for s, r in found.items() if r["bad"]])
     return {sub: _of(r, first_bad.get(sub)) for sub, r in found.items()}
 
 
-# One SQL statement (one py4j call, not one a column): per (submission, query, slice)
-# the rows, bad rows, lowest score, repeats and the scores of its true pairs (collect_list
-# leaves the nulls out); then per (submission, query); then one row per submission.
-CENSUS = f"""
-WITH slices AS (
-  SELECT {SUBMISSION}, query_index, pmod(pair, {SLICES}) AS slice,
-    count(1) AS n, count_if(is_bad) AS bad, min(score) AS bottom,
-    size(collect_list(pair)) - size(array_distinct(collect_list(pair))) AS repeats,
-    collect_list(CASE WHEN label THEN score END) AS trues
-  FROM {{keys}} GROUP BY {SUBMISSION}, query_index, pmod(pair, {SLICES})
-), queries AS (
-  SELECT {SUBMISSION}, query_index, sum(n) AS n, sum(bad) AS bad, min(bottom) AS bottom,
-    sum(repeats) AS repeats, flatten(collect_list(trues)) AS trues
-  FROM slices GROUP BY {SUBMISSION}, query_index
-)
-SELECT {SUBMISSION}, sum(n) AS n, sum(bad) AS bad,
-  sum(CASE WHEN NOT (query_index >= 0) THEN n ELSE 0 END) AS unknown,
-  count_if(query_index >= 0) AS known_queries, sum(repeats) AS repeats,
-  min(CASE WHEN repeats > 0 THEN query_index END) AS repeating, min(bottom) AS bottom,
-  collect_list(CASE WHEN size(trues) > 0 THEN named_struct('q', query_index, 'true', trues) END)
-    AS truths
-FROM queries GROUP BY {SUBMISSION}
-"""
+def _per_query(keys: DataFrame) -> DataFrame:
+    """One row per (submission, query): rows, bad rows, lowest score, repeats and the
+    scores of its true pairs."""
+    hashes = F.collect_list("pair")
+    slices = keys.groupBy(
+        SUBMISSION, "query_index", F.pmod("pair", F.lit(SLICES)).alias("slice")
+    ).agg(
+        F.count(F.lit(1)).alias("n"),
+        F.count_if("is_bad").alias("bad"),
+        F.min("score").alias("bottom"),
+        (F.size(hashes) - F.size(F.array_distinct(hashes))).alias("repeats"),
+        # collect_list leaves the nulls out: the scores of the true pairs only
+        F.collect_list(F.when(F.col("label"), F.col("score"))).alias("true"),
+    )
+    return slices.groupBy(SUBMISSION, "query_index").agg(
+        F.sum("n").alias("n"),
+        F.sum("bad").alias("bad"),
+        F.min("bottom").alias("bottom"),
+        F.sum("repeats").alias("repeats"),
+        F.flatten(F.collect_list("true")).alias("true"),
+    )
+
+
+def _per_submission(queries: DataFrame) -> DataFrame:
+    """One row per submission from its queries' rows (``_per_query``)."""
+    known = F.col("query_index") >= 0
+    return queries.groupBy(SUBMISSION).agg(
+        F.sum("n").alias("n"),
+        F.sum("bad").alias("bad"),
+        F.sum(F.when(~known, F.col("n")).otherwise(0)).alias("unknown"),
+        F.count_if(known).alias("known_queries"),
+        F.sum("repeats").alias("repeats"),
+        F.min(F.when(F.col("repeats") > 0, F.col("query_index"))).alias("repeating"),
+        F.min("bottom").alias("bottom"),
+        F.collect_list(
+            F.when(F.size("true") > 0, F.struct(F.col("query_index").alias("q"), "true"))
+        ).alias("truths"),
+    )
 
 
 def _of(r, first_bad) -> Census:

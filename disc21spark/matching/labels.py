@@ -17,13 +17,9 @@ from disc21spark.matching.model import GroundTruth
 SUBMISSION = "submission"
 
 
-# an unknown query's negative key from its hash (only grouping and messages use it)
-UNKNOWN_QUERY_KEY = f"-1 - pmod(xxhash64({{query_id}}), {2**62})"
-
-
 def unknown_query_key() -> Column:
-    """An unknown query's negative key from its hash (``UNKNOWN_QUERY_KEY``)."""
-    return F.expr(UNKNOWN_QUERY_KEY.format(query_id="query_id"))
+    """An unknown query's negative key from its hash (only grouping and messages use it)."""
+    return F.lit(-1) - F.pmod(F.xxhash64("query_id"), F.lit(2**62))
 
 
 def query_key(query_index: int, gt: GroundTruth) -> Column:
@@ -31,6 +27,11 @@ def query_key(query_index: int, gt: GroundTruth) -> Column:
     if query_index >= 0:
         return F.col("query_id") == F.lit(str(gt.query_ids[query_index]))
     return unknown_query_key() == F.lit(query_index)
+
+
+def pair_hash() -> Column:
+    """64-bit hash of (query_id, reference_id): the repeated-pair check's key."""
+    return F.xxhash64("query_id", "reference_id")
 
 
 def ground_truth_table(spark: SparkSession, gt: GroundTruth) -> DataFrame:
@@ -61,16 +62,13 @@ def labelled(pairs: DataFrame, gt: GroundTruth, *keep: str) -> DataFrame:
     crosses into Python; an unknown query gets its negative key (``unknown_query_key``),
     a missing score NaN, and -0.0 becomes 0.0 (they tie in the official sort)."""
     queries = ground_truth_table(pairs.sparkSession, gt)
-    # one SQL statement: one py4j call where the same plan built column by column took
-    # hundreds; ``pair``, the 64-bit hash of (query_id, reference_id), is the repeat check's key
-    kept = "".join(f", p.{c}" for c in keep)
-    return pairs.sparkSession.sql(
-        f"""SELECT /*+ BROADCAST(q) */ CAST(p.{SUBMISSION} AS int) AS {SUBMISSION},
-          coalesce(q.query_index, {UNKNOWN_QUERY_KEY.format(query_id="p.query_id")}) AS query_index,
-          coalesce(array_contains(q.positives, p.reference_id), false) AS label,
-          coalesce(p.score, double('NaN')) + 0.0D AS score,
-          xxhash64(p.query_id, p.reference_id) AS pair{kept}
-        FROM {{pairs}} p LEFT JOIN {{queries}} q ON p.query_id = q.query_id""",
-        pairs=pairs,
-        queries=queries,
+    joined = pairs.join(F.broadcast(queries), "query_id", "left")
+    label = F.array_contains(F.col("positives"), F.col("reference_id"))
+    return joined.select(
+        F.col(SUBMISSION).cast("int").alias(SUBMISSION),
+        F.coalesce(F.col("query_index"), unknown_query_key()).alias("query_index"),
+        F.coalesce(label, F.lit(False)).alias("label"),
+        (F.coalesce(F.col("score"), F.lit(float("nan"))) + F.lit(0.0)).alias("score"),
+        pair_hash().alias("pair"),
+        *keep,
     )

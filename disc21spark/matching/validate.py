@@ -5,7 +5,6 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from disc21spark.core import sql
 from disc21spark.core.errors import InputError
 from disc21spark.core.paths import display_path
 from disc21spark.matching.read import find_lines
@@ -20,64 +19,71 @@ from disc21spark.matching.rows import (
 )
 
 
-def _problem() -> str:
-    """SQL: what is wrong with a prediction row (evaluated only for rows that are not
-    fine); over the typed score and ``from_csv``."""
-    csv = "from_csv"
-    replaced = "concat_ws('', query_id, reference_id, score_raw, extra)"
-    replaced = f"contains({replaced}, {sql.text(REPLACEMENT)})"
-    text = "coalesce(score_raw, cast(score AS string))"
-    quote, number, finite = (
-        sql.text(t) for t in ("score '", "' is not a number", "' is not finite")
-    )
+def _problem(is_csv: Column) -> Column:
+    """What is wrong with a prediction row (evaluated only for rows that are not fine)."""
+    q, r, raw, score = (F.col(c) for c in ("query_id", "reference_id", "score_raw", "score"))
+    text = F.coalesce(raw, score.cast("string"))
+    replaced = F.concat_ws("", q, r, raw, F.col("extra")).contains(REPLACEMENT)
     return (
-        f"CASE WHEN {csv} AND {replaced} THEN {sql.text(NOT_UTF8)}"
-        f" WHEN extra IS NOT NULL THEN {sql.text(MORE_FIELDS)}"
-        " WHEN query_id IS NULL OR query_id = '' THEN 'empty query_id'"
-        " WHEN reference_id IS NULL OR reference_id = '' THEN 'empty reference_id'"
-        f" WHEN {csv} AND score_raw IS NULL THEN {sql.text(MISSING_SCORE)}"
-        f" WHEN NOT {csv} AND score IS NULL THEN {sql.text(NON_NUMERIC)}"
-        f" WHEN score IS NULL THEN concat({quote}, score_raw, {number})"
-        f" ELSE concat({quote}, {text}, {finite}) END"
+        F.when(is_csv & replaced, F.lit(NOT_UTF8))
+        .when(F.col("extra").isNotNull(), F.lit(MORE_FIELDS))
+        .when(q.isNull() | (q == ""), F.lit("empty query_id"))
+        .when(r.isNull() | (r == ""), F.lit("empty reference_id"))
+        .when(is_csv & raw.isNull(), F.lit(MISSING_SCORE))
+        .when(~is_csv & score.isNull(), F.lit(NON_NUMERIC))
+        .when(score.isNull(), F.concat(F.lit("score '"), raw, F.lit("' is not a number")))
+        .otherwise(F.concat(F.lit("score '"), text, F.lit("' is not finite")))
     )
 
 
-def _is_fine() -> str:
-    """SQL: one cheap conjunction per row; the wording of a problem is built for bad rows
-    only (a replaced byte in the score already makes it no number)."""
-    replaced = sql.text(REPLACEMENT)
-    text = f"(NOT from_csv OR NOT (contains(query_id, {replaced}) OR contains(reference_id, {replaced})))"
-    return (
-        f"coalesce({text} AND query_id != '' AND reference_id != '' AND extra IS NULL"
-        " AND NOT isnan(score) AND abs(score) != double('Infinity'), false)"
+def _is_fine() -> Column:
+    # one cheap conjunction per row; the wording of a problem is built for bad rows only
+    q, r, score = F.col("query_id"), F.col("reference_id"), F.col("score")
+    # a replaced byte in the score already makes it no number
+    text = ~F.col("from_csv") | ~(q.contains(REPLACEMENT) | r.contains(REPLACEMENT))
+    return F.coalesce(
+        text
+        & (q != "")
+        & (r != "")
+        & F.col("extra").isNull()
+        & ~F.isnan(score)
+        & (F.abs(score) != float("inf")),
+        F.lit(False),
     )
 
 
 def typed_predictions(raw: DataFrame, keep: tuple[str, ...] = ()) -> DataFrame:
     """Header lines dropped, score typed, and ``bad``: null when the row is fine, else a
-    struct saying where and what (only bad rows carry text beyond the ids). Written as
-    SQL: a handful of py4j calls, not hundreds."""
-    header = " AND ".join(
-        f"{c} = {sql.text(name)}"
-        for c, name in zip(("query_id", "reference_id", "score_raw"), PREDICTION_COLUMNS)
+    struct saying where and what (only bad rows carry text beyond the ids)."""
+    is_header = (
+        (F.col("query_id") == PREDICTION_COLUMNS[0])
+        & (F.col("reference_id") == PREDICTION_COLUMNS[1])
+        & (F.col("score_raw") == PREDICTION_COLUMNS[2])
+        & F.col("extra").isNull()
     )
-    rows = raw.where(f"NOT coalesce({header} AND extra IS NULL, false)")
+    rows = raw.where(~F.coalesce(is_header, F.lit(False)))
     # + 0.0 turns -0.0 into 0.0: they tie in the official sort and must here too
-    rows = rows.withColumn("score", F.expr("coalesce(score, try_cast(score_raw AS double)) + 0.0D"))
+    score = F.coalesce(F.col("score"), F.col("score_raw").try_cast("double")) + F.lit(0.0)
+    rows = rows.withColumn("score", score)
     # ``order`` first: the earliest bad row is the struct's minimum (the message names the
     # first bad line, as the in-process engine does; within one split, rows keep file order)
-    bad = (
-        "named_struct('order', `order`, 'file', file, 'from_csv', from_csv, 'query_id', query_id,"
-        " 'reference_id', reference_id, 'score_raw', score_raw, 'extra', extra,"
-        f" 'problem', {_problem()})"
+    bad = F.struct(
+        "order",
+        "file",
+        "from_csv",
+        "query_id",
+        "reference_id",
+        "score_raw",
+        "extra",
+        _problem(F.col("from_csv")).alias("problem"),
     )
-    return rows.selectExpr(
+    return rows.select(
         *keep,
         "file",
         "query_id",
         "reference_id",
         "score",
-        f"CASE WHEN NOT {_is_fine()} THEN {bad} END AS bad",
+        F.when(~_is_fine(), bad).alias("bad"),
     )
 
 
