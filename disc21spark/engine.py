@@ -1,6 +1,5 @@
 """Which engine scores an input, and which plan each submission follows: decided here,
 from plain values, and handed to the jobs (none of them looks at a session to tell).
-
 Engines: ``local`` (this process: Arrow and the numpy specification, no JVM) and
 ``spark`` (a SparkSession: local[*], a standalone cluster, YARN...). Plans, per run:
 
@@ -18,17 +17,16 @@ The rule (``--engine``, ``--pool-plan``, ``--local-max-bytes``; the docs hold it
    which reads one file in batches of ``batch_bytes`` (a sixteenth of ``local_max_bytes``;
    auto: ``in_process_limit``), whatever its size, and a pool of local files (each read
    alike by Arrow and Spark, within the per-file limit) in worker processes
-   (``pool/in_process.py``). ``--engine local`` insists, and says why it cannot. Under
-   spark-submit too: no SparkSession is started for local files;
+   (``pool/in_process.py``), but under spark-submit, where a pool goes to its cluster.
+   ``--engine local`` insists, and says why it cannot;
 2. on Spark, plan ``auto`` is ``per-file`` when every submission file is read alike by
    Arrow (by its name: CSV, .gz, .bz2, Parquet with string ids) and at most
    ``local_max_bytes`` (auto: ``TASK_MAX_BYTES``, a task's share), whatever its file
    system; else ``distributed``. One submission with ``--engine spark`` asked for keeps
    the distributed plan unless per-file is asked.
 
-``choose`` takes plain values (for ``disc21spark.evaluate`` as for the command line);
-``settle`` finishes it once Spark lists the inputs: one submission or a pool, the files
-and their sizes, the plan, and why (``Choice.reasons``; ``--explain`` prints them).
+``choose`` takes plain values; ``settle`` finishes it once Spark lists the inputs (the
+files, the plan, why: ``Choice.reasons``, which ``--explain`` prints).
 """
 
 from __future__ import annotations
@@ -274,6 +272,8 @@ def _local_pool(
     why = why or next(filter(None, (_not_per_file(f, n, fmt, limit) for f, n in files)), None)
     if spark.asked == "local" and (why or around):
         raise InputError("--engine local", f"{why or around}; use --engine spark")
+    # under spark-submit a pool goes to the session's cluster, as organisers submit it
+    master = master or ("PYSPARK_GATEWAY_PORT" in os.environ and "of spark-submit")
     if why or around or (master and spark.asked != "local"):
         return spark.because(why or around or f"--master {master}")
     workers = min(len(files), len(os.sched_getaffinity(0)))
