@@ -145,6 +145,10 @@ def test_auto_engine_choice(tmp_path, monkeypatch):
     assert choose(args_for(tmp_path)) == "local"
     assert choose(args_for(tmp_path, "--engine", "local")) == "local"
     assert choose(args_for(tmp_path, "--local-max-bytes", "4")) == "local"
+    # but a pool goes to spark-submit's cluster (--engine local keeps it here)
+    (tmp_path / "pool" / "b.csv.deflate").unlink()
+    assert choose(args_for(tmp_path, predictions=pool)) == "spark"
+    assert choose(args_for(tmp_path, "--engine", "local", predictions=pool)) == "local"
 
 
 def test_local_engine_refuses_what_it_cannot_read(tmp_path, monkeypatch):
