@@ -8,7 +8,7 @@ import sys
 import pandas as pd
 
 from disc21spark.matching.model import GroundTruth
-from disc21spark.matching.spec import evaluate
+from disc21spark.matching.oracle.spec import evaluate
 from disc21spark.testing.synth import read_ground_truth_csv
 
 

@@ -22,8 +22,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from disc21spark.core.spark_images import local_paths  # noqa: E402
 from disc21spark.descriptors import spec as search  # noqa: E402
-from disc21spark.matching import spec as metrics  # noqa: E402
 from disc21spark.matching.model import GroundTruth  # noqa: E402
+from disc21spark.matching.oracle import spec as metrics  # noqa: E402
 from disc21spark.queries import bench_folder as benchset  # noqa: E402
 from disc21spark.queries import codec as images  # noqa: E402
 from disc21spark.ranks import methods as features  # noqa: E402

@@ -7,7 +7,7 @@ Engines: ``local`` (this process: Arrow and the numpy specification, no JVM) and
   bytes: in this process (the local engine; one local file on Spark's driver) or in a
   Spark task of its own that reads the bytes through Spark (``binaryFile``: every path
   Spark reads, hdfs://, s3a://, gs://, abfs://, viewfs://...);
-* ``distributed``: the distributed plan (``matching/plan.py``, ``score.py``): the rows
+* ``distributed``: the distributed plan (``matching/spark/plan.py``, ``score.py``): the rows
   spread over the cluster, for files larger than one Python worker holds comfortably.
 
 The rule (``--engine``, ``--pool-plan``, ``--local-max-bytes``; the docs hold it as a table):
@@ -80,7 +80,7 @@ class Choice:
     plan: str = "auto"
     asked: str = "auto"  # the engine the user asked for
     local_max_bytes: int | None = LOCAL_MAX_BYTES
-    # the local engine reads a file this many bytes at a time (matching/batched.py,
+    # the local engine reads a file this many bytes at a time (matching/inprocess/batched.py,
     # ``batch_bytes``); None: no file (a table in memory), or not the local engine
     batch_bytes: int | None = None
     kind: str | None = None  # KINDS; None until settled (``choose`` knows it for local)

@@ -8,7 +8,7 @@ checked:
   tool the docs document (TOOL_OPTIONS, with a reason each). After a command's name
   (``make-queries --query-format``, ``jobs/evaluate.py --knn``) it must be that command's.
   An old, renamed spelling is allowed only on the page that maps old names to new ones;
-- a path (``disc21spark/matching/plan.py``, ``jobs/*.py``, ``matching/plan.py``,
+- a path (``disc21spark/matching/spark/plan.py``, ``jobs/*.py``, ``matching/spark/plan.py``,
   ``tests/test_pool.py::test_name``): a file of the checkout, found from the checkout or
   from the package (a path may leave out ``disc21spark/``), the test named in it defined;
 - an output file (``metrics.json``, ``demo/out/pr_curve.png``, ``<stem>_run.json``): a
@@ -152,7 +152,7 @@ def check_options(text: str, page: str) -> list[tuple[str, str]]:
 
 def find_file(path: str) -> str | None:
     """The checkout's file (or a file in the folder) this path names; a path that does not
-    start at the checkout's top may start inside the package (``matching/plan.py``)."""
+    start at the checkout's top may start inside the package (``matching/spark/plan.py``)."""
     folder = path.endswith("/")
     anchor = "^" if path.split("/")[0] in TOP else r"(^|/)"
     pattern = re.compile(anchor + as_pattern(path.rstrip("/")).pattern)

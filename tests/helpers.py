@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 
 from disc21spark.matching.model import GroundTruth
+from disc21spark.matching.oracle.per_query import per_query
 from disc21spark.matching.per_query import COLUMNS
-from disc21spark.matching.per_query_spec import per_query
 
 
 def make_gt(n_queries: int, n_positive: int) -> GroundTruth:
@@ -123,9 +123,9 @@ def score_file(
     """The in-process engine on the local file ``path``, resolved as the decision
     resolves it (``resolve.resolve``) and scored with those settings; ``path`` as given
     names it in the messages and warnings."""
-    from disc21spark.matching.batched import score_source
+    from disc21spark.matching.inprocess.batched import score_source
+    from disc21spark.matching.inprocess.source import Source
     from disc21spark.matching.model import Settings
-    from disc21spark.matching.source import Source
     from disc21spark.resolve import resolve
 
     settings = Settings(max_results, curve_points, resampling, per_query, batch_bytes)

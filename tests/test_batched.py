@@ -1,4 +1,4 @@
-"""A file past the in-process limit, read in batches (matching/batched.py): the same
+"""A file past the in-process limit, read in batches (matching/inprocess/batched.py): the same
 figures, intervals, groups, warnings and errors as the whole-file engine and the numpy
 specification, bit for bit, whatever the batch size; ``engine.choose`` sends such a
 file there (never to Spark) and says so; the one-line error when memory cannot hold it."""
@@ -21,10 +21,10 @@ from hypothesis import strategies as st
 from disc21spark import engine
 from disc21spark.core.errors import InputError
 from disc21spark.core.phases import Phases
-from disc21spark.matching.source import Source
-from disc21spark.matching.spec import encode, evaluate_encoded
-from disc21spark.matching.stats import groups_spec
-from disc21spark.matching.stats import spec as stats_spec
+from disc21spark.matching.inprocess.source import Source
+from disc21spark.matching.oracle import bootstrap as stats_spec
+from disc21spark.matching.oracle import groups as groups_spec
+from disc21spark.matching.oracle.spec import encode, evaluate_encoded
 from disc21spark.matching.stats.groups_file import read_query_groups
 from disc21spark.matching.stats.model import Resampling
 from disc21spark.resolve import resolve
@@ -265,7 +265,7 @@ def test_the_command_past_a_small_limit_scores_every_format_in_batches(tmp_path)
 
 def test_a_source_is_read_the_same_in_batches(tmp_path):
     """The reader alone: concatenated batches are the whole file's pairs."""
-    from disc21spark.matching.local_read import iter_pairs
+    from disc21spark.matching.inprocess.local_read import iter_pairs
 
     path = tmp_path / "p.csv"
     path.write_text(" Q1 , R1 ,0.5\n\nquery_id,reference_id,score\nQ2,R2,-0.0\n" * 50)
@@ -282,7 +282,7 @@ def test_pairs_that_share_a_key_are_told_apart_by_their_ids(tmp_path, monkeypatc
     """Every reference hashed alike (a collision for every pair of a query): a file with
     no repeated pair is scored as the whole file is, and one with a repeat is named as
     the whole file names it."""
-    from disc21spark.matching import codes
+    from disc21spark.matching.inprocess import codes
 
     gt = make_gt(10, 6)
     frame = random_submission(np.random.default_rng(3), gt, 400, 50)
@@ -298,8 +298,8 @@ def test_pairs_that_share_a_key_are_told_apart_by_their_ids(tmp_path, monkeypatc
 
 
 def test_string_hashes_follow_the_bytes():
-    from disc21spark.matching.arrays import strings
-    from disc21spark.matching.codes import string_hashes
+    from disc21spark.matching.inprocess.arrays import strings
+    from disc21spark.matching.inprocess.codes import string_hashes
 
     values = ["R1", "R1", "R10", "1R", "R01", "é", "R1 ", "x" * 5000]
     h = string_hashes(strings(values))

@@ -136,7 +136,7 @@ def test_a_pool_on_a_cluster_with_the_archive_equals_local_mode(
     descriptor track and make_queries through URIs run on the same cluster in
     test_cluster.py."""
     from disc21spark.matching.ground_truth import load_ground_truth
-    from disc21spark.matching.spec import evaluate
+    from disc21spark.matching.oracle.spec import evaluate
 
     work = tmp_path / "elsewhere"  # the user's folder, not the checkout
     work.mkdir()

@@ -18,8 +18,8 @@ MAX_PARAMETERS = 6
 # its values (issue 45): the in-process engine's and the per-file plan's (resolved
 # inputs), and the Spark plan's; none may be added
 MANY_PARAMETERS = {
-    "disc21spark/matching/plan.py score_rows",
-    "disc21spark/matching/stats/spark.py attach",
+    "disc21spark/matching/spark/plan.py score_rows",
+    "disc21spark/matching/spark/bootstrap.py attach",
 }
 
 
@@ -159,13 +159,13 @@ RESOLVERS = {
 # 45): the ground truth's reading, the report's record and the jobs built by hand; none
 # may be added, and one gone must leave this list
 RESOLVED_AGAIN = {
-    ("matching/source.py", "local_lines", "local_path"),
-    ("matching/source.py", "local_lines", "file_format"),
-    ("matching/source.py", "local_table_rows", "local_path"),
-    ("matching/source.py", "local_table_rows", "file_format"),
-    ("matching/read.py", "spark_table_rows", "detect_format"),
+    ("matching/inprocess/source.py", "local_lines", "local_path"),
+    ("matching/inprocess/source.py", "local_lines", "file_format"),
+    ("matching/inprocess/source.py", "local_table_rows", "local_path"),
+    ("matching/inprocess/source.py", "local_table_rows", "file_format"),
+    ("matching/spark/read.py", "spark_table_rows", "detect_format"),
     ("matching/ground_truth.py", "load_ground_truth", "engine_of"),
-    ("matching/report.py", "run_document", "engine_of"),
+    ("matching/reports/report.py", "run_document", "engine_of"),
     ("matching/job.py", "run", "check_writable"),
     ("pool/job.py", "run", "check_writable"),
 }

@@ -17,7 +17,7 @@ from disc21spark.matching import coverage
 from disc21spark.matching.job import MatchingJob, score_predictions
 from disc21spark.matching.job import run as run_matching
 from disc21spark.matching.model import GroundTruth
-from disc21spark.matching.spec import evaluate
+from disc21spark.matching.oracle.spec import evaluate
 from disc21spark.pool import job as pool
 from tests.helpers import score_file
 

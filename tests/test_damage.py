@@ -47,7 +47,7 @@ def test_a_damaged_arrow_schema_is_left_out_as_spark_leaves_it_out():
     import pyarrow.parquet as pq
 
     from disc21spark.core.errors import InputError
-    from disc21spark.matching.source import ARROW_SCHEMA, Source, parquet_table
+    from disc21spark.matching.inprocess.source import ARROW_SCHEMA, Source, parquet_table
 
     table = pa.table(
         {"query_id": ["ARROW:schema", "Q2"], "reference_id": ["R1", "R2"], "score": [0.5, 0.25]}

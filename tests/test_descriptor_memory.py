@@ -11,8 +11,8 @@ import numpy as np
 import pandas as pd
 
 from disc21spark.descriptors import spec as S
-from disc21spark.matching import spec as matching_spec
 from disc21spark.matching.ground_truth import load_ground_truth
+from disc21spark.matching.oracle import spec as matching_spec
 from disc21spark.testing.synth import write_hdf5_descriptors
 from tests.conftest import run_evaluate, spark_submit
 

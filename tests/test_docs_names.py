@@ -46,7 +46,7 @@ def test_a_made_up_name_is_caught(text, caught):
 @pytest.mark.parametrize(
     "text",
     [
-        "`disc21spark/matching/plan.py`, `matching/plan.py`, `jobs/*.py`, `metrics.json`",
+        "`disc21spark/matching/spark/plan.py`, `matching/spark/plan.py`, `jobs/*.py`, `metrics.json`",
         "`make-queries --query-format png`, `evaluate --query-descriptors`, `--archives`",
         "`disc21spark.testing.synth`, `engine.choose`, `ds.evaluate`, `m.pr_curve`",
         "`tests/test_pool.py`, `demo/out/pr_curve.png`, `<stem>_run.json`",

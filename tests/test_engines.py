@@ -18,7 +18,7 @@ from disc21spark import engine
 from disc21spark.commands import evaluate as evaluate_command
 from disc21spark.core.errors import InputError
 from disc21spark.matching.job import MatchingJob, run
-from disc21spark.matching.spec import evaluate
+from disc21spark.matching.oracle.spec import evaluate
 from tests.conftest import cli_env
 from tests.evaluate_inputs import BAD_GROUND_TRUTH, BAD_PREDICTIONS, GT_LINES, args_for, write
 from tests.helpers import assert_same, gt_csv, make_gt, random_submission
@@ -251,9 +251,9 @@ def test_the_in_process_engine_scores_bytes_as_it_scores_the_file(tmp_path, suff
     import bz2
     import gzip
 
-    from disc21spark.matching import local
+    from disc21spark.matching.inprocess import local
+    from disc21spark.matching.inprocess.source import Source
     from disc21spark.matching.model import Settings
-    from disc21spark.matching.source import Source
     from disc21spark.resolve import resolve
 
     gt = make_gt(40, 25)

@@ -13,7 +13,7 @@ import pytest
 
 from disc21spark.core.errors import InputError, OutputError
 from disc21spark.matching.job import MatchingJob, run
-from disc21spark.matching.spec import evaluate
+from disc21spark.matching.oracle.spec import evaluate
 from disc21spark.testing.synth import read_ground_truth_csv, simulate_submission
 from tests.conftest import run_evaluate, spark_submit
 from tests.evaluate_inputs import BAD_GROUND_TRUTH, BAD_PREDICTIONS, GT_LINES, write

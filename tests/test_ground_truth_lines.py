@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from disc21spark.core.errors import InputError
-from disc21spark.matching import source
+from disc21spark.matching.inprocess import source
 from disc21spark.matching.rows import (
     Row,
     parse_csv_line,

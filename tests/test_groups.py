@@ -1,5 +1,5 @@
 """μAP by query group (--query-groups): the groups file's errors, a hand-computed case, the
-one counting pass equal to the definition by restriction (stats/groups_spec.py) on every
+one counting pass equal to the definition by restriction (matching/oracle/groups.py) on every
 engine and plan, bit for bit."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from disc21spark.core.errors import InputError
 from disc21spark.matching.model import GroundTruth
-from disc21spark.matching.stats import groups_spec
+from disc21spark.matching.oracle import groups as groups_spec
 from disc21spark.matching.stats.groups_file import read_query_groups
 from disc21spark.matching.stats.model import Resampling
 from tests import helpers
@@ -179,8 +179,8 @@ def random_groups(tmp: Path, rng, gt: GroundTruth, n_groups: int):
 @example(seed=4, n=200, n_scores=7, partitions=1)
 @example(seed=4, n=200, n_scores=7, partitions=3)
 def test_spark_plan_equals_the_definition(spark, tmp_path_factory, seed, n, n_scores, partitions):
-    from disc21spark.matching import labels
-    from disc21spark.matching.score import Scoring, score
+    from disc21spark.matching.spark import labels
+    from disc21spark.matching.spark.score import Scoring, score
 
     rng = np.random.default_rng(seed)
     gt = make_gt(30, 18)
@@ -201,10 +201,10 @@ def test_figures_intervals_and_groups_at_every_partitioning(spark, tmp_path, par
     partitionings the random draws above leave out (many of 50 partitions hold a pair or
     none): each equal to its specification bit for bit, with ties, -0.0, distractors and
     unknown queries (``random_submission``)."""
-    from disc21spark.matching import labels
-    from disc21spark.matching.score import Scoring, score
-    from disc21spark.matching.spec import evaluate
-    from disc21spark.matching.stats import spec
+    from disc21spark.matching.oracle import bootstrap as spec
+    from disc21spark.matching.oracle.spec import evaluate
+    from disc21spark.matching.spark import labels
+    from disc21spark.matching.spark.score import Scoring, score
     from tests.helpers import assert_same, assert_same_uncertainty
 
     rng = np.random.default_rng(partitions)

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from disc21spark.matching.model import GroundTruth, Submission
-from disc21spark.matching.spec import evaluate
+from disc21spark.matching.oracle.bootstrap import bootstrap
+from disc21spark.matching.oracle.spec import evaluate
 from disc21spark.matching.stats.model import Resampling
-from disc21spark.matching.stats.spec import bootstrap
 from disc21spark.pool import report
 from tests.chromium import Browser, chromium_path
 from tests.helpers import make_gt, random_submission, score_file
@@ -198,7 +198,7 @@ def pool_with_intervals() -> list[Submission]:
 
 
 def spec_label(frame, gt) -> np.ndarray:
-    from disc21spark.matching.spec import label_pairs
+    from disc21spark.matching.oracle.spec import label_pairs
 
     return label_pairs(frame.query_id.to_numpy(), frame.reference_id.to_numpy(), gt)
 

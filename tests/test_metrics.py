@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from disc21spark.matching.model import GroundTruth, PRCurve
-from disc21spark.matching.spec import evaluate, thin_curve
+from disc21spark.matching.oracle.spec import evaluate, thin_curve
 
 
 def gt_of(pairs, distractors=()):
@@ -195,7 +195,7 @@ def test_counted_positions_equal_the_sorted_order(seed, n, n_scores, parts):
     """The distributed plan's counting (positions.py), partition by partition, gives every
     true pair the position and rank of the specification's sort, ties and -0.0 included."""
     from disc21spark.matching import positions
-    from disc21spark.matching.spec import pessimistic_order, true_pair_ranks
+    from disc21spark.matching.oracle.spec import pessimistic_order, true_pair_ranks
 
     rng = np.random.default_rng(seed)
     query = rng.integers(0, 20, n)
@@ -230,7 +230,7 @@ def test_the_in_process_count_gives_the_specifications_figures(seed, n, n_scores
     import pyarrow as pa
 
     from disc21spark.api.tables import score_table
-    from disc21spark.matching.spec import encode, evaluate_encoded
+    from disc21spark.matching.oracle.spec import encode, evaluate_encoded
 
     rng = np.random.default_rng(seed)
     gt = gt_of([(f"q{i}", f"r{i}") for i in range(12)], [f"q{i}" for i in range(12, 16)])

@@ -1,5 +1,5 @@
 """Per-query results (--per-query, queries.csv): a hand-computed case, and every engine and
-plan equal to the brute-force oracle (matching/per_query_spec.py) on generated submissions
+plan equal to the brute-force oracle (matching/oracle/per_query.py) on generated submissions
 with ties, -0.0, distractors and unknown queries; the contribution column sums to μAP."""
 
 from __future__ import annotations
@@ -116,8 +116,8 @@ def test_in_process_equals_the_oracle(tmp_path_factory, seed, n, n_scores, batch
 
 @pytest.mark.parametrize("partitions", [1, 7])
 def test_the_distributed_plan_equals_the_oracle(spark, partitions):
-    from disc21spark.matching import labels
-    from disc21spark.matching.score import Scoring, score
+    from disc21spark.matching.spark import labels
+    from disc21spark.matching.spark.score import Scoring, score
 
     rng = np.random.default_rng(partitions)
     gt = make_gt(30, 18)

@@ -19,10 +19,10 @@ import pytest
 from disc21spark import engine
 from disc21spark.core import faults
 from disc21spark.core.errors import InputError
-from disc21spark.matching import per_file
+from disc21spark.matching.inprocess.source import Source
 from disc21spark.matching.model import Settings, Submission
-from disc21spark.matching.source import Source
-from disc21spark.matching.spec import evaluate
+from disc21spark.matching.oracle.spec import evaluate
+from disc21spark.matching.spark import per_file
 from disc21spark.pool import job as pool
 from tests.conftest import ROOT, cli_env
 from tests.pool_helpers import GT, ground_truth, mount, random_submission

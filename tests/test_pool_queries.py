@@ -14,7 +14,7 @@ import pytest
 
 from disc21spark import evaluate_pool
 from disc21spark.commands import main
-from disc21spark.matching import local
+from disc21spark.matching.inprocess import local
 from disc21spark.pool.queries import MISSED_COLUMNS, SEPARATING_COLUMNS
 from tests import helpers
 from tests.helpers import assert_equal_to_oracle, gt_csv, make_gt, random_submission

@@ -16,8 +16,8 @@ import pytest
 from PIL import Image
 
 from disc21spark.core.errors import InputError
-from disc21spark.matching import spec as metrics
 from disc21spark.matching.model import GroundTruth
+from disc21spark.matching.oracle import spec as metrics
 from disc21spark.queries import bench_folder as benchset
 from disc21spark.queries import codec as images
 from disc21spark.queries.transforms import parse_tests
@@ -371,7 +371,7 @@ def test_micro_ap_by_test_from_the_query_groups_file(bench, report):
     """by_group.csv: each method's kNN pairs over the whole bench, by the bench's
     query_groups.csv, equal to the definition by restriction (with the same resamples)."""
     from disc21spark.matching.ground_truth import load_ground_truth
-    from disc21spark.matching.stats import groups_spec
+    from disc21spark.matching.oracle import groups as groups_spec
     from disc21spark.matching.stats.groups_file import read_query_groups
     from disc21spark.matching.stats.model import STATISTICS, Resampling
 

@@ -9,11 +9,11 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from pyspark.sql import functions as F
 
-from disc21spark.matching import labels
-from disc21spark.matching import plan as scoring
 from disc21spark.matching.model import GroundTruth
-from disc21spark.matching.score import Scoring, score
-from disc21spark.matching.spec import evaluate
+from disc21spark.matching.oracle.spec import evaluate
+from disc21spark.matching.spark import labels
+from disc21spark.matching.spark import plan as scoring
+from disc21spark.matching.spark.score import Scoring, score
 from tests.helpers import assert_same, make_gt, random_submission
 
 
@@ -74,7 +74,7 @@ def test_spark_equals_specification_for_1_2_7_50_partitions(spark, seed, n, n_sc
 
 def counted_rows(rows):
     """The counting job of ``rows`` as the plan runs it, against the census's true pairs."""
-    from disc21spark.matching.census import census
+    from disc21spark.matching.spark.census import census
 
     truths = {s: c.truth for s, c in census(rows).items()}
     grid = scoring.Grid.of(truths)
@@ -151,8 +151,8 @@ def test_counts_of_a_pool_mixed_over_partitions_equal_the_specification(spark):
     """Partitions that mix submissions (a one-table pool) count each submission's sorted
     positions, ranks and optimistic buckets, with many ties and -0.0 beside 0.0."""
     from disc21spark.matching import positions
-    from disc21spark.matching.census import census
-    from disc21spark.matching.spec import pessimistic_order, true_pair_ranks
+    from disc21spark.matching.oracle.spec import pessimistic_order, true_pair_ranks
+    from disc21spark.matching.spark.census import census
     from disc21spark.matching.stats.weighted import buckets, levels_of
 
     rng = np.random.default_rng(1)
@@ -202,7 +202,7 @@ def test_census_of_partitions_adds_up_to_counting_by_hand(spark, seed, n, parts)
     copies beyond its first) and the smallest query holding one, its true pairs."""
     from collections import Counter
 
-    from disc21spark.matching.census import census
+    from disc21spark.matching.spark.census import census
 
     rng = np.random.default_rng(seed)
     sub = rng.integers(0, 3, n).astype(np.int32)

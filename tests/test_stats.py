@@ -11,8 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from disc21spark.matching import kernel
-from disc21spark.matching import spec as matching_spec
-from disc21spark.matching.stats import compare, spec, weighted, weights
+from disc21spark.matching.oracle import bootstrap as spec
+from disc21spark.matching.oracle import spec as matching_spec
+from disc21spark.matching.stats import compare, weighted, weights
 from disc21spark.matching.stats.compare import holm
 from disc21spark.matching.stats.model import Resampling, Uncertainty
 from disc21spark.matching.stats.weights import THRESHOLDS, poisson_weights, query_keys

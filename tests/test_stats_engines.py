@@ -1,5 +1,5 @@
 """The intervals on every engine and plan: the in-process engine, the Spark plan (any
-partitioning) and both pool plans equal the numpy specification (stats/spec.py) bit for bit."""
+partitioning) and both pool plans equal the numpy specification (matching/oracle/bootstrap.py) bit for bit."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from disc21spark import engine
-from disc21spark.matching import labels
 from disc21spark.matching.job import MatchingJob, run
-from disc21spark.matching.score import Scoring, score
-from disc21spark.matching.stats import spec
+from disc21spark.matching.oracle import bootstrap as spec
+from disc21spark.matching.spark import labels
+from disc21spark.matching.spark.score import Scoring, score
 from disc21spark.matching.stats.model import Resampling
 from disc21spark.pool import job as pool_job
 from tests.helpers import assert_same_uncertainty, gt_csv, make_gt, random_submission

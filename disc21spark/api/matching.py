@@ -188,8 +188,8 @@ def _spark_raw(spark: Any, value: Any, source: str, keep: tuple[str, ...] = ()) 
     """A table (Spark, pandas or Arrow) as raw predictions on Spark (``read.typed_table``)."""
     from pyspark.sql import functions as F
 
-    from disc21spark.matching.read import typed_table
     from disc21spark.matching.rows import PREDICTION_COLUMNS
+    from disc21spark.matching.spark.read import typed_table
 
     if kind(value) == ARROW:  # a table in memory forced onto Spark, checked as in process
         inputs.arrow_columns(value, source, (*PREDICTION_COLUMNS, *keep))

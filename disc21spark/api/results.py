@@ -146,7 +146,7 @@ class Leaderboard:
 
     def plot(self, top: int = pool_report.TOP_PLOTTED) -> Figure:
         """The PR curves of the ``top`` best submissions, as pr_curves.png draws them."""
-        from disc21spark.matching.curve_figure import curves_figure
+        from disc21spark.matching.reports.curve_figure import curves_figure
 
         scored = [s for s in pool_report.ordered(self.submissions) if s.status == "ok"]
         title = f"DISC21 matching track: top {min(top, len(scored))} of {len(self.submissions)}"

@@ -1,5 +1,5 @@
 """A submission held in memory (a pandas DataFrame, a pyarrow Table) scored in this
-process: the in-process engine's functions (``matching/local.py``: integer codes, the
+process: the in-process engine's functions (``matching/inprocess/local.py``: integer codes, the
 numpy specification, the coverage warnings) on a table instead of a file.
 
 The table is read as a Parquet table is (typed columns, ids not stripped) and a bad one
@@ -15,11 +15,11 @@ import pyarrow as pa
 
 from disc21spark.api.inputs import arrow_table
 from disc21spark.core.errors import InputError
-from disc21spark.matching.batched import score_source
-from disc21spark.matching.local_read import Pairs
+from disc21spark.matching.inprocess.batched import score_source
+from disc21spark.matching.inprocess.local_read import Pairs
+from disc21spark.matching.inprocess.source import Source
 from disc21spark.matching.model import GroundTruth, MatchingMetrics, Settings
 from disc21spark.matching.rows import PREDICTION_COLUMNS, first_bad_row
-from disc21spark.matching.source import Source
 from disc21spark.matching.stats.model import Resampling
 
 

@@ -71,7 +71,7 @@ TASK_MAX_BYTES = 256 << 20
 
 
 def batch_bytes(limit: int) -> int:
-    """The batch the local engine reads a file in (``matching/batched.py``) for an
+    """The batch the local engine reads a file in (``matching/inprocess/batched.py``) for an
     in-process limit of ``limit`` bytes: a sixteenth of it (a batch's peak is about eight
     times its bytes, PEAK_PER_BYTE), within SMALLEST_BATCH … BATCH_BYTES."""
     return int(min(BATCH_BYTES, max(SMALLEST_BATCH, limit // 16)))

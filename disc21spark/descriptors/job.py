@@ -33,10 +33,10 @@ from disc21spark.descriptors import spec as descriptor_spec
 from disc21spark.descriptors.budgets import plan as budget_plan
 from disc21spark.descriptors.budgets.spec import Budgets
 from disc21spark.descriptors.outcome import Scores, SearchOutcome
-from disc21spark.matching import report
 from disc21spark.matching.ground_truth import ground_truth_phase
 from disc21spark.matching.model import GroundTruth, MatchingMetrics
-from disc21spark.matching.score import Scoring
+from disc21spark.matching.reports import report
+from disc21spark.matching.spark.score import Scoring
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from disc21spark.descriptors.outcome import Scores, SearchOutcome
-from disc21spark.matching import report
+from disc21spark.matching.reports import report
 
 
 def write_predictions(pairs: DataFrame, target: Path) -> None:

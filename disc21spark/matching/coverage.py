@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from disc21spark.core.paths import IMAGE_SUFFIX_PATTERN, bare_image_name
-from disc21spark.matching.arrays import compute, numbers, strings
+from disc21spark.matching.inprocess.arrays import compute, numbers, strings
 from disc21spark.matching.model import GroundTruth, MatchingMetrics
 
 if TYPE_CHECKING:
@@ -207,7 +207,7 @@ def _spark_ids(
     import pandas as pd
     from pyspark.sql import functions as F
 
-    from disc21spark.matching.labels import SUBMISSION
+    from disc21spark.matching.spark.labels import SUBMISSION
 
     def id_set(values: np.ndarray, name: str) -> DataFrame:
         table = pd.DataFrame({name: pd.Series(values, dtype=object).astype(str)})

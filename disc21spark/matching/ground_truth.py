@@ -6,7 +6,7 @@ from typing import Any
 
 from disc21spark.core.phases import Phases
 from disc21spark.engine import engine_of
-from disc21spark.matching import source
+from disc21spark.matching.inprocess import source
 from disc21spark.matching.model import GroundTruth
 from disc21spark.matching.rows import (
     GROUND_TRUTH_COLUMNS,
@@ -20,7 +20,7 @@ def load_ground_truth(spark: Any, path: str, fmt: str = "auto") -> GroundTruth:
     or, without a session, from a local file with the same rules. Raises InputError."""
     if engine_of(spark).name == "spark":
         # here, not above: the in-process engine never pays for importing PySpark
-        from disc21spark.matching.read import spark_table_rows
+        from disc21spark.matching.spark.read import spark_table_rows
 
         rows = spark_table_rows(spark, path, GROUND_TRUTH_COLUMNS, fmt)
     else:

@@ -19,9 +19,11 @@ from disc21spark.core.errors import InputError
 from disc21spark.core.output import check_writable, staged_output
 from disc21spark.core.phases import Phases
 from disc21spark.core.runner import fields_from_options
-from disc21spark.matching import coverage, local, report
+from disc21spark.matching import coverage
 from disc21spark.matching.ground_truth import ground_truth_phase, groups_phase
+from disc21spark.matching.inprocess import local
 from disc21spark.matching.model import GroundTruth, MatchingMetrics
+from disc21spark.matching.reports import report
 from disc21spark.matching.scoring_job import ScoringJob
 
 if TYPE_CHECKING:
@@ -106,7 +108,7 @@ def _in_process(
             if not job.choice.needs_spark:  # the decision said Arrow reads it: say so
                 raise
             return None
-    from disc21spark.matching import per_file
+    from disc21spark.matching.spark import per_file
 
     with phases.phase("score") as note:
         (outcome,) = per_file.score_files(spark, [resolved], gt, settings)
@@ -124,7 +126,7 @@ def _distributed(
 ) -> MatchingMetrics:
     """The distributed plan of ``score.py``. Says nothing: the warnings are returned."""
     # here, not above: the in-process engine never pays for importing PySpark
-    from disc21spark.matching.read import read_predictions
+    from disc21spark.matching.spark.read import read_predictions
 
     (fmt,) = {p.format for p in job.choice.inputs.predictions}
     raw = read_predictions(spark, job.predictions, fmt)
@@ -141,8 +143,8 @@ def score_frame(
     raw, source, fmt = read
     from pyspark.sql import functions as F
 
-    from disc21spark.matching import labels, validate
-    from disc21spark.matching.score import Scoring, UnreadableInput, score
+    from disc21spark.matching.spark import labels, validate
+    from disc21spark.matching.spark.score import Scoring, UnreadableInput, score
 
     pairs = validate.typed_predictions(raw).withColumn(labels.SUBMISSION, F.lit(0))
     scoring = Scoring(

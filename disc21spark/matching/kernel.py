@@ -12,7 +12,7 @@ levels down to it (``level_ends``); the official scorer's terms follow from thos
 positions alone.
 
 Nothing here reads rows, imports PySpark or knows an engine; the single-machine
-specification the kernel is held equal to is ``matching/spec.py``.
+specification the kernel is held equal to is ``matching/oracle/spec.py``.
 """
 
 from __future__ import annotations

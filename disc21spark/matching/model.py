@@ -124,7 +124,7 @@ class MatchingMetrics:
     def plot(self, title: str = "DISC21 matching track", label: str = "submission") -> Figure:
         """The PR curve as pr_curve.png draws it: a new matplotlib Figure (matplotlib is
         imported here only)."""
-        from disc21spark.matching.curve_figure import curves_figure
+        from disc21spark.matching.reports.curve_figure import curves_figure
 
         return curves_figure([(label, self)], title)
 

@@ -32,11 +32,11 @@ from disc21spark.core import faults
 from disc21spark.core.errors import InputError
 from disc21spark.core.memory import BATCH_BYTES
 from disc21spark.core.paths import display_path
-from disc21spark.matching import per_file
-from disc21spark.matching.local_read import Pairs, iter_pairs
+from disc21spark.matching.inprocess.local_read import Pairs, iter_pairs
+from disc21spark.matching.inprocess.source import Source
 from disc21spark.matching.model import GroundTruth, Settings
-from disc21spark.matching.per_file import Outcome
-from disc21spark.matching.source import Source
+from disc21spark.matching.spark import per_file
+from disc21spark.matching.spark.per_file import Outcome
 from disc21spark.matching.stats import weighted, weights
 from disc21spark.matching.stats.model import Resampling
 

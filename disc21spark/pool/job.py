@@ -28,13 +28,14 @@ from disc21spark.core.output import check_writable
 from disc21spark.core.paths import display_path
 from disc21spark.core.phases import Phases
 from disc21spark.core.runner import fields_from_options
-from disc21spark.matching import coverage, per_file
+from disc21spark.matching import coverage
 from disc21spark.matching.ground_truth import ground_truth_phase, groups_phase
 from disc21spark.matching.model import GroundTruth, Submission
-from disc21spark.matching.read import read_parquet
 from disc21spark.matching.rows import PREDICTION_COLUMNS
-from disc21spark.matching.score import Scoring, UnreadableInput, score
 from disc21spark.matching.scoring_job import ScoringJob
+from disc21spark.matching.spark import per_file
+from disc21spark.matching.spark.read import read_parquet
+from disc21spark.matching.spark.score import Scoring, UnreadableInput, score
 from disc21spark.pool import boards, in_process, kinds, publish
 from disc21spark.pool import report as pool_report
 from disc21spark.pool.boards import HIDDEN_REASON

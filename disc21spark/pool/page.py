@@ -15,8 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
-from disc21spark.matching.curve_png import COLOURS as PALETTE  # the PNG's curves' colours
 from disc21spark.matching.model import Submission
+from disc21spark.matching.reports.curve_png import COLOURS as PALETTE  # the PNG's curves' colours
 from disc21spark.matching.stats import compare
 from disc21spark.pool.figures import intervals_figure
 

@@ -11,7 +11,7 @@ from pyspark.sql import SparkSession
 from disc21spark.core import record
 from disc21spark.core.board_files import UNSPLIT, kind
 from disc21spark.core.phases import Phases
-from disc21spark.matching import report
+from disc21spark.matching.reports import report
 from disc21spark.pool import boards, changes, kinds
 from disc21spark.pool import queries as pool_queries
 from disc21spark.pool import report as pool_report

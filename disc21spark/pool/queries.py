@@ -24,7 +24,7 @@ import pandas as pd
 
 from disc21spark.matching.model import Submission
 from disc21spark.matching.per_query import GROUP
-from disc21spark.matching.report import write_queries
+from disc21spark.matching.reports.report import write_queries
 from disc21spark.pool.report import ordered
 
 SEPARATING = 20  # per pair of neighbours: the queries with the largest differences

@@ -11,9 +11,9 @@ from pyspark.sql import functions as F
 
 from disc21spark.core import fs
 from disc21spark.core.errors import InputError
-from disc21spark.matching import labels, validate
 from disc21spark.matching.model import Submission
-from disc21spark.matching.read import read_predictions
+from disc21spark.matching.spark import labels, validate
+from disc21spark.matching.spark.read import read_predictions
 from disc21spark.pool.listing import file_checksums, named_files, table_checksums
 
 

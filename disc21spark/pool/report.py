@@ -16,7 +16,7 @@ from disc21spark.core import board_files, fs, paths
 from disc21spark.core.errors import InputError
 from disc21spark.core.paths import display_path
 from disc21spark.matching.model import ATTACHED, MatchingMetrics, PRCurve, Submission
-from disc21spark.matching.report import ROWS, json_safe, plot_curves, write_curve_csv
+from disc21spark.matching.reports.report import ROWS, json_safe, plot_curves, write_curve_csv
 from disc21spark.matching.stats import compare
 from disc21spark.matching.stats.groups_table import GroupTable
 from disc21spark.matching.stats.model import STATISTICS, Resampling, Uncertainty

@@ -14,7 +14,7 @@ from pyspark.sql import functions as F
 from disc21spark.core.phases import Phases
 from disc21spark.matching.kernel import DEFAULT_CURVE_POINTS
 from disc21spark.matching.model import GroundTruth
-from disc21spark.matching.score import Scoring, score
+from disc21spark.matching.spark.score import Scoring, score
 from disc21spark.matching.stats.groups_file import read_query_groups
 from disc21spark.matching.stats.groups_table import COLUMNS
 from disc21spark.matching.stats.model import Resampling

@@ -25,7 +25,7 @@ from disc21spark.core.spark import union_all
 from disc21spark.matching.ground_truth import ground_truth_phase
 from disc21spark.matching.kernel import DEFAULT_CURVE_POINTS
 from disc21spark.matching.model import GroundTruth, MatchingMetrics
-from disc21spark.matching.score import Scoring, score
+from disc21spark.matching.spark.score import Scoring, score
 from disc21spark.matching.stats.model import Resampling
 from disc21spark.queries import bench_folder
 from disc21spark.ranks import distances, vectors

@@ -24,7 +24,7 @@ API_MODULES = (
     "disc21spark.engine",
     "disc21spark.matching.model",
     "disc21spark.core.errors",
-    "disc21spark.matching.spec",
+    "disc21spark.matching.oracle.spec",
     "disc21spark.descriptors.spec",
     "disc21spark.ranks.spec",
     "disc21spark.matching.stats",

@@ -243,8 +243,8 @@ def official_lines(path: Path) -> list[tuple[str, ...]]:
 
 
 def official_metrics(preds: Path, gt_path: Path):
-    from disc21spark.matching import spec
     from disc21spark.matching.model import GroundTruth
+    from disc21spark.matching.oracle import spec
 
     gt_rows = [r for r in official_lines(gt_path) if r != ("query_id", "reference_id")]
     queries = list(dict.fromkeys(q for q, _ in gt_rows))
@@ -270,7 +270,7 @@ def official_metrics(preds: Path, gt_path: Path):
 
 def assert_metrics(out: Path, expected, engine: str | None = None) -> None:
     """metrics.json's figures and pr_curve.csv are the specification's, exactly."""
-    from disc21spark.matching.report import json_safe, write_curve_csv
+    from disc21spark.matching.reports.report import json_safe, write_curve_csv
 
     doc = json.loads((out / "metrics.json").read_text())
     run = doc.pop("run")

@@ -62,8 +62,8 @@ def evaluate_descriptors(*extra: str, q: str = "{d}/q.h5", r: str = "{d}/r.h5") 
 def descriptor_figures(d: Path, engine: str) -> None:
     """The kNN pairs of exact −squared distances (ties by reference id), scored by the
     specification: what the float32 inputs give."""
-    from disc21spark.matching import spec
     from disc21spark.matching.model import GroundTruth
+    from disc21spark.matching.oracle import spec
 
     x, b = XQ.astype(np.float64), XB.astype(np.float64)
     scores = -((x[:, None, :] - b[None, :, :]) ** 2).sum(-1).astype(np.float32)

@@ -55,7 +55,7 @@ def pool_statuses(expected: dict[str, str], scored: dict[str, str] | None = None
 
 
 def assert_curve(path: Path, expected) -> None:
-    from disc21spark.matching.report import write_curve_csv
+    from disc21spark.matching.reports.report import write_curve_csv
 
     other = path.with_name("expected.tmp")
     write_curve_csv(other, expected)

@@ -22,9 +22,9 @@ from disc21spark.core.phases import Phases
 from disc21spark.descriptors import plan as descriptor_plan
 from disc21spark.descriptors.budgets.spec import Budgets
 from disc21spark.descriptors.budgets.table import BudgetTable
-from disc21spark.matching.labels import SUBMISSION
 from disc21spark.matching.model import MatchingMetrics
-from disc21spark.matching.score import Scoring, score
+from disc21spark.matching.spark.labels import SUBMISSION
+from disc21spark.matching.spark.score import Scoring, score
 
 RANK = "_rank_in_query"
 

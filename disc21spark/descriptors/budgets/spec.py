@@ -23,8 +23,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from disc21spark.descriptors.spec import cut_ties
-from disc21spark.matching import spec as matching_spec
 from disc21spark.matching.model import GroundTruth, MatchingMetrics
+from disc21spark.matching.oracle import spec as matching_spec
 
 KINDS = ("max_results", "knn")
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from disc21spark.matching.arrays import factorize
+from disc21spark.matching.inprocess.arrays import factorize
 from disc21spark.matching.stats.weights import MAX_WEIGHT, poisson_weights
 
 # a run of a level's entries sums to at most SMALL_SUM, so that times a weight (at most

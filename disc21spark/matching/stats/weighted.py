@@ -2,7 +2,7 @@
 the figures of each resample from those counts (the kernel's, ``matching/kernel.py``).
 
 The method, the weights and why the counts add up over any split of the rows:
-``stats/spec.py``, the specification these kernels are held equal to. Every engine calls
+``matching/oracle/bootstrap.py``, the specification these kernels are held equal to. Every engine calls
 them: the in-process engine on its chunks, the Spark plan on its executors' blocks.
 """
 

@@ -14,9 +14,9 @@ from typing import Any
 
 from disc21spark.core.formats import NotForThisEngine
 from disc21spark.core.phases import Phases
-from disc21spark.matching.batched import score_source
+from disc21spark.matching.inprocess.batched import score_source
+from disc21spark.matching.inprocess.source import Source
 from disc21spark.matching.model import GroundTruth, MatchingMetrics, Settings
-from disc21spark.matching.source import Source
 
 # the reader's names, used through this module by the jobs
 __all__ = ["NotForThisEngine", "score_file", "score_source"]

@@ -33,10 +33,10 @@ from pyspark.sql import functions as F
 
 from disc21spark.core.phases import Phases
 from disc21spark.matching import positions
-from disc21spark.matching.census import Census
-from disc21spark.matching.labels import SUBMISSION
 from disc21spark.matching.model import GroundTruth, MatchingMetrics
 from disc21spark.matching.positions import Counts, QueryStats, TrueScores, metrics_from_parts
+from disc21spark.matching.spark.census import Census
+from disc21spark.matching.spark.labels import SUBMISSION
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ true positives are at (K − j, N − j), j = 0 … m − 1 (m its weighted true
   P_b the weighted positives of the ground truth;
 * recall at P90_b = the largest K/P_b over levels with K/N ≥ 0.9 (a level's last true
   positive dominates the others), 0 where precision 0.9 is never reached;
-* recall@k_b = the weighted true pairs of rank < k over P_b (ranks as in ``matching/spec.py``).
+* recall@k_b = the weighted true pairs of rank < k over P_b (ranks as in ``matching/oracle/spec.py``).
 
 A resample in which no positive is drawn (P_b = 0) has no figure: NaN, left out of the
 quantiles. Counts are integers, so every engine that adds the same weights in another
@@ -38,8 +38,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from disc21spark.matching import spec as matching_spec
 from disc21spark.matching.model import GroundTruth
+from disc21spark.matching.oracle import spec as matching_spec
 from disc21spark.matching.stats.model import Resampling, Uncertainty
 from disc21spark.matching.stats.weighted import (
     levels_of,

@@ -27,10 +27,10 @@ from pyspark.sql import functions as F
 
 from disc21spark.core.errors import InputError, is_read_failure
 from disc21spark.core.phases import Phases
-from disc21spark.matching import census, labels, plan, validate
 from disc21spark.matching.model import GroundTruth, MatchingMetrics
 from disc21spark.matching.rows import max_results_error
-from disc21spark.matching.stats import spark as stats_spark
+from disc21spark.matching.spark import bootstrap as stats_spark
+from disc21spark.matching.spark import census, labels, plan, validate
 from disc21spark.matching.stats.model import Resampling
 
 PAIRS = "submission int, query_id string, reference_id string, score double"
@@ -127,7 +127,7 @@ def _with_queries(
     metrics: dict, pairs: DataFrame, ranked: dict, scoring: Scoring, phases: Phases
 ) -> dict[int, MatchingMetrics]:
     """``metrics`` with each submission's per-query table: the ids read once more."""
-    from disc21spark.matching import per_query_spark
+    from disc21spark.matching.spark import per_query as per_query_spark
 
     groups = scoring.resampling.groups if scoring.resampling is not None else None
     with phases.phase("per query") as note:

@@ -14,9 +14,9 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from disc21spark.matching import per_query
-from disc21spark.matching.labels import SUBMISSION, ground_truth_table
 from disc21spark.matching.model import GroundTruth
-from disc21spark.matching.plan import RankedTruth
+from disc21spark.matching.spark.labels import SUBMISSION, ground_truth_table
+from disc21spark.matching.spark.plan import RankedTruth
 
 
 def query_rows(pairs: DataFrame, gt: GroundTruth, submissions: list[int]) -> dict:

@@ -24,8 +24,8 @@ import numpy as np
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from disc21spark.matching.labels import SUBMISSION
 from disc21spark.matching.positions import EMPTY, TrueScores
+from disc21spark.matching.spark.labels import SUBMISSION
 
 # slices of a query's pair hashes, each collected in a list of its own: a query of 500M
 # rows (nothing in the format forbids one) gives lists of 31M hashes, 250 MB, not 4 GB

@@ -11,9 +11,9 @@ import io
 import pyarrow as pa
 
 from disc21spark.core.errors import InputError
-from disc21spark.matching.arrays import compute, strings
+from disc21spark.matching.inprocess.arrays import compute, strings
+from disc21spark.matching.inprocess.source import Source
 from disc21spark.matching.rows import WHITESPACE, line_problem, parse_csv_line
-from disc21spark.matching.source import Source
 
 LONGEST_LINE = 1 << 20  # characters: a DISC21 prediction line has under a hundred
 

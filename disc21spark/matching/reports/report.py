@@ -94,7 +94,7 @@ def write_curve_csv(path: Path, metrics: MatchingMetrics) -> None:
 
 def plot_curves(path: Path, curves: list[tuple[str, MatchingMetrics]], title: str) -> None:
     """The PR curves of (label, metrics) as a PNG (``curve_png``: Pillow, no matplotlib)."""
-    from disc21spark.matching.curve_png import draw_curves
+    from disc21spark.matching.reports.curve_png import draw_curves
 
     draw_curves(path, curves, title)
 

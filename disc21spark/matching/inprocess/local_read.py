@@ -1,4 +1,4 @@
-"""The in-process engine's reader (``matching/local.py`` scores what it returns): one
+"""The in-process engine's reader (``matching/inprocess/local.py`` scores what it returns): one
 file read with Arrow's multi-threaded CSV reader under the official reader's rules as the
 Spark job applies them (the line stripped and split on commas, no quoting, each field
 stripped, a ``query_id,reference_id,score`` line skipped), or a Parquet file's columns.
@@ -22,15 +22,15 @@ import pyarrow as pa
 from disc21spark.core import damage
 from disc21spark.core.errors import InputError, column_list, first_line
 from disc21spark.core.formats import NotForThisEngine, plain_types
-from disc21spark.matching.arrays import compute, numbers, strings
-from disc21spark.matching.line_scan import LONGEST_LINE, first_bad_line
+from disc21spark.matching.inprocess.arrays import compute, numbers, strings
+from disc21spark.matching.inprocess.line_scan import LONGEST_LINE, first_bad_line
+from disc21spark.matching.inprocess.source import Source, parquet_table
 from disc21spark.matching.rows import (
     PREDICTION_COLUMNS,
     REPLACEMENT,
     WHITESPACE,
     parquet_problem,
 )
-from disc21spark.matching.source import Source, parquet_table
 
 
 @dataclass(frozen=True)

@@ -30,13 +30,13 @@ from disc21spark.core.errors import InputError
 from disc21spark.core.memory import BATCH_BYTES
 from disc21spark.core.phases import Phases
 from disc21spark.matching import coverage, per_query, positions
-from disc21spark.matching.arrays import strings
-from disc21spark.matching.codes import BatchEncoder
-from disc21spark.matching.line_scan import lines_holding
-from disc21spark.matching.local_read import iter_pairs
+from disc21spark.matching.inprocess.arrays import strings
+from disc21spark.matching.inprocess.codes import BatchEncoder
+from disc21spark.matching.inprocess.line_scan import lines_holding
+from disc21spark.matching.inprocess.local_read import iter_pairs
+from disc21spark.matching.inprocess.source import Source
 from disc21spark.matching.model import GroundTruth, MatchingMetrics, Settings
 from disc21spark.matching.rows import duplicate_reason, max_results_error
-from disc21spark.matching.source import Source
 from disc21spark.matching.stats import groups as group_stats
 from disc21spark.matching.stats import weighted, weights
 from disc21spark.matching.stats.model import Resampling

@@ -7,7 +7,6 @@ from pyspark.sql import functions as F
 
 from disc21spark.core.errors import InputError
 from disc21spark.core.paths import display_path
-from disc21spark.matching.read import find_lines
 from disc21spark.matching.rows import (
     MISSING_SCORE,
     MORE_FIELDS,
@@ -17,6 +16,7 @@ from disc21spark.matching.rows import (
     REPLACEMENT,
     duplicate_reason,
 )
+from disc21spark.matching.spark.read import find_lines
 
 
 def _problem(is_csv: Column) -> Column:

@@ -21,9 +21,9 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from disc21spark.core.phases import Phases
-from disc21spark.matching.labels import SUBMISSION
 from disc21spark.matching.model import GroundTruth, MatchingMetrics
-from disc21spark.matching.plan import Grid, RankedTruth
+from disc21spark.matching.spark.labels import SUBMISSION
+from disc21spark.matching.spark.plan import Grid, RankedTruth
 from disc21spark.matching.stats import groups, payload, weighted, weights
 from disc21spark.matching.stats.groups_table import GroupTable
 from disc21spark.matching.stats.model import Resampling, Uncertainty

@@ -1,12 +1,12 @@
 """The per-file plan: each submission file is one Spark task, read through Spark.
 
 A challenge pool is many submissions of at most 500,000 pairs. Scoring them all through
-the distributed plan (``matching/score.py``) reads and checks every row in the JVM and
+the distributed plan (``matching/spark/score.py``) reads and checks every row in the JVM and
 shuffles every row's pair hash for the repeat check, to compute figures that never mix
 two submissions. Here each task
 gets one whole file's bytes from Spark's ``binaryFile`` source (any path Spark reads:
 local, hdfs://, s3a://, gs://, abfs://, viewfs://...), scores them with the in-process
-engine (``matching/local.py``: Arrow reading from memory, .gz and .bz2 decompressed by
+engine (``matching/inprocess/local.py``: Arrow reading from memory, .gz and .bz2 decompressed by
 the name as Hadoop's codecs do, integer codes, the numpy specification) and sends back
 its metrics or its one-line error; the ground truth travels once per executor as a
 broadcast. The figures are the specification's, the same function the distributed plan is
@@ -27,9 +27,9 @@ from urllib.parse import unquote
 from disc21spark.core import faults
 from disc21spark.core.errors import InputError
 from disc21spark.core.paths import display_path
-from disc21spark.matching import local
+from disc21spark.matching.inprocess import local
+from disc21spark.matching.inprocess.source import Source
 from disc21spark.matching.model import GroundTruth, MatchingMetrics, Settings
-from disc21spark.matching.source import Source
 
 if TYPE_CHECKING:  # a worker of the in-process pool (pool/in_process.py) needs no PySpark
     from pyspark.sql import SparkSession

@@ -12,7 +12,7 @@ from typing import NamedTuple
 import numpy as np
 
 from disc21spark.matching.model import GroundTruth
-from disc21spark.matching.spec import label_pairs, pessimistic_order
+from disc21spark.matching.oracle.spec import label_pairs, pessimistic_order
 
 
 def per_query(

@@ -16,8 +16,8 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from disc21spark.matching.arrays import compute, numbers, strings
-from disc21spark.matching.local_read import Pairs
+from disc21spark.matching.inprocess.arrays import compute, numbers, strings
+from disc21spark.matching.inprocess.local_read import Pairs
 from disc21spark.matching.model import GroundTruth
 
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from disc21spark.matching import spec as matching_spec
 from disc21spark.matching.model import GroundTruth
-from disc21spark.matching.stats import spec
+from disc21spark.matching.oracle import bootstrap as spec
+from disc21spark.matching.oracle import spec as matching_spec
 from disc21spark.matching.stats.groups_file import QueryGroups
 from disc21spark.matching.stats.groups_table import GroupResult, GroupTable
 from disc21spark.matching.stats.model import STATISTICS, Resampling
