@@ -14,7 +14,6 @@ import pytest
 
 from disc21spark import evaluate_pool
 from disc21spark.commands import main
-from disc21spark.matching.inprocess import local
 from disc21spark.pool.queries import MISSED_COLUMNS, SEPARATING_COLUMNS
 from tests import helpers
 from tests.helpers import assert_equal_to_oracle, gt_csv, make_gt, random_submission
@@ -70,7 +69,7 @@ def test_a_pool_s_tables_and_summaries_on_both_plans(tmp_path, plan):
     for r in board:
         name = r["submission"]
         table = pool[pool["submission"] == name].drop(columns="submission").reset_index(drop=True)
-        alone = local.score_file(
+        alone = helpers.score_file(
             str(tmp_path / "pool" / f"{name}.csv"), "auto", gt, 0, 50, per_query=True
         )
         pd.testing.assert_frame_equal(table, alone.queries)  # to the bit

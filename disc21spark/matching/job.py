@@ -104,9 +104,10 @@ def _in_process(
     if resolved.local is not None:
         try:
             return local.score_file(resolved, gt, settings, phases)
-        except local.NotForThisEngine:
-            if not job.choice.needs_spark:  # the decision said Arrow reads it: say so
-                raise
+        except local.NotForThisEngine as exc:
+            if not job.choice.needs_spark:  # no session here to read it as Spark does
+                reason = str(exc).rsplit(": ", 1)[-1]
+                raise InputError(resolved.given, f"{reason}; use --engine spark") from None
             return None
     from disc21spark.matching.spark import per_file
 
