@@ -143,8 +143,10 @@ def test_a_pool_stopped_mid_run_leaves_no_output_and_no_worker(pool, tmp_path, h
     try:
         worker = held_pid(proc, marker, "a worker")
         assert worker != proc.pid
-        tree = psutil.Process(proc.pid).children(recursive=True)
-        assert worker in {p.pid for p in tree}
+        # every process the run started, the held worker named by its own pid (a listing
+        # of the driver's descendants has been seen to miss it on a loaded machine)
+        held = psutil.Process(worker)
+        tree = [held, *(p for p in psutil.Process(proc.pid).children(recursive=True) if p != held)]
         os.kill(proc.pid, how)
         proc.communicate(timeout=120)
         gone, alive = psutil.wait_procs(tree, timeout=60)
