@@ -109,6 +109,7 @@ bench: venv
 	$(BIN)/python benchmarks/bench_descriptors.py
 	$(BIN)/python benchmarks/bench_pool.py
 	$(BIN)/python benchmarks/bench_pool_local.py
+	$(BIN)/python benchmarks/bench_pool_scale.py
 	$(BIN)/python benchmarks/bench_queries.py
 	$(BIN)/python benchmarks/bench_ranks.py
 	$(BIN)/python benchmarks/bench_stats.py

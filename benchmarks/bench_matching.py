@@ -251,23 +251,38 @@ def contenders(data: Path, rows: int, env: dict) -> dict[str, list[str]]:
     return {name: cmd for name, cmd in found.items() if not any(name.startswith(s) for s in skip)}
 
 
-def run_all(commands: dict[str, list[str]], env: dict, repeat: int) -> dict[str, dict]:
+def interleave(commands: dict[str, list[str]], env: dict, repeat: int, seen=None) -> dict:
+    """Each command run ``repeat`` times in turn (A B A B: a noisy spell hits every one
+    alike): ``{name: {"seconds", "peak_mb", "median_seconds", "median_peak_mb", "out"}}``.
+    ``seen(name, out, result)`` reads whatever else a run printed or wrote."""
     results: dict[str, dict] = {name: {"seconds": [], "peak_mb": []} for name in commands}
-    for i in range(repeat):  # interleaved, so a noisy spell hits every contender alike
+    for i in range(repeat):
         for name, cmd in commands.items():
             seconds, peak, out = measure(cmd, env)
             results[name]["seconds"].append(round(seconds, 2))
             results[name]["peak_mb"].append(round(peak))
-            results[name]["micro_ap"] = micro_ap_of(name, out)
-            found = disc21spark_result(name)
-            if found is not None:  # where a run's seconds went, from its own phase lines
-                results[name].setdefault("phases", []).append(found["run"]["phase_seconds"])
+            results[name]["out"] = out
+            if seen is not None:
+                seen(name, out, results[name])
             print(
-                f"bench: run {i + 1}/{repeat} {name}: {seconds:.1f} s, {peak:,.0f} MB", flush=True
+                f"bench: run {i + 1}/{repeat} {name}: {seconds:.2f} s, {peak:,.0f} MB", flush=True
             )
     for r in results.values():
         r["median_seconds"] = statistics.median(r["seconds"])
         r["median_peak_mb"] = statistics.median(r["peak_mb"])
+    return results
+
+
+def run_all(commands: dict[str, list[str]], env: dict, repeat: int) -> dict[str, dict]:
+    def seen(name: str, out: str, result: dict) -> None:
+        result["micro_ap"] = micro_ap_of(name, out)
+        found = disc21spark_result(name)
+        if found is not None:  # where a run's seconds went, from its own phase lines
+            result.setdefault("phases", []).append(found["run"]["phase_seconds"])
+
+    results = interleave(commands, env, repeat, seen)
+    for r in results.values():
+        r.pop("out")
     return results
 
 

@@ -13,11 +13,10 @@ from __future__ import annotations
 
 import json
 import os
-import statistics
 import sys
 from pathlib import Path
 
-from bench_matching import BIN, GT, RESULTS, ROOT, measure, report, spark_env
+from bench_matching import BIN, GT, RESULTS, ROOT, interleave, report, spark_env
 from bench_pool import write_pool
 
 
@@ -96,16 +95,12 @@ def main() -> None:
     folder = write_pool(n_subs, rows)
     env = spark_env()
     commands = contenders(folder, env)
-    results = {name: {"seconds": [], "peak_mb": []} for name in commands}
+    results = interleave(commands, env, repeat)
     stdout = {}
-    for i in range(repeat):
-        for name, cmd in commands.items():
-            seconds, peak, text = measure(cmd, env)
-            results[name]["seconds"].append(round(seconds, 2))
-            results[name]["peak_mb"].append(round(peak))
-            stdout[name] = text.strip().splitlines()[-1] if text.strip() else ""
-            print(f"bench: run {i + 1}/{repeat} {name}: {seconds:.2f} s, {peak:,.0f} MB")
-    med = {n: statistics.median(r["seconds"]) for n, r in results.items()}
+    for name, r in results.items():
+        text = r.pop("out").strip()
+        stdout[name] = text.splitlines()[-1] if text else ""
+    med = {n: r["median_seconds"] for n, r in results.items()}
     lines = [
         f"# A pool of {n_subs} × {rows:,} pairs of local files, {repeat} runs, medians",
         "",
@@ -113,8 +108,7 @@ def main() -> None:
         "|---|---|---|---|",
     ]
     for name, r in results.items():
-        peak = statistics.median(r["peak_mb"])
-        lines.append(f"| {name} | {med[name]:.2f} | {peak:,.0f} | {r['seconds']} |")
+        lines.append(f"| {name} | {med[name]:.2f} | {r['median_peak_mb']:,.0f} | {r['seconds']} |")
     pairs = [
         ("DuckDB, one query over the pool (no intervals)", "in process, --resamples 0"),
         ("official ISC2021, once per file", "in process, defaults (1,000 resamples)"),
