@@ -253,7 +253,7 @@ def contenders(data: Path, rows: int, env: dict) -> dict[str, list[str]]:
 
 def interleave(commands: dict[str, list[str]], env: dict, repeat: int, seen=None) -> dict:
     """Each command run ``repeat`` times in turn (A B A B: a noisy spell hits every one
-    alike): ``{name: {"seconds", "peak_mb", "median_seconds", "median_peak_mb", "out"}}``.
+    alike): ``{name: {"seconds", "peak_mb", "median_seconds", "median_peak_mb"}}``.
     ``seen(name, out, result)`` reads whatever else a run printed or wrote."""
     results: dict[str, dict] = {name: {"seconds": [], "peak_mb": []} for name in commands}
     for i in range(repeat):
@@ -261,7 +261,6 @@ def interleave(commands: dict[str, list[str]], env: dict, repeat: int, seen=None
             seconds, peak, out = measure(cmd, env)
             results[name]["seconds"].append(round(seconds, 2))
             results[name]["peak_mb"].append(round(peak))
-            results[name]["out"] = out
             if seen is not None:
                 seen(name, out, results[name])
             print(
@@ -280,10 +279,7 @@ def run_all(commands: dict[str, list[str]], env: dict, repeat: int) -> dict[str,
         if found is not None:  # where a run's seconds went, from its own phase lines
             result.setdefault("phases", []).append(found["run"]["phase_seconds"])
 
-    results = interleave(commands, env, repeat, seen)
-    for r in results.values():
-        r.pop("out")
-    return results
+    return interleave(commands, env, repeat, seen)
 
 
 def goal_lines(results: dict[str, dict], rows: int) -> list[str]:

@@ -18,7 +18,7 @@ import statistics
 import sys
 from pathlib import Path
 
-from bench_matching import BIN, GT, RESULTS, ROOT, measure, report, spark_env, write_predictions
+from bench_matching import BIN, GT, RESULTS, ROOT, interleave, report, spark_env, write_predictions
 
 
 def write_pool(n_subs: int, rows: int) -> Path:
@@ -100,19 +100,13 @@ def main() -> None:
             str(GT),
             str(folder),
         ]
-    results = {name: {"seconds": [], "peak_mb": []} for name in contenders}
     aps = {}
-    for i in range(repeat):
-        for name, cmd in contenders.items():
-            seconds, peak, stdout = measure(cmd, env)
-            results[name]["seconds"].append(round(seconds, 1))
-            results[name]["peak_mb"].append(round(peak))
-            print(
-                f"bench: pool run {i + 1}/{repeat} {name}: {seconds:.1f} s, {peak:,.0f} MB",
-                flush=True,
-            )
-            if "numpy" in name or "official" in name:
-                aps[name.split()[0]] = json.loads(stdout.strip().splitlines()[-1])
+
+    def seen(name: str, stdout: str, result: dict) -> None:
+        if "numpy" in name or "official" in name:
+            aps[name.split()[0]] = json.loads(stdout.strip().splitlines()[-1])
+
+    results = interleave(contenders, env, repeat, seen)
     for plan, out in outs.items():
         board = json.loads((out / "leaderboard.json").read_text())["submissions"]
         aps[plan] = {r["submission"]: r["micro_ap"] for r in board}

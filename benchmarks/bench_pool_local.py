@@ -95,11 +95,12 @@ def main() -> None:
     folder = write_pool(n_subs, rows)
     env = spark_env()
     commands = contenders(folder, env)
-    results = interleave(commands, env, repeat)
-    stdout = {}
-    for name, r in results.items():
-        text = r.pop("out").strip()
-        stdout[name] = text.splitlines()[-1] if text else ""
+    stdout: dict[str, str] = {}
+
+    def seen(name: str, out: str, result: dict) -> None:
+        stdout[name] = out.strip().splitlines()[-1] if out.strip() else ""
+
+    results = interleave(commands, env, repeat, seen)
     med = {n: r["median_seconds"] for n, r in results.items()}
     lines = [
         f"# A pool of {n_subs} × {rows:,} pairs of local files, {repeat} runs, medians",

@@ -77,7 +77,6 @@ def main() -> None:
     ]
     files = {names["one"]: n_subs, names["split"]: n_subs, names["big"]: n_subs * COPIES}
     for name, r in results.items():
-        r.pop("out")
         per_file = med[name] / files[name]
         lines.append(
             f"| {name} | {med[name]:.2f} | {per_file:.3f} | {r['median_peak_mb']:,.0f} "
