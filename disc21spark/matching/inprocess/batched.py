@@ -291,8 +291,8 @@ def _count(
         by_code = group_stats.code_levels(truth.score, r.groups.codes[truth.query], r.groups.none)
     levels = weighted.levels_of(truth.score)
     counted = Counted(positions.Counts.zero(truth), levels, by_code)
-    keys = weighted.ground_truth_keys(gt, r.seed) if r is not None else None
-    if r is not None:
+    keys = weighted.drawn_keys(gt, r)[0] if r is not None else None
+    if r is not None and r.resamples:
         weights.remember(keys, r.resamples)
     for chunk in spill.chunks():
         query, label, score = chunk["query"].astype(np.int64), chunk["label"], chunk["score"]
@@ -332,9 +332,8 @@ def _with_statistics(
     t = len(levels)
     misses = counted.misses if counted.misses is not None else np.zeros((t, r.resamples), np.int64)
     optimistic = counted.optimistic if counted.optimistic is not None else np.zeros(t, np.int64)
-    keys = weighted.ground_truth_keys(gt, r.seed)
+    keys, positives = weighted.drawn_keys(gt, r)
     pairs = (keys[truth.query], truth.score, positions.ranks(counted.counts))
-    positives = weighted.positive_keys(gt, r.seed)
     uncertainty = weighted.uncertainty_of(levels, misses, optimistic, pairs, positives, r)
     metrics = replace(metrics, uncertainty=uncertainty)
     if r.groups is None:

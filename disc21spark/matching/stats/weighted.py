@@ -100,7 +100,10 @@ def miss_counts(
     int64 (T, B) weighted per pessimistic bucket, int64 (T,) unweighted per optimistic one.
     ``count``: how many rows each row stands for (None: one)."""
     t = len(levels)
-    weighted = weighted_counts(buckets(levels, score), keys, fixed, t, r, count)
+    if r.resamples:
+        weighted = weighted_counts(buckets(levels, score), keys, fixed, t, r, count)
+    else:  # no resample: no bucket to weigh (a search over every row saved)
+        weighted = np.zeros((t, 0), dtype=np.int64)
     optimistic = np.bincount(
         buckets(levels, score, pessimistic=False), weights=count, minlength=t + 1
     )[:t]
@@ -166,6 +169,15 @@ def ground_truth_keys(gt: GroundTruth, seed: int) -> np.ndarray:
     keys = query_keys(gt.query_ids, seed)
     _known = (weakref.ref(gt.query_ids), seed, keys)
     return keys
+
+
+def drawn_keys(gt: GroundTruth, r: Resampling) -> tuple[np.ndarray, np.ndarray]:
+    """uint64 (Q,) and (P,): ``ground_truth_keys`` and ``positive_keys`` under ``r``'s
+    seed; zeros of those shapes when ``r`` draws no resample (no weight is drawn, so no
+    key is read: hashing 30,000 ids was a tenth of a 500,000-pair run's scoring)."""
+    if not r.resamples:
+        return np.zeros(len(gt.query_ids), np.uint64), np.zeros(gt.n_positives, np.uint64)
+    return ground_truth_keys(gt, r.seed), positive_keys(gt, r.seed)
 
 
 def positive_keys(gt: GroundTruth, seed: int) -> np.ndarray:
