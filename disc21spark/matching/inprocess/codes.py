@@ -17,6 +17,7 @@ import numpy as np
 import pyarrow as pa
 
 from disc21spark.matching.inprocess.arrays import compute, numbers, strings
+from disc21spark.matching.inprocess.arrays import offsets as offsets_of
 from disc21spark.matching.inprocess.local_read import Pairs
 from disc21spark.matching.model import GroundTruth
 
@@ -85,7 +86,7 @@ SHORT = 16
 def string_hashes(values: pa.Array) -> np.ndarray:
     """uint64 (n,): a hash of each string's bytes and length (``mix`` of its words, or of
     the polynomial Σ (byte + 1) · BASE^position mod 2^64 for a long one)."""
-    offsets = _offsets(values)
+    offsets = offsets_of(values)
     lengths = np.diff(offsets).astype(np.int64)
     short = lengths <= SHORT
     if short.all():
@@ -99,16 +100,12 @@ def string_hashes(values: pa.Array) -> np.ndarray:
     return out
 
 
-def _offsets(values: pa.Array) -> np.ndarray:
-    return np.frombuffer(values.buffers()[1], np.int32, len(values) + 1, values.offset * 4)
-
-
 def _short_hashes(values: pa.Array, lengths: np.ndarray) -> np.ndarray:
     """Strings of at most SHORT bytes: their bytes padded with zero bytes to SHORT
     (Arrow's byte-wise ``ascii_rpad``), read as two words, mixed with the length (no two
     such strings alike before ``mix``)."""
     padded = compute("ascii_rpad", values, width=SHORT, padding="\x00")
-    offsets = _offsets(padded)
+    offsets = offsets_of(padded)
     data = np.frombuffer(padded.buffers()[2], np.uint8) if len(padded) else np.zeros(0, np.uint8)
     words = data[offsets[0] : offsets[-1]].view(np.uint64).reshape(len(padded), SHORT // 8)
     with np.errstate(over="ignore"):
