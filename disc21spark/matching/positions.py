@@ -56,7 +56,7 @@ class TrueScores:
         query, score = query[order], score[order]
         groups, starts = np.unique(query, return_index=True)
         return cls(
-            ascending=np.unique(score),
+            ascending=kernel.distinct(score),
             query=query,
             score=score,
             groups=groups,

@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+from disc21spark.matching import kernel
 from disc21spark.matching.inprocess.arrays import compute, numbers, strings
 from disc21spark.matching.inprocess.arrays import offsets as offsets_of
 from disc21spark.matching.inprocess.local_read import Pairs
@@ -132,12 +133,12 @@ class BatchEncoder:
 
     def __init__(self, gt: GroundTruth) -> None:
         self.known = strings(gt.query_ids)
-        refs = np.unique(gt.positive_references.astype(str))
+        refs = kernel.distinct(gt.positive_references.astype(str))
         self.positive_refs = strings(refs)
         positive_query = index_in(strings(gt.positive_queries), self.known)
         positive_ref = np.searchsorted(refs, gt.positive_references.astype(str))
         self.width = max(len(refs), 1)
-        self.positive_keys = positive_query * self.width + positive_ref
+        self.positive_keys = kernel.distinct(positive_query * self.width + positive_ref)
         self.query_rows = np.zeros(len(self.known), dtype=np.int64)
         self.unknown = Dictionary()
         self.unknown_rows = 0
@@ -159,7 +160,7 @@ class BatchEncoder:
         positive = index_in(pairs.reference, self.positive_refs)
         label = np.zeros(len(query), dtype=bool)
         matched = np.flatnonzero((query >= 0) & (positive >= 0))
-        label[matched] = np.isin(
+        label[matched] = kernel.among(
             query[matched] * self.width + positive[matched], self.positive_keys
         )
         self._true.append((query[label], pairs.score[label]))

@@ -22,7 +22,7 @@ from disc21spark.matching.stats.weights import query_keys
 
 def levels_of(true_scores: np.ndarray) -> np.ndarray:
     """float64 (T,): the distinct scores of the true pairs, decreasing."""
-    return np.unique(np.asarray(true_scores, dtype=np.float64))[::-1].copy()
+    return kernel.distinct(np.asarray(true_scores, dtype=np.float64))[::-1].copy()
 
 
 def buckets(levels: np.ndarray, scores: np.ndarray, pessimistic: bool = True) -> np.ndarray:
