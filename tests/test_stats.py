@@ -422,3 +422,32 @@ def test_the_board_says_the_gap_its_queries_tell_apart():
     assert line.startswith('<p class="summary" id="detectable">With these 25,000 queries')
     assert "under 0.0200 is too small to tell apart" in line
     assert page._detectable([{**rows[0], "next_detectable": None}]) == ""
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n=st.integers(0, 200),
+    n_levels=st.integers(0, 12),
+    resamples=st.sampled_from([0, 7]),
+)
+def test_both_orders_buckets_come_from_one_search(seed, n, n_levels, resamples):
+    # miss_counts finds the pessimistic and optimistic buckets from one search (given or
+    # its own): the same counts as ``buckets`` searched in each order, ties and 0.0 included
+    rng = np.random.default_rng(seed)
+    grid = np.round(rng.random(8), 1)
+    levels = weighted.levels_of(rng.choice(grid, n_levels)) if n_levels else np.zeros(0)
+    score = rng.choice(np.r_[grid, 0.0], n) + 0.0
+    keys = rng.integers(0, 2**63, n).astype(np.uint64)
+    fixed = rng.random(n) < 0.2
+    r = Resampling(resamples=resamples, seed=3)
+    t = len(levels)
+    expected = (
+        weighted.weighted_counts(weighted.buckets(levels, score), keys, fixed, t, r),
+        np.bincount(weighted.buckets(levels, score, False), minlength=t + 1)[:t],
+    )
+    reached = np.searchsorted(levels[::-1], score, "right")
+    for given_reached in (None, reached):
+        got = weighted.miss_counts(levels, score, keys, fixed, r, reached=given_reached)
+        np.testing.assert_array_equal(got[0], expected[0])
+        np.testing.assert_array_equal(got[1], expected[1])

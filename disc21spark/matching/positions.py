@@ -115,12 +115,19 @@ class Counts:
 
 
 def count_rows(
-    truth: TrueScores, query: np.ndarray, label: np.ndarray, score: np.ndarray
+    truth: TrueScores,
+    query: np.ndarray,
+    label: np.ndarray,
+    score: np.ndarray,
+    reached: np.ndarray | None = None,
 ) -> Counts:
-    """The counts of one submission's rows (int64 query codes, bool labels, float64 scores)."""
+    """The counts of one submission's rows (int64 query codes, bool labels, float64
+    scores); ``reached``: int (misses,), how many levels each miss reaches, in row order
+    (``stats.weighted.miss_counts`` takes the same), searched here when not given."""
     misses = score[~label]
     # how many levels each miss reaches; a suffix sum turns the histogram into "≥ level i"
-    reached = np.searchsorted(truth.ascending, misses, "right")
+    if reached is None:
+        reached = np.searchsorted(truth.ascending, misses, "right")
     hist = np.bincount(reached, minlength=len(truth.ascending) + 1)
     misses_ge = np.cumsum(hist[::-1])[::-1][1:].astype(np.int64)
     # + 0.0: a lowest score of -0.0 is reported as 0.0, as the specification does

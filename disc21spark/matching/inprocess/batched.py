@@ -298,13 +298,15 @@ def _count(
         weights.remember(keys, r.resamples)
     for chunk in spill.chunks():
         query, label, score = chunk["query"].astype(np.int64), chunk["label"], chunk["score"]
-        counted.counts.add(positions.count_rows(truth, query, label, score))
+        miss = ~label
+        # the levels each non-match reaches: one search for the figures' and the intervals'
+        reached = np.searchsorted(truth.ascending, score[miss], "right")
+        counted.counts.add(positions.count_rows(truth, query, label, score, reached))
         if r is None:
             continue
-        miss = ~label
         fixed = query[miss] < 0
         at = np.maximum(query[miss], 0)
-        parts = weighted.miss_counts(levels, score[miss], keys[at], fixed, r)
+        parts = weighted.miss_counts(levels, score[miss], keys[at], fixed, r, reached=reached)
         counted.misses = _plus(counted.misses, parts[0])
         counted.optimistic = _plus(counted.optimistic, parts[1])
         if by_code is not None:

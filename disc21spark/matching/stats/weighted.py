@@ -95,18 +95,27 @@ def miss_counts(
     fixed: np.ndarray,
     r: Resampling,
     count: np.ndarray | None = None,
+    reached: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """What the non-matching rows contribute, additive over any split of the rows:
     int64 (T, B) weighted per pessimistic bucket, int64 (T,) unweighted per optimistic one.
-    ``count``: how many rows each row stands for (None: one)."""
+    ``count``: how many rows each row stands for (None: one); ``reached``: int (n,) how
+    many levels each score is at or above (``np.searchsorted(levels[::-1], score,
+    "right")``, which ``positions.count_rows`` also needs), searched here when not given."""
     t = len(levels)
+    score = np.asarray(score, dtype=np.float64)
+    if reached is None:
+        reached = np.searchsorted(levels[::-1], score, "right")
+    # both orders' buckets from one search (``buckets`` searched twice): the pessimistic
+    # bucket is the levels above the score, the optimistic one those at or above it
+    above = t - np.asarray(reached, dtype=np.int64)
     if r.resamples:
-        weighted = weighted_counts(buckets(levels, score), keys, fixed, t, r, count)
-    else:  # no resample: no bucket to weigh (a search over every row saved)
+        weighted = weighted_counts(above, keys, fixed, t, r, count)
+    else:  # no resample: no bucket to weigh
         weighted = np.zeros((t, 0), dtype=np.int64)
-    optimistic = np.bincount(
-        buckets(levels, score, pessimistic=False), weights=count, minlength=t + 1
-    )[:t]
+    tied = above < t
+    tied[tied] = levels[above[tied]] == score[tied]
+    optimistic = np.bincount(above + tied, weights=count, minlength=t + 1)[:t]
     return weighted, np.rint(optimistic).astype(np.int64)
 
 
