@@ -233,10 +233,14 @@ def test_counts_add_up_over_any_split_of_the_rows(seed, n, cut):
     s = sample_of(frame, gt)
     r = Resampling(70, 0.9, 5)
     levels = weighted.levels_of(s.score[s.label])
-    whole = weighted.miss_counts(levels, s.score, s.keys, s.unknown, r)
+    whole = weighted.miss_counts(weighted.Reach.of(levels, s.score), s.keys, s.unknown, r)
     cut = min(cut, len(s.score))
-    a = weighted.miss_counts(levels, s.score[:cut], s.keys[:cut], s.unknown[:cut], r)
-    b = weighted.miss_counts(levels, s.score[cut:], s.keys[cut:], s.unknown[cut:], r)
+    a = weighted.miss_counts(
+        weighted.Reach.of(levels, s.score[:cut]), s.keys[:cut], s.unknown[:cut], r
+    )
+    b = weighted.miss_counts(
+        weighted.Reach.of(levels, s.score[cut:]), s.keys[cut:], s.unknown[cut:], r
+    )
     for w, x, y in zip(whole, a, b):
         np.testing.assert_array_equal(w, x + y)
 
@@ -432,8 +436,8 @@ def test_the_board_says_the_gap_its_queries_tell_apart():
     resamples=st.sampled_from([0, 7]),
 )
 def test_both_orders_buckets_come_from_one_search(seed, n, n_levels, resamples):
-    # miss_counts finds the pessimistic and optimistic buckets from one search (given or
-    # its own): the same counts as ``buckets`` searched in each order, ties and 0.0 included
+    # miss_counts finds the pessimistic and optimistic buckets from one search (a Reach):
+    # the same counts as ``buckets`` searched in each order, ties and 0.0 included
     rng = np.random.default_rng(seed)
     grid = np.round(rng.random(8), 1)
     levels = weighted.levels_of(rng.choice(grid, n_levels)) if n_levels else np.zeros(0)
@@ -446,8 +450,6 @@ def test_both_orders_buckets_come_from_one_search(seed, n, n_levels, resamples):
         weighted.weighted_counts(weighted.buckets(levels, score), keys, fixed, t, r),
         np.bincount(weighted.buckets(levels, score, False), minlength=t + 1)[:t],
     )
-    reached = np.searchsorted(levels[::-1], score, "right")
-    for given_reached in (None, reached):
-        got = weighted.miss_counts(levels, score, keys, fixed, r, reached=given_reached)
-        np.testing.assert_array_equal(got[0], expected[0])
-        np.testing.assert_array_equal(got[1], expected[1])
+    got = weighted.miss_counts(weighted.Reach.of(levels, score), keys, fixed, r)
+    np.testing.assert_array_equal(got[0], expected[0])
+    np.testing.assert_array_equal(got[1], expected[1])

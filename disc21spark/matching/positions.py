@@ -123,7 +123,7 @@ def count_rows(
 ) -> Counts:
     """The counts of one submission's rows (int64 query codes, bool labels, float64
     scores); ``reached``: int (misses,), how many levels each miss reaches, in row order
-    (``stats.weighted.miss_counts`` takes the same), searched here when not given."""
+    (``stats.weighted.Reach`` holds them for the intervals), searched here when not given."""
     misses = score[~label]
     # how many levels each miss reaches; a suffix sum turns the histogram into "≥ level i"
     if reached is None:

@@ -300,13 +300,13 @@ def _count(
         query, label, score = chunk["query"].astype(np.int64), chunk["label"], chunk["score"]
         miss = ~label
         # the levels each non-match reaches: one search for the figures' and the intervals'
-        reached = np.searchsorted(truth.ascending, score[miss], "right")
-        counted.counts.add(positions.count_rows(truth, query, label, score, reached))
+        reach = weighted.Reach.of(levels, score[miss])
+        counted.counts.add(positions.count_rows(truth, query, label, score, reach.reached))
         if r is None:
             continue
         fixed = query[miss] < 0
         at = np.maximum(query[miss], 0)
-        parts = weighted.miss_counts(levels, score[miss], keys[at], fixed, r, reached=reached)
+        parts = weighted.miss_counts(reach, keys[at], fixed, r)
         counted.misses = _plus(counted.misses, parts[0])
         counted.optimistic = _plus(counted.optimistic, parts[1])
         if by_code is not None:

@@ -88,27 +88,41 @@ def replicates(c: WeightedCounts) -> dict[str, np.ndarray]:
     return {name: np.where(none, np.nan, v) for name, v in out.items()}
 
 
+@dataclass(frozen=True)
+class Reach:
+    """Scores placed among the levels by one search, which the figures' counts
+    (``positions.count_rows``) and both orders' buckets (``miss_counts``) share: three
+    searches over every non-match were made before. ``levels`` float64 (T,), decreasing;
+    ``score`` float64 (n,); ``reached`` int64 (n,): how many levels each score is at or
+    above."""
+
+    levels: np.ndarray
+    score: np.ndarray
+    reached: np.ndarray
+
+    @classmethod
+    def of(cls, levels: np.ndarray, score: np.ndarray) -> Reach:
+        score = np.asarray(score, dtype=np.float64)
+        reached = np.searchsorted(levels[::-1], score, "right").astype(np.int64)
+        return cls(levels, score, reached)
+
+
 def miss_counts(
-    levels: np.ndarray,
-    score: np.ndarray,
+    reach: Reach,
     keys: np.ndarray,
     fixed: np.ndarray,
     r: Resampling,
     count: np.ndarray | None = None,
-    reached: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """What the non-matching rows contribute, additive over any split of the rows:
     int64 (T, B) weighted per pessimistic bucket, int64 (T,) unweighted per optimistic one.
-    ``count``: how many rows each row stands for (None: one); ``reached``: int (n,) how
-    many levels each score is at or above (``np.searchsorted(levels[::-1], score,
-    "right")``, which ``positions.count_rows`` also needs), searched here when not given."""
+    ``reach``: the rows' scores among the levels (``Reach.of``); ``count``: how many rows
+    each row stands for (None: one)."""
+    levels, score = reach.levels, reach.score
     t = len(levels)
-    score = np.asarray(score, dtype=np.float64)
-    if reached is None:
-        reached = np.searchsorted(levels[::-1], score, "right")
-    # both orders' buckets from one search (``buckets`` searched twice): the pessimistic
-    # bucket is the levels above the score, the optimistic one those at or above it
-    above = t - np.asarray(reached, dtype=np.int64)
+    # both orders' buckets from the one search: the pessimistic bucket is the levels
+    # above the score, the optimistic one those at or above it
+    above = t - reach.reached
     if r.resamples:
         weighted = weighted_counts(above, keys, fixed, t, r, count)
     else:  # no resample: no bucket to weigh
