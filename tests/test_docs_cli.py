@@ -140,7 +140,8 @@ IMPORTED = (
     "from disc21spark.commands import main\n"
     "try:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
     "heavy = ['PIL', 'pyspark', 'py4j', 'faiss', 'h5py', 'skimage', 'matplotlib', 'pandas',\n"
-    "         'scipy', 'pyarrow.compute']\n"
+    "         'scipy', 'pyarrow.compute', 'numpy.ma', 'disc21spark.matching.stats.groups',\n"
+    "         'disc21spark.matching.spark', 'disc21spark.pool', 'disc21spark.descriptors']\n"
     "print(' '.join(m for m in heavy if m in sys.modules), file=sys.stderr)\n"
 )
 
@@ -208,6 +209,28 @@ def test_a_scoring_run_with_intervals_imports_neither_scipy_nor_pyarrow_compute(
     )
     assert "95% interval" in proc.stdout and "warning" not in proc.stderr, proc.stderr
     assert not heavy & {"scipy", "pyarrow.compute"}, heavy
+
+
+def test_an_in_process_run_without_resamples_imports_only_what_it_needs(tmp_path):
+    # start-up is part of a 500,000-pair run's time: no Spark side, no pool, no group
+    # tables, no scipy, no pyarrow.compute, and no numpy.ma (``np.unique`` and
+    # ``np.isin`` import it: kernel.distinct and kernel.among do not)
+    preds = tmp_path / "p.csv"
+    preds.write_text("query_id,reference_id,score\nQ00003,R326040,0.9\nQ00001,R1,0.5\n")
+    out = tmp_path / "out"
+    proc, heavy = imported(
+        "evaluate",
+        "--ground-truth",
+        GT,
+        "--predictions",
+        str(preds),
+        "--output",
+        str(out),
+        "--resamples",
+        "0",
+    )
+    assert (out / "metrics.json").exists(), proc.stderr
+    assert heavy == {"PIL"}, heavy  # Pillow draws pr_curve.png
 
 
 def test_messages_name_the_command_as_typed():

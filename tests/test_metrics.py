@@ -190,18 +190,22 @@ def test_micro_ap_matches_a_direct_position_by_position_loop(rows, n_extra_posit
     n=st.integers(0, 300),
     n_scores=st.sampled_from([1, 3, 50, 10**6]),
     parts=st.integers(1, 7),
+    base=st.sampled_from([0, 10**9]),
 )
-def test_counted_positions_equal_the_sorted_order(seed, n, n_scores, parts):
+def test_counted_positions_equal_the_sorted_order(seed, n, n_scores, parts, base):
     """The distributed plan's counting (positions.py), partition by partition, gives every
-    true pair the position and rank of the specification's sort, ties and -0.0 included."""
+    true pair the position and rank of the specification's sort, ties and -0.0 included,
+    unknown queries (code -1) and codes too large for a table of them (``base``)."""
     from disc21spark.matching import positions
     from disc21spark.matching.oracle.spec import pessimistic_order, true_pair_ranks
 
     rng = np.random.default_rng(seed)
-    query = rng.integers(0, 20, n)
+    query = rng.integers(0, 20, n) + base
     score = rng.integers(0, n_scores, n) / n_scores - 0.3
     score[rng.random(n) < 0.1] *= -0.0
     label = rng.random(n) < 0.3
+    unknown = rng.random(n) < 0.1
+    query[unknown], label[unknown] = -1, False
     truth = positions.TrueScores.of(query[label], score[label])
     total = positions.Counts.zero(truth)
     cuts = np.sort(rng.integers(0, n + 1, parts - 1))

@@ -63,7 +63,9 @@ def test_the_shapes_are_the_counters_own():
     levels = weighted.levels_of(rng.random(6))
     by_code = [weighted.levels_of(rng.random(k)) for k in (2, 0, 4)]
     made = [
-        *weighted.miss_counts(levels, score, keys[np.maximum(query, 0)], fixed, r),
+        *weighted.miss_counts(
+            weighted.Reach.of(levels, score), keys[np.maximum(query, 0)], fixed, r
+        ),
         *groups.code_miss_counts(by_code, score, query, keys, r),
     ]
     shapes = payload.count_shapes(len(levels), [len(lv) for lv in by_code], r.resamples)

@@ -233,10 +233,14 @@ def test_counts_add_up_over_any_split_of_the_rows(seed, n, cut):
     s = sample_of(frame, gt)
     r = Resampling(70, 0.9, 5)
     levels = weighted.levels_of(s.score[s.label])
-    whole = weighted.miss_counts(levels, s.score, s.keys, s.unknown, r)
+    whole = weighted.miss_counts(weighted.Reach.of(levels, s.score), s.keys, s.unknown, r)
     cut = min(cut, len(s.score))
-    a = weighted.miss_counts(levels, s.score[:cut], s.keys[:cut], s.unknown[:cut], r)
-    b = weighted.miss_counts(levels, s.score[cut:], s.keys[cut:], s.unknown[cut:], r)
+    a = weighted.miss_counts(
+        weighted.Reach.of(levels, s.score[:cut]), s.keys[:cut], s.unknown[:cut], r
+    )
+    b = weighted.miss_counts(
+        weighted.Reach.of(levels, s.score[cut:]), s.keys[cut:], s.unknown[cut:], r
+    )
     for w, x, y in zip(whole, a, b):
         np.testing.assert_array_equal(w, x + y)
 
@@ -422,3 +426,30 @@ def test_the_board_says_the_gap_its_queries_tell_apart():
     assert line.startswith('<p class="summary" id="detectable">With these 25,000 queries')
     assert "under 0.0200 is too small to tell apart" in line
     assert page._detectable([{**rows[0], "next_detectable": None}]) == ""
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n=st.integers(0, 200),
+    n_levels=st.integers(0, 12),
+    resamples=st.sampled_from([0, 7]),
+)
+def test_both_orders_buckets_come_from_one_search(seed, n, n_levels, resamples):
+    # miss_counts finds the pessimistic and optimistic buckets from one search (a Reach):
+    # the same counts as ``buckets`` searched in each order, ties and 0.0 included
+    rng = np.random.default_rng(seed)
+    grid = np.round(rng.random(8), 1)
+    levels = weighted.levels_of(rng.choice(grid, n_levels)) if n_levels else np.zeros(0)
+    score = rng.choice(np.r_[grid, 0.0], n) + 0.0
+    keys = rng.integers(0, 2**63, n).astype(np.uint64)
+    fixed = rng.random(n) < 0.2
+    r = Resampling(resamples=resamples, seed=3)
+    t = len(levels)
+    expected = (
+        weighted.weighted_counts(weighted.buckets(levels, score), keys, fixed, t, r),
+        np.bincount(weighted.buckets(levels, score, False), minlength=t + 1)[:t],
+    )
+    got = weighted.miss_counts(weighted.Reach.of(levels, score), keys, fixed, r)
+    np.testing.assert_array_equal(got[0], expected[0])
+    np.testing.assert_array_equal(got[1], expected[1])

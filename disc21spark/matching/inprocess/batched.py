@@ -29,7 +29,7 @@ from disc21spark.core import memory, progress
 from disc21spark.core.errors import InputError
 from disc21spark.core.memory import BATCH_BYTES
 from disc21spark.core.phases import Phases
-from disc21spark.matching import coverage, per_query, positions
+from disc21spark.matching import coverage, kernel, per_query, positions
 from disc21spark.matching.inprocess.arrays import strings
 from disc21spark.matching.inprocess.codes import BatchEncoder
 from disc21spark.matching.inprocess.line_scan import lines_holding
@@ -37,7 +37,6 @@ from disc21spark.matching.inprocess.local_read import iter_pairs
 from disc21spark.matching.inprocess.source import Source
 from disc21spark.matching.model import GroundTruth, MatchingMetrics, Settings
 from disc21spark.matching.rows import duplicate_reason, max_results_error
-from disc21spark.matching.stats import groups as group_stats
 from disc21spark.matching.stats import weighted, weights
 from disc21spark.matching.stats.model import Resampling
 
@@ -181,7 +180,7 @@ def _check_repeats(source: Source, batch_bytes: int, spill: Spill, encoder: Batc
         keys[at : at + len(chunk["key"])] = chunk["key"]
         at += len(chunk["key"])
     keys.sort()
-    suspects = np.unique(keys[1:][keys[1:] == keys[:-1]])
+    suspects = kernel.distinct(keys[1:][keys[1:] == keys[:-1]])
     del keys
     if not suspects.size:
         return
@@ -216,7 +215,7 @@ def _first_repeat(
     seen: dict[tuple[str, str], int] = {}
     first = None
     for pairs in batches:
-        rows = np.flatnonzero(np.isin(encoder.keys(pairs), suspects))
+        rows = np.flatnonzero(kernel.among(encoder.keys(pairs), suspects))
         if not rows.size:
             continue
         picked = np.asarray(rows)
@@ -288,21 +287,26 @@ def _count(
     truth = positions.TrueScores.of(true_query, true_score)
     by_code = None
     if r is not None and r.groups is not None:
+        # imported when groups are given: a run without them never loads the group tables
+        from disc21spark.matching.stats import groups as group_stats
+
         by_code = group_stats.code_levels(truth.score, r.groups.codes[truth.query], r.groups.none)
     levels = weighted.levels_of(truth.score)
     counted = Counted(positions.Counts.zero(truth), levels, by_code)
-    keys = weighted.ground_truth_keys(gt, r.seed) if r is not None else None
-    if r is not None:
+    keys = weighted.drawn_keys(gt, r)[0] if r is not None else None
+    if r is not None and r.resamples:
         weights.remember(keys, r.resamples)
     for chunk in spill.chunks():
         query, label, score = chunk["query"].astype(np.int64), chunk["label"], chunk["score"]
-        counted.counts.add(positions.count_rows(truth, query, label, score))
+        miss = ~label
+        # the levels each non-match reaches: one search for the figures' and the intervals'
+        reach = weighted.Reach.of(levels, score[miss])
+        counted.counts.add(positions.count_rows(truth, query, label, score, reach.reached))
         if r is None:
             continue
-        miss = ~label
         fixed = query[miss] < 0
         at = np.maximum(query[miss], 0)
-        parts = weighted.miss_counts(levels, score[miss], keys[at], fixed, r)
+        parts = weighted.miss_counts(reach, keys[at], fixed, r)
         counted.misses = _plus(counted.misses, parts[0])
         counted.optimistic = _plus(counted.optimistic, parts[1])
         if by_code is not None:
@@ -332,13 +336,14 @@ def _with_statistics(
     t = len(levels)
     misses = counted.misses if counted.misses is not None else np.zeros((t, r.resamples), np.int64)
     optimistic = counted.optimistic if counted.optimistic is not None else np.zeros(t, np.int64)
-    keys = weighted.ground_truth_keys(gt, r.seed)
+    keys, positives = weighted.drawn_keys(gt, r)
     pairs = (keys[truth.query], truth.score, positions.ranks(counted.counts))
-    positives = weighted.positive_keys(gt, r.seed)
     uncertainty = weighted.uncertainty_of(levels, misses, optimistic, pairs, positives, r)
     metrics = replace(metrics, uncertainty=uncertainty)
     if r.groups is None:
         return metrics
+    from disc21spark.matching.stats import groups as group_stats
+
     codes = r.groups.codes
     table = group_stats.table(
         r.groups,

