@@ -97,6 +97,23 @@ def test_a_local_pool_in_process_equals_the_per_file_plan_on_spark(spark, pool, 
     assert all(rows[f"team{i}"]["micro_ap"] is not None for i in range(4))
 
 
+def test_a_split_pool_in_process_reads_each_file_once(pool, tmp_path):
+    """With --private-queries, validity and both boards come from one read of each file in
+    one round of workers: the run has no board phase (each board used to read every
+    valid file again, in a round of workers of its own)."""
+    out, private = tmp_path / "out", tmp_path / "private"
+    split = ["--private-queries", str(pool / "private.csv"), "--private-output", str(private)]
+    succeed(None, [*argv(pool, out, *split), "--engine", "local"])
+    for folder in (out, private):
+        run = json.loads((folder / "run.json").read_text())
+        assert run["engine"] == "local"
+        assert "score" in run["phase_seconds"] and "board" not in run["phase_seconds"]
+    rows = json.loads((private / "leaderboard.json").read_text())["submissions"]
+    assert sorted(r["submission"] for r in rows if r["status"] == "ok") == [
+        f"team{i}" for i in range(4)
+    ]
+
+
 def test_a_local_pool_needs_no_java(pool, tmp_path):
     """No Java on the path and JAVA_HOME wrong: a run that tried Spark would stop on it."""
     env = {

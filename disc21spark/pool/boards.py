@@ -14,10 +14,12 @@ import csv
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from disc21spark.matching import coverage
 from disc21spark.matching.model import GroundTruth, Submission
 from disc21spark.pool import report as pool_report
+from disc21spark.pool.in_process import Board
 from disc21spark.pool.split import PRIVATE, PUBLIC, Split
 
 CHANGES = "rank_changes.csv"
@@ -121,3 +123,22 @@ def write_private(folder: Path, public: list, private: list, run: dict) -> None:
         writer.writeheader()
         for row in rank_changes(public, private):
             writer.writerow({k: repr(v) if isinstance(v, float) else v for k, v in row.items()})
+
+
+def ahead(job: Any, gt: GroundTruth, split: Split | None) -> list[tuple[str, Board]]:
+    """The boards a pool scored in process takes from each file's one read (``job`` a
+    ``PoolJob``): each board's name, ground truth, query ids and settings, as
+    ``score_boards`` scores them; none without a split, or on Spark."""
+    if split is None or job.choice.needs_spark or job.choice.plan != "per-file":
+        return []
+    return [
+        (
+            name,
+            (
+                split.board(gt, name),
+                split.query_ids(gt, name),
+                replace(job, groups=split.groups(job.groups, name)).settings(),
+            ),
+        )
+        for name in (PUBLIC, PRIVATE)
+    ]

@@ -47,6 +47,8 @@ from disc21spark.matching.stats.model import Resampling
 CONTEXT = "forkserver"
 WATCH_SECONDS = 0.2  # how often a worker looks whether the pool's process is still there
 _given: dict[str, Any] = {}  # a worker's share of the pool: what ``_start`` got
+# a board scored from the same read: its ground truth, its query ids, its settings
+Board = tuple[GroundTruth, list[str], Settings]
 
 
 def cores() -> int:
@@ -62,15 +64,30 @@ def score_files(
     (``model.Settings``) in a worker process. ``only``: each file's rows of these query
     ids alone, scored on ``gt`` (a board's ground truth). Raises KeyboardInterrupt as
     the signal came, the workers stopped first."""
+    state = {"only": None if only is None else pa.array(only, pa.string())}
+    return _run(inputs, gt, settings, state, _one)
+
+
+def score_split(
+    inputs: Sequence[Any], gt: GroundTruth, settings: Settings, boards: Sequence[Board]
+) -> tuple[list[Outcome], list[list[Outcome | None]]]:
+    """Each local file of ``inputs`` read once, in a worker: its ``Outcome`` as submitted
+    (on ``gt``, with ``settings``), then, when valid, its ``Outcome`` on each board of
+    ``boards`` (its rows of the board's queries, as ``score_files`` with ``only``).
+    Returns the outcomes as submitted, and per board one per file (None: invalid)."""
+    state = {"boards": [(b_gt, pa.array(ids, pa.string()), b_set) for b_gt, ids, b_set in boards]}
+    found = _run(inputs, gt, settings, state, _split_one)
+    return [f[0] for f in found], [[f[1 + i] for f in found] for i in range(len(boards))]
+
+
+def _run(inputs: Sequence[Any], gt: GroundTruth, settings: Settings, state: dict, task) -> list:
+    """``task`` of each of ``inputs``, in order, in the worker processes; ``state``, with
+    the ground truth, settings and weights, is what ``_given`` holds in each."""
     if not inputs:
         return []
-    state = {
-        "gt": gt,
-        "settings": settings,
-        "only": None if only is None else pa.array(only, pa.string()),
-        "table": _weights(gt, settings.resampling),
-        "parent": os.getpid(),
-    }
+    state.update(
+        gt=gt, settings=settings, table=_weights(gt, settings.resampling), parent=os.getpid()
+    )
     context = multiprocessing.get_context(CONTEXT)
     if CONTEXT == "forkserver":
         context.set_forkserver_preload([__name__])
@@ -78,7 +95,7 @@ def score_files(
         min(len(inputs), cores()), mp_context=context, initializer=_start, initargs=(state,)
     )
     try:
-        return list(workers.map(_one, inputs))
+        return list(workers.map(task, inputs))
     except BaseException:
         for process in list((workers._processes or {}).values()):
             process.terminate()  # a task under way is not waited for
@@ -132,8 +149,8 @@ def _exists(pid: int) -> bool:
     return True
 
 
-def _one(resolved: Any) -> Outcome:
-    """One file scored in a worker: what a Spark task of the per-file plan returns."""
+def _read(resolved: Any) -> Source | Outcome:
+    """The file's bytes as a ``Source``, or the Outcome of a file that cannot be read."""
     faults.at("in-process file")
     path = resolved.given
     try:
@@ -141,24 +158,55 @@ def _one(resolved: Any) -> Outcome:
             data = fh.read()
     except OSError as exc:
         return Outcome(error=(display_path(path), f"cannot be read ({exc.strerror or exc})", None))
-    source = Source.of_bytes(path, data, resolved.format)
+    return Source.of_bytes(path, data, resolved.format)
+
+
+def _one(resolved: Any) -> Outcome:
+    """One file scored in a worker: what a Spark task of the per-file plan returns."""
+    source = _read(resolved)
+    if isinstance(source, Outcome):
+        return source
     if _given["only"] is not None:  # a file judged valid as submitted: its rows read
         try:
-            source = _board_rows(source, _given["only"])
+            source = _board_rows(source, [_given["only"]])[0]
         except InputError as error:  # not expected: the file was judged valid
             return Outcome(error=(error.source, error.reason, error.where))
     return per_file.task_outcome(source, _given["gt"], _given["settings"])
 
 
-def _board_rows(source: Source, only: pa.Array) -> Source:
-    """The file's checked pairs of the board's queries alone, as a table in memory."""
-    kept = []
+def _split_one(resolved: Any) -> tuple[Outcome | None, ...]:
+    """One file read once in a worker: its Outcome as submitted, then when valid its
+    Outcome on each board (its rows of all boards taken in one more pass)."""
+    boards = _given["boards"]
+    source = _read(resolved)
+    if isinstance(source, Outcome):
+        return (source,) + (None,) * len(boards)
+    judged = per_file.task_outcome(source, _given["gt"], _given["settings"])
+    if judged.metrics is None:
+        return (judged,) + (None,) * len(boards)
+    try:
+        rows = _board_rows(source, [only for _, only, _ in boards])
+    except InputError as error:  # not expected: the file was judged valid
+        return (judged,) + (Outcome(error=(error.source, error.reason, error.where)),) * len(boards)
+    found = (per_file.task_outcome(r, b_gt, b_set) for r, (b_gt, _, b_set) in zip(rows, boards))
+    return (judged, *found)
+
+
+def _board_rows(source: Source, onlies: list[pa.Array]) -> list[Source]:
+    """The file's checked pairs of each board's queries alone (``onlies``: each board's
+    query ids), as tables in memory, from one pass over the file."""
+    kept: list[list[Pairs]] = [[] for _ in onlies]
     for pairs in iter_pairs(source, BATCH_BYTES):
-        mask = pc.is_in(pairs.query, value_set=only)
-        keep = mask.to_numpy(zero_copy_only=False)
-        kept.append(
-            Pairs(pairs.query.filter(mask), pairs.reference.filter(mask), pairs.score[keep])
-        )
+        for board, only in zip(kept, onlies):
+            mask = pc.is_in(pairs.query, value_set=only)
+            keep = mask.to_numpy(zero_copy_only=False)
+            board.append(
+                Pairs(pairs.query.filter(mask), pairs.reference.filter(mask), pairs.score[keep])
+            )
+    return [_table(source, board) for board in kept]
+
+
+def _table(source: Source, kept: list[Pairs]) -> Source:
     query = pa.concat_arrays([p.query for p in kept]) if kept else pa.array([], pa.string())
     reference = pa.concat_arrays([p.reference for p in kept]) if kept else query
     score = np.concatenate([p.score for p in kept]) if kept else np.zeros(0)

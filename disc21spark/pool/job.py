@@ -177,16 +177,22 @@ def run(spark: SparkSession, job: PoolJob, announce: bool = True) -> PoolResult:
         todo = [s for s in subs if not s.reused]
         note["rows"] = len(subs)
         note["detail"] = f"{len(todo)} to score, {len(subs) - len(todo)} reused"
+    ahead: dict[str, dict] = {}  # in process, each board's outcomes from the one read
     if todo:  # with a split: which are valid, on the files as submitted; the boards'
         # figures replace these, so no per-query or group tables in this pass
         judged = job if split is None else replace(job, per_query=False, groups=None)
-        _score(spark, judged, gt, todo, phases)
+        ahead = _score(spark, judged, gt, todo, phases, boards.ahead(job, gt, split))
     private = None
     if split is not None:
 
         def board(name: str, board_gt: GroundTruth, ids: list[str], scored: list) -> None:
             on_board = replace(job, groups=split.groups(job.groups, name))
-            _score_board(spark, on_board, board_gt, scored, phases, ids)
+            known = ahead.get(name, {})  # from the read as submitted (a reused one: not)
+            done = [s for s in scored if s.source in known]
+            _outcomes(on_board, done, [known[s.source] for s in done])
+            rest = [s for s in scored if s.source not in known]
+            if rest:
+                _score_board(spark, on_board, board_gt, rest, phases, ids)
 
         private = boards.score_boards(gt, split, subs, todo, board)
     for s in todo if announce else []:
@@ -240,24 +246,35 @@ def _score(
     gt: GroundTruth,
     subs: list[Submission],
     phases: Phases,
-) -> None:
+    ahead: list[tuple[str, in_process.Board]] = (),
+) -> dict[str, dict]:
     """Every submission of ``subs`` scored; fills its status and metrics. On the
     per-file plan each file is a task of its own, and what only Spark reads as Spark
-    does is left for the distributed plan."""
+    does is left for the distributed plan. ``ahead`` (in process alone): boards scored
+    from the same read of each file; returned, per board name, each source's Outcome."""
+    found: dict[str, dict] = {}
     if job.choice.plan == "per-file":
         with phases.phase("score", unit="files") as note:
             files = [job.choice.inputs.of(s.source) for s in subs]
             if job.choice.needs_spark:  # one Spark task a file
                 outcomes = per_file.score_files(spark, files, gt, job.settings())
+            elif ahead:  # one read a file: as submitted, then on every board
+                outcomes, on = in_process.score_split(
+                    files, gt, job.settings(), [b for _, b in ahead]
+                )
+                found = {n: dict(zip([s.source for s in subs], o)) for (n, _), o in zip(ahead, on)}
             else:  # one worker process a file at a time, no JVM
                 outcomes = in_process.score_files(files, gt, job.settings())
             left = _outcomes(job, subs, outcomes)
             note["rows"] = sum(s.metrics.n_predictions for s in subs if s.metrics)
             note["detail"] = f"{len(subs) - len(left)} submissions, one task per file"
             if not job.choice.needs_spark:
-                note["detail"] = f"{len(subs)} submissions, one worker process per file"
+                note["detail"] = f"{len(subs)} submissions, one worker process per file" + (
+                    ", each read once for its validity and every board" if ahead else ""
+                )
         subs = left
     _score_distributed(spark, job, gt, subs, phases)
+    return found
 
 
 def _outcomes(job: PoolJob, subs: list[Submission], outcomes: list) -> list[Submission]:
