@@ -155,20 +155,10 @@ RESOLVERS = {
     "check_writable",
     "engine_of",
 }
-# the calls still made below the decision, each to be handed its resolved input (issue
-# 45): the ground truth's reading, the report's record and the jobs built by hand; none
-# may be added, and one gone must leave this list
-RESOLVED_AGAIN = {
-    ("matching/inprocess/source.py", "local_lines", "local_path"),
-    ("matching/inprocess/source.py", "local_lines", "file_format"),
-    ("matching/inprocess/source.py", "local_table_rows", "local_path"),
-    ("matching/inprocess/source.py", "local_table_rows", "file_format"),
-    ("matching/spark/read.py", "spark_table_rows", "detect_format"),
-    ("matching/ground_truth.py", "load_ground_truth", "engine_of"),
-    ("matching/reports/report.py", "run_document", "engine_of"),
-    ("matching/job.py", "run", "check_writable"),
-    ("pool/job.py", "run", "check_writable"),
-}
+# the calls still made below the decision (issue 45 took the last ones away: the ground
+# truth is read from its resolved input, the engine handed down as a value, a hand-built
+# job's outputs checked by the decision); none may be added
+RESOLVED_AGAIN: set[tuple[str, str, str]] = set()
 
 
 def test_only_the_decision_resolves_an_input():

@@ -24,7 +24,6 @@ from disc21spark.core.errors import (
     is_read_failure,
 )
 from disc21spark.core.fs import data_files
-from disc21spark.core.output import check_writable
 from disc21spark.core.paths import display_path
 from disc21spark.core.phases import Phases
 from disc21spark.core.runner import fields_from_options
@@ -151,12 +150,11 @@ def _content_digest(spark: SparkSession, path: str, choice: engine.Choice) -> st
 def run(spark: SparkSession, job: PoolJob, announce: bool = True) -> PoolResult:
     """Score a pool; writes job.output (when given) whole or not at all. ``announce``:
     say each scored submission's coverage warnings on stderr (the library API does not)."""
-    for folder in (job.output, job.private_output):
-        if folder:
-            check_writable(folder, job.overwrite)
     phases = Phases()
+    # settled, its outputs checked before the work (resolve.py), once
     job = replace(job, choice=_settled(spark, job))
-    gt = ground_truth_phase(spark, job.ground_truth, job.ground_truth_format, phases)
+    files = fs.files_of(job.choice.engine, spark)  # the engine the decision named
+    gt = ground_truth_phase(files, job.choice.inputs.ground_truth, phases)
     job = replace(job, groups=groups_phase(spark, job.query_groups, gt, phases))
     split = split_phase(spark, job.private_queries, gt, phases)
     # the boards named are checked before anything is written: their files, their kind
