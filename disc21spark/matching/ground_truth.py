@@ -1,9 +1,14 @@
-"""The ground truth of a run: read on the driver and validated before any heavy work."""
+"""The first steps of every run (``first_steps``): the job settled, the ground truth
+read on the driver and validated, the query groups read against it, before any heavy
+work."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from disc21spark import engine
+from disc21spark.core import fs
 from disc21spark.core.phases import Phases
 from disc21spark.matching.inprocess import source
 from disc21spark.matching.model import GroundTruth
@@ -14,11 +19,10 @@ from disc21spark.matching.rows import (
 )
 
 if TYPE_CHECKING:
-    from disc21spark.core.fs import LocalFiles
     from disc21spark.resolve import ResolvedInput
 
 
-def load_ground_truth(files: LocalFiles, gt: ResolvedInput) -> GroundTruth:
+def load_ground_truth(files: fs.LocalFiles, gt: ResolvedInput) -> GroundTruth:
     """``gt`` (resolved by the decision) read on the run's engine, as ``files`` names it
     (``core.fs.files_of``): through Spark (any Hadoop path), or from a local file with
     the same rules. Raises InputError naming the path as given."""
@@ -36,7 +40,7 @@ def load_ground_truth(files: LocalFiles, gt: ResolvedInput) -> GroundTruth:
     return parse_ground_truth(rows, gt.given)
 
 
-def ground_truth_phase(files: LocalFiles, gt: ResolvedInput, phases: Phases) -> GroundTruth:
+def ground_truth_phase(files: fs.LocalFiles, gt: ResolvedInput, phases: Phases) -> GroundTruth:
     """The ground truth, read first so that a bad file fails before any heavy work."""
     with phases.phase("ground truth") as note:
         truth = load_ground_truth(files, gt)
@@ -57,3 +61,28 @@ def groups_phase(spark: Any, path: str | None, gt: GroundTruth, phases: Phases) 
         note["rows"] = int(groups.sizes.sum())
         note["detail"] = f"{len(groups.names)} groups"
     return groups
+
+
+def first_steps(
+    spark: Any,
+    job: Any,
+    phases: Phases,
+    gt: GroundTruth | None = None,
+    groups: Any = None,
+) -> tuple[Any, GroundTruth, fs.LocalFiles]:
+    """The first steps of every run, in this order: the command's, the pool's and the
+    API's (docs/design.md, "One run, step by step"). The job settled (once: a job the
+    command or the API built comes settled; its outputs are checked there, resolve.py),
+    its ground truth read from its resolved input on the engine the decision named
+    (``gt``: the API's, read at its entry), its query groups read against it
+    (``groups``: given). Returns the job with its settled choice and groups, the ground
+    truth and the run's files (``core.fs.files_of``). Raises InputError, OutputError."""
+    preds = [job.predictions] if isinstance(job.predictions, str) else list(job.predictions)
+    fmt = job.predictions_format
+    choice = engine.settle(spark, job.choice, preds, fmt=fmt, given=job)
+    files = fs.files_of(choice.engine, spark)  # the engine the decision named
+    if gt is None:
+        gt = ground_truth_phase(files, choice.inputs.ground_truth, phases)
+    if groups is None:
+        groups = groups_phase(spark, job.query_groups, gt, phases)
+    return replace(job, choice=choice, groups=groups), gt, files

@@ -28,7 +28,7 @@ from disc21spark.core.paths import display_path
 from disc21spark.core.phases import Phases
 from disc21spark.core.runner import fields_from_options
 from disc21spark.matching import coverage
-from disc21spark.matching.ground_truth import ground_truth_phase, groups_phase
+from disc21spark.matching.ground_truth import first_steps
 from disc21spark.matching.model import GroundTruth, Submission
 from disc21spark.matching.rows import PREDICTION_COLUMNS
 from disc21spark.matching.scoring_job import ScoringJob
@@ -151,11 +151,8 @@ def run(spark: SparkSession, job: PoolJob, announce: bool = True) -> PoolResult:
     """Score a pool; writes job.output (when given) whole or not at all. ``announce``:
     say each scored submission's coverage warnings on stderr (the library API does not)."""
     phases = Phases()
-    # settled, its outputs checked before the work (resolve.py), once
-    job = replace(job, choice=_settled(spark, job))
-    files = fs.files_of(job.choice.engine, spark)  # the engine the decision named
-    gt = ground_truth_phase(files, job.choice.inputs.ground_truth, phases)
-    job = replace(job, groups=groups_phase(spark, job.query_groups, gt, phases))
+    # the one sequence's first steps (matching.ground_truth.first_steps) on the pool's decision
+    job, gt, _ = first_steps(spark, replace(job, choice=_settled(spark, job)), phases)
     split = split_phase(spark, job.private_queries, gt, phases)
     # the boards named are checked before anything is written: their files, their kind
     before = kinds.compared_board(job.compare_to, split, spark) if job.compare_to else None
