@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from disc21spark.core.paths import codec, detect_format, display_path, is_plain, is_uri
@@ -29,7 +29,9 @@ class ResolvedInput:
     names (None: another file system, a glob, a folder, not there), ``remote`` a URI of
     another file system, ``format`` csv or parquet as Spark reads it, ``codec`` the
     Hadoop codec suffix (``.gz``) or None, ``size`` bytes (None: not known), and
-    ``arrow_reads`` whether Arrow reads it as Spark does (None: not asked)."""
+    ``arrow_reads`` whether Arrow reads it as Spark does (None: not asked), ``unread``
+    for another local file why this process's reader does not read its name as Spark
+    does (None: it does, or not a local file)."""
 
     given: str
     local: str | None
@@ -38,6 +40,7 @@ class ResolvedInput:
     codec: str | None
     size: int | None = None
     arrow_reads: bool | None = None
+    unread: str | None = field(default=None, compare=False)
 
     def record(self) -> dict[str, Any]:
         """The run record's entry (metrics.json's ``run.resolved``)."""
@@ -105,8 +108,10 @@ def resolve(
     if size is None and plain is not None:
         size = os.path.getsize(plain)
     arrow = formats.format_problem(path, fmt, plain) is None if submission else None
+    unread = formats.format_problem(plain, fmt) if plain and not submission else None
     remote = is_uri(path) and not path.startswith("file:")
-    return ResolvedInput(path, plain, remote, detect_format(path, fmt), codec(path), size, arrow)
+    found = detect_format(path, fmt)
+    return ResolvedInput(path, plain, remote, found, codec(path), size, arrow, unread)
 
 
 def inputs_of(files: Sequence[tuple[str, int | None]], fmt: str, given: Any = None) -> RunInputs:
@@ -122,7 +127,22 @@ def inputs_of(files: Sequence[tuple[str, int | None]], fmt: str, given: Any = No
             asked = getattr(given, fmt_name, "auto") if fmt_name else "auto"
             others[role] = resolve(os.fspath(path), asked)
     output = getattr(given, "output", None)
+    _check_outputs(given)
     return RunInputs(predictions, **others, output=output if isinstance(output, str) else None)
+
+
+def _check_outputs(given: Any) -> None:
+    """The outputs ``given`` names checked before any work (``core.output``): the one
+    check of a job built by hand; a command's folders the runner claimed pass at once,
+    and --explain writes nothing. OutputError when one could not be published."""
+    from disc21spark.core.output import check_writable
+
+    if getattr(given, "explain", False):
+        return
+    for name in ("output", "private_output"):
+        folder = getattr(given, name, None)
+        if isinstance(folder, str) and folder:
+            check_writable(folder, getattr(given, "overwrite", False))
 
 
 def not_local_around(ground_truth: str | None, output: str | None) -> str | None:

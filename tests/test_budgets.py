@@ -17,12 +17,14 @@ from PIL import Image
 from disc21spark import commands
 from disc21spark.api import evaluate_descriptors
 from disc21spark.core.errors import InputError
+from disc21spark.core.fs import SparkFiles
 from disc21spark.core.phases import Phases
 from disc21spark.descriptors import job as D
 from disc21spark.descriptors import spec as S
 from disc21spark.descriptors.budgets import spec as B
 from disc21spark.descriptors.budgets.table import BudgetTable
 from disc21spark.matching.model import GroundTruth
+from disc21spark.resolve import resolve
 from disc21spark.testing.synth import write_hdf5_descriptors
 from tests.conftest import DESCRIPTORS, MINIMAL
 
@@ -165,7 +167,7 @@ def job_for(root, **kw) -> D.DescriptorJob:
 
 def searched_and_scored(spark, job: D.DescriptorJob):
     """The job's search and scores, with its searched pairs as numpy arrays."""
-    gt = D.ground_truth_phase(spark, job.ground_truth, job.ground_truth_format, Phases())
+    gt = D.ground_truth_phase(SparkFiles(spark), resolve(job.ground_truth), Phases())
     outcome = D.search_pairs(spark, job, Phases())
     try:
         scores = D.score_pairs(spark, job, gt, outcome, Phases())

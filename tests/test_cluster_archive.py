@@ -135,8 +135,10 @@ def test_a_pool_on_a_cluster_with_the_archive_equals_local_mode(
     application unpacks it again on every worker, the largest cost of this file); the
     descriptor track and make_queries through URIs run on the same cluster in
     test_cluster.py."""
+    from disc21spark.core.fs import LocalFiles
     from disc21spark.matching.ground_truth import load_ground_truth
     from disc21spark.matching.oracle.spec import evaluate
+    from disc21spark.resolve import resolve
 
     work = tmp_path / "elsewhere"  # the user's folder, not the checkout
     work.mkdir()
@@ -166,7 +168,7 @@ def test_a_pool_on_a_cluster_with_the_archive_equals_local_mode(
     board = json.loads((out / "leaderboard.json").read_text())
     assert (out / "_SUCCESS").exists()
     assert board["run"]["spark_master"] == cluster[0]
-    truth = load_ground_truth(None, str(dev_gt_path))
+    truth = load_ground_truth(LocalFiles(), resolve(str(dev_gt_path)))
     for row in board["submissions"]:
         frame = frames[row["submission"]]
         want = evaluate(frame.query_id, frame.reference_id, frame.score.to_numpy(), truth)

@@ -155,20 +155,10 @@ RESOLVERS = {
     "check_writable",
     "engine_of",
 }
-# the calls still made below the decision, each to be handed its resolved input (issue
-# 45): the ground truth's reading, the report's record and the jobs built by hand; none
-# may be added, and one gone must leave this list
-RESOLVED_AGAIN = {
-    ("matching/inprocess/source.py", "local_lines", "local_path"),
-    ("matching/inprocess/source.py", "local_lines", "file_format"),
-    ("matching/inprocess/source.py", "local_table_rows", "local_path"),
-    ("matching/inprocess/source.py", "local_table_rows", "file_format"),
-    ("matching/spark/read.py", "spark_table_rows", "detect_format"),
-    ("matching/ground_truth.py", "load_ground_truth", "engine_of"),
-    ("matching/reports/report.py", "run_document", "engine_of"),
-    ("matching/job.py", "run", "check_writable"),
-    ("pool/job.py", "run", "check_writable"),
-}
+# the calls still made below the decision (issue 45 took the last ones away: the ground
+# truth is read from its resolved input, the engine handed down as a value, a hand-built
+# job's outputs checked by the decision); none may be added
+RESOLVED_AGAIN: set[tuple[str, str, str]] = set()
 
 
 def test_only_the_decision_resolves_an_input():
@@ -198,7 +188,8 @@ def test_only_the_decision_resolves_an_input():
 # the entry points below; the rule itself (plan_of, the pool test) is engine.py's alone
 DECIDERS = {
     "choose": {"commands/evaluate.py", "api/inputs.py"},
-    "settle": {"commands/evaluate.py", "api/matching.py", "matching/job.py", "pool/job.py"},
+    # the API's one submission settles through matching.ground_truth.first_steps, the one sequence
+    "settle": {"commands/evaluate.py", "matching/ground_truth.py", "pool/job.py"},
     "plan_of": set(),
 }
 
@@ -225,3 +216,46 @@ def test_the_engine_and_the_plan_are_decided_in_engine_py_alone():
         for where in places:
             text = (PACKAGE / where).read_text(encoding="utf-8")
             assert len(calls.findall(text)) >= 1 and text.count(f".{name}(") == 1, (where, name)
+
+
+# one run of one submission is one sequence (docs/design.md, "One run, step by step"):
+# matching.ground_truth.first_steps settles the job, reads the ground truth, then the query groups; the
+# command's job, the pool and the API call it, and none of them takes these steps itself
+SEQUENCE = ("settle", "ground_truth_phase", "groups_phase")
+SEQUENCE_CALLERS = {
+    ("matching/job.py", "run"),
+    ("pool/job.py", "run"),
+    ("api/matching.py", "_score_one"),
+}
+# the pool's own decision (a pool kind, its plan) before the sequence takes it
+OWN_STEPS = {("pool/job.py", "_settled", "settle")}
+
+
+def _calls_in_order(function: ast.AST) -> list[str]:
+    calls = [n for n in ast.walk(function) if isinstance(n, ast.Call)]
+    calls.sort(key=lambda n: (n.lineno, n.col_offset))
+    return [
+        c.func.attr if isinstance(c.func, ast.Attribute) else getattr(c.func, "id", "")
+        for c in calls
+    ]
+
+
+def test_one_run_is_one_sequence():
+    steps, callers, found = None, set(), set()
+    for path in modules():
+        where = str(path.relative_to(PACKAGE))
+        if not where.startswith(("matching/", "pool/", "api/")):
+            continue
+        for function in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(function, ast.FunctionDef):
+                continue
+            names = _calls_in_order(function)
+            if (where, function.name) == ("matching/ground_truth.py", "first_steps"):
+                steps = [n for n in names if n in SEQUENCE]
+                continue
+            if "first_steps" in names:
+                callers.add((where, function.name))
+            found |= {(where, function.name, n) for n in names if n in SEQUENCE[:2]}
+    assert steps == list(SEQUENCE), steps
+    assert callers == SEQUENCE_CALLERS, callers
+    assert found == OWN_STEPS, f"a step of the one sequence taken outside it: {found - OWN_STEPS}"

@@ -10,9 +10,11 @@ import json
 import numpy as np
 import pandas as pd
 
+from disc21spark.core.fs import LocalFiles
 from disc21spark.descriptors import spec as S
 from disc21spark.matching.ground_truth import load_ground_truth
 from disc21spark.matching.oracle import spec as matching_spec
+from disc21spark.resolve import resolve
 from disc21spark.testing.synth import write_hdf5_descriptors
 from tests.conftest import run_evaluate, spark_submit
 
@@ -64,7 +66,7 @@ def test_references_above_one_broadcast_copy_run_with_default_settings(tmp_path)
         float_precision="round_trip",
     )
     assert set(zip(got["query_id"], got["reference_id"], got["score"].tolist())) == expected
-    gt = load_ground_truth(None, str(tmp_path / "gt.csv"))
+    gt = load_ground_truth(LocalFiles(), resolve(str(tmp_path / "gt.csv")))
     metrics = matching_spec.evaluate(qids[p.query], rids[p.reference], p.score, gt)
     doc = json.loads((tmp_path / "out" / "metrics.json").read_text())
     assert doc["micro_ap"] == metrics.micro_ap and doc["micro_ap"] > 0.5

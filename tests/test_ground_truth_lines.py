@@ -17,6 +17,7 @@ from disc21spark.matching.rows import (
     parse_ground_truth,
     parse_plain_ground_truth,
 )
+from disc21spark.resolve import resolve
 
 DEV = Path(__file__).resolve().parents[1] / "data" / "disc21_dev_ground_truth.csv"
 FIELD = st.sampled_from(["Q1", "Q2", "Q3", "R1", "R2", "", " Q1", "Q2 ", "query_id", "é"])
@@ -57,15 +58,15 @@ def test_the_bulk_parse_is_the_row_by_row_one_or_steps_aside(lines):
 
 
 def test_the_dev_ground_truth_takes_the_bulk_parse():
-    lines = source.local_lines(str(DEV))
+    lines = source.local_lines(resolve(str(DEV)))
     bulk = parse_plain_ground_truth(lines, str(DEV))
     assert bulk is not None
-    rows = source.local_table_rows(str(DEV), ("query_id", "reference_id"))
+    rows = source.local_table_rows(resolve(str(DEV)), ("query_id", "reference_id"))
     assert same(bulk, parse_ground_truth(rows, str(DEV)))
     assert bulk.n_queries == 25_000
 
 
 def test_a_file_that_cannot_be_read_has_no_lines(tmp_path):
-    assert source.local_lines(str(tmp_path / "missing.csv")) is None
+    assert source.local_lines(resolve(str(tmp_path / "missing.csv"))) is None
     (tmp_path / "gt.parquet").write_bytes(b"PAR1")
-    assert source.local_lines(str(tmp_path / "gt.parquet")) is None
+    assert source.local_lines(resolve(str(tmp_path / "gt.parquet"))) is None

@@ -141,9 +141,11 @@ def test_the_benchmark_folder(spark_bench):
 
 
 def test_the_ground_truth_is_read_by_the_scorer(spark, spark_bench):
+    from disc21spark.core.fs import SparkFiles
     from disc21spark.matching.ground_truth import load_ground_truth
+    from disc21spark.resolve import resolve
 
-    gt = load_ground_truth(spark, str(spark_bench / "ground_truth.csv"))
+    gt = load_ground_truth(SparkFiles(spark), resolve(str(spark_bench / "ground_truth.csv")))
     assert gt.n_queries == 60 and gt.n_positives == 42
 
 

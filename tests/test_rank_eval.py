@@ -370,10 +370,12 @@ def test_distance_option_is_checked():
 def test_micro_ap_by_test_from_the_query_groups_file(bench, report):
     """by_group.csv: each method's kNN pairs over the whole bench, by the bench's
     query_groups.csv, equal to the definition by restriction (with the same resamples)."""
+    from disc21spark.core.fs import LocalFiles
     from disc21spark.matching.ground_truth import load_ground_truth
     from disc21spark.matching.oracle import groups as groups_spec
     from disc21spark.matching.stats.groups_file import read_query_groups
     from disc21spark.matching.stats.model import STATISTICS, Resampling
+    from disc21spark.resolve import resolve
 
     b, m, xq, xb = vectors(bench, "colorhist")
     scores = distances.brute_force_pairs(xq, xb, m.metric)
@@ -384,7 +386,7 @@ def test_micro_ap_by_test_from_the_query_groups_file(bench, report):
         qids += [b.queries.query_id[r]] * 5
         rids += list(refs[order])
         sc += list(scores[r][order])
-    gt = load_ground_truth(None, str(bench / "ground_truth.csv"))
+    gt = load_ground_truth(LocalFiles(), resolve(str(bench / "ground_truth.csv")))
     groups = read_query_groups(str(bench / "query_groups.csv"), gt)
     wanted = groups_spec.group_table(
         np.array(qids),

@@ -120,11 +120,14 @@ def ground_truth(value: Any, fmt: str, engine: Engine) -> GroundTruth:
     """The ground truth of a call, checked with the command line's rules and words: a
     path read as the command reads it (through Spark on the Spark engine), a table row
     by row (an empty or missing reference_id marks a distractor query)."""
+    from disc21spark import resolve
+    from disc21spark.core import fs
     from disc21spark.matching.ground_truth import load_ground_truth
 
     source = label("ground_truth", value)
-    if kind(value) == PATH:
-        return load_ground_truth(engine.spark, os.fspath(value), fmt)
+    if kind(value) == PATH:  # resolved once, here at the call's entry
+        truth = resolve.resolve(os.fspath(value), fmt)
+        return load_ground_truth(fs.files_of(engine.name, engine.spark), truth)
     if kind(value) == SPARK:
         rows = value.select("query_id", "reference_id").collect() if _has_ids(value) else None
         if rows is None:

@@ -14,7 +14,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from disc21spark import engine as engines
 from disc21spark.api import inputs
 from disc21spark.api.inputs import ARROW, PATH, SPARK, Engine, kind, label
 from disc21spark.api.renamed import old_keywords
@@ -24,7 +23,7 @@ from disc21spark.core import config
 from disc21spark.core.errors import InputError, column_list
 from disc21spark.core.phases import Phases
 from disc21spark.engine import LOCAL_MAX_BYTES
-from disc21spark.matching.ground_truth import groups_phase
+from disc21spark.matching.ground_truth import first_steps, groups_phase
 from disc21spark.matching.job import MatchingJob, score_frame, score_predictions
 from disc21spark.matching.model import GroundTruth, MatchingMetrics, Submission
 
@@ -167,13 +166,12 @@ def _score_one(
     ``name``: how a table names itself in messages; ``groups``: the query groups read
     against ``gt`` (None: ``request.query_groups`` read against it, if any)."""
     job = MatchingJob.from_options(request, engine.choice)
+    if kind(predictions) == PATH:  # the command's sequence, its ground truth read here
+        job, gt, _ = first_steps(engine.spark, job, Phases(), gt, groups)
+        return score_predictions(engine.spark, job, gt, Phases())
     if groups is None:
         groups = groups_phase(engine.spark, job.query_groups, gt, Phases())
     job = replace(job, groups=groups)
-    if kind(predictions) == PATH:
-        fmt = job.predictions_format
-        choice = engines.settle(engine.spark, engine.choice, [job.predictions], fmt=fmt, given=job)
-        return score_predictions(engine.spark, replace(job, choice=choice), gt, Phases())
     source = label(name, predictions)
     if not engine.choice.needs_spark:
         # a table gets what a file gets: the intervals, and with resamples=0 the

@@ -82,7 +82,9 @@ class Evaluation:
         self.choice = settled(spark, self.request, self.choice)
         if self.request.explain:
             if self.choice.kind == "pool":
-                check_board_files(spark, self.request)  # a bad file: the run's one line
+                check_board_files(
+                    spark, self.request, self.choice
+                )  # a bad file: the run's one line
             return self.choice
         self.chosen = pick(self.request, self.choice)
         return self.chosen.execute(spark)
@@ -97,16 +99,19 @@ class Evaluation:
         return self.chosen.summary(result)
 
 
-def check_board_files(spark: Any, r: EvaluateRequest) -> None:
+def check_board_files(spark: Any, r: EvaluateRequest, choice: engine.Choice) -> None:
     """--explain of a pool: the groups and private-queries files checked against the
-    ground truth as a run checks them; InputError with the run's line."""
+    ground truth (as ``choice`` resolved it, on its engine) as a run checks them;
+    InputError with the run's line."""
     if not (r.query_groups or r.private_queries):
         return
+    from disc21spark.core import fs
     from disc21spark.core.phases import Phases
     from disc21spark.matching.ground_truth import ground_truth_phase, groups_phase
     from disc21spark.pool.split import read_split
 
-    gt = ground_truth_phase(spark, r.ground_truth, r.ground_truth_format, Phases())
+    files = fs.files_of(choice.engine, spark)
+    gt = ground_truth_phase(files, choice.inputs.ground_truth, Phases())
     groups_phase(spark, r.query_groups, gt, Phases())
     if r.private_queries:
         read_split(r.private_queries, gt, spark)

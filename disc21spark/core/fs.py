@@ -114,6 +114,12 @@ class SparkFiles(LocalFiles):
             pass
 
 
+def files_of(engine: str, spark: Any = None) -> LocalFiles:
+    """The files of a run on ``engine`` as the decision named it (``engine.Choice.engine``:
+    "spark", with its session, or "local")."""
+    return SparkFiles(spark) if engine == "spark" else LocalFiles()
+
+
 def serving() -> LocalFiles:
     """The files of a library call that was handed none: the running SparkSession's, or
     this machine's alone."""

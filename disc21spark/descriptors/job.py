@@ -20,7 +20,8 @@ from typing import Any
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 
-from disc21spark.core import config
+from disc21spark import resolve
+from disc21spark.core import config, fs
 from disc21spark.core.errors import InputError, first_line
 from disc21spark.core.output import check_writable
 from disc21spark.core.phases import Phases
@@ -334,13 +335,16 @@ def evaluate(spark: SparkSession, job: DescriptorJob) -> Scores:
     if job.output:
         check_writable(job.output, job.overwrite)
     phases = Phases()
-    gt = ground_truth_phase(spark, job.ground_truth, job.ground_truth_format, phases)
+    files = fs.SparkFiles(spark)  # the descriptor track runs on Spark (engine.py)
+    # its ground truth resolved once, here at the track's entry (it has no Choice)
+    truth = resolve.resolve(job.ground_truth, job.ground_truth_format)
+    gt = ground_truth_phase(files, truth, phases)
     outcome = search_pairs(spark, job, phases)
     try:
         scores = score_pairs(spark, job, gt, outcome, phases)
         if job.output:
             inputs = descriptor_report.run_inputs(job, outcome)
-            with report.staged_report(spark, phases, job.output, job.overwrite, inputs) as written:
+            with report.staged_report(files, phases, job.output, job.overwrite, inputs) as written:
                 descriptor_report.write(job, scores, outcome, *written)
     finally:
         outcome.release()

@@ -9,18 +9,18 @@ errors included.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from disc21spark import engine
 from disc21spark.core import config, damage
 from disc21spark.core.errors import InputError
-from disc21spark.core.output import check_writable, staged_output
+from disc21spark.core.output import staged_output
 from disc21spark.core.phases import Phases
 from disc21spark.core.runner import fields_from_options
 from disc21spark.matching import coverage
-from disc21spark.matching.ground_truth import ground_truth_phase, groups_phase
+from disc21spark.matching.ground_truth import first_steps
 from disc21spark.matching.inprocess import local
 from disc21spark.matching.model import GroundTruth, MatchingMetrics
 from disc21spark.matching.reports import report
@@ -169,20 +169,13 @@ def score_frame(
 
 def run(spark: SparkSession | None, job: MatchingJob) -> MatchingMetrics:
     """Score one submission; writes job.output (when given) whole or not at all."""
-    if job.output:  # before the work (once a run: the runner's check counts)
-        check_writable(job.output, job.overwrite)
     phases = Phases()
-    # a job built by hand (not by the command or the API) is settled here, once
-    fmt = job.predictions_format
-    choice = engine.settle(spark, job.choice, [job.predictions], fmt=fmt, given=job)
-    job = replace(job, choice=choice)
-    gt = ground_truth_phase(spark, job.ground_truth, job.ground_truth_format, phases)
-    job = replace(job, groups=groups_phase(spark, job.query_groups, gt, phases))
+    job, gt, files = first_steps(spark, job, phases)
     metrics, ran = _scored(spark, job, gt, phases)
     if job.output:
         with phases.phase("report"), staged_output(job.output, job.overwrite) as stage:
             run_info = report.run_document(
-                spark,
+                files,
                 ground_truth=job.ground_truth,
                 predictions=job.predictions,
                 max_results=job.max_results,

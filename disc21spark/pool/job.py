@@ -24,12 +24,11 @@ from disc21spark.core.errors import (
     is_read_failure,
 )
 from disc21spark.core.fs import data_files
-from disc21spark.core.output import check_writable
 from disc21spark.core.paths import display_path
 from disc21spark.core.phases import Phases
 from disc21spark.core.runner import fields_from_options
 from disc21spark.matching import coverage
-from disc21spark.matching.ground_truth import ground_truth_phase, groups_phase
+from disc21spark.matching.ground_truth import first_steps
 from disc21spark.matching.model import GroundTruth, Submission
 from disc21spark.matching.rows import PREDICTION_COLUMNS
 from disc21spark.matching.scoring_job import ScoringJob
@@ -151,13 +150,9 @@ def _content_digest(spark: SparkSession, path: str, choice: engine.Choice) -> st
 def run(spark: SparkSession, job: PoolJob, announce: bool = True) -> PoolResult:
     """Score a pool; writes job.output (when given) whole or not at all. ``announce``:
     say each scored submission's coverage warnings on stderr (the library API does not)."""
-    for folder in (job.output, job.private_output):
-        if folder:
-            check_writable(folder, job.overwrite)
     phases = Phases()
-    job = replace(job, choice=_settled(spark, job))
-    gt = ground_truth_phase(spark, job.ground_truth, job.ground_truth_format, phases)
-    job = replace(job, groups=groups_phase(spark, job.query_groups, gt, phases))
+    # the one sequence's first steps (matching.ground_truth.first_steps) on the pool's decision
+    job, gt, _ = first_steps(spark, replace(job, choice=_settled(spark, job)), phases)
     split = split_phase(spark, job.private_queries, gt, phases)
     # the boards named are checked before anything is written: their files, their kind
     before = kinds.compared_board(job.compare_to, split, spark) if job.compare_to else None

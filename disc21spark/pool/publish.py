@@ -8,7 +8,7 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from disc21spark.core import record
+from disc21spark.core import fs, record
 from disc21spark.core.board_files import UNSPLIT, kind
 from disc21spark.core.phases import Phases
 from disc21spark.matching.reports import report
@@ -49,19 +49,20 @@ def write(spark: SparkSession, job: Any, result: Any, phases: Phases, before: di
         **result.settings,
         "board": UNSPLIT if result.private is None else PUBLIC,
     }
+    files = fs.files_of(job.choice.engine, spark)  # the engine the decision named
     private_before = before if before is not None and kind(before["run"]) == PRIVATE else None
     if result.private is not None:  # validity on the plan chosen, the boards on this one
         inputs["plan_reasons"].append(boards_plan(job.choice))
         inputs["private_board"] = job.private_output
     if result.private is not None and job.private_output:
-        _write_private(spark, job, result, phases, inputs, private_before)
+        _write_private(files, job, result, phases, inputs, private_before)
     if not job.output:
         return
     inputs["frozen"] = job.freeze
     before = None if private_before is not None else before
     if before is not None:
         inputs.update(changes.compared(before, job.compare_to))
-    with report.staged_report(spark, phases, job.output, job.overwrite, inputs) as written:
+    with report.staged_report(files, phases, job.output, job.overwrite, inputs) as written:
         stage, run_info = written
         pool_report.write(stage, result.submissions, run_info)
         if before is not None:
@@ -75,7 +76,7 @@ def write(spark: SparkSession, job: Any, result: Any, phases: Phases, before: di
 
 
 def _write_private(
-    spark: SparkSession,
+    files: fs.LocalFiles,
     job: Any,
     result: Any,
     phases: Phases,
@@ -96,7 +97,7 @@ def _write_private(
         shown.update(changes.compared(before, job.compare_to))
     out = job.private_output
     record.current().keep_private(out)  # its run.json gives the split's digest
-    with report.staged_report(spark, phases, out, job.overwrite, shown) as (stage, run_info):
+    with report.staged_report(files, phases, out, job.overwrite, shown) as (stage, run_info):
         boards.write_private(stage, result.submissions, result.private, run_info)
         if before is not None:
             changes.write_changes(stage, changes.changes(before, result.private))

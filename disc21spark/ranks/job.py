@@ -16,7 +16,8 @@ import numpy as np
 import pandas as pd
 from pyspark.sql import SparkSession
 
-from disc21spark.core import config, record
+from disc21spark import resolve
+from disc21spark.core import config, fs, record
 from disc21spark.core.errors import InputError
 from disc21spark.core.output import staged_output
 from disc21spark.core.phases import Phases
@@ -181,7 +182,9 @@ class _Setup:
 def run(spark: SparkSession, job: RankJob) -> dict:
     phases = Phases()
     bench = bench_folder.read(job.bench)
-    gt = ground_truth_phase(spark, str(bench.ground_truth), "csv", phases)
+    # the bench's ground truth resolved once, here at the track's entry (no Choice)
+    truth = resolve.resolve(str(bench.ground_truth), "csv")
+    gt = ground_truth_phase(fs.SparkFiles(spark), truth, phases)
     setup = _prepare(spark, job, bench)
 
     with staged_output(job.output, job.overwrite) as stage:

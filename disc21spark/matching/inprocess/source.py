@@ -20,7 +20,6 @@ from typing import IO, Any
 
 from disc21spark.core import damage
 from disc21spark.core.errors import InputError, column_list, first_line
-from disc21spark.core.formats import file_format, local_path
 from disc21spark.core.paths import display_path
 from disc21spark.matching.rows import Row, parse_csv_line
 
@@ -95,36 +94,39 @@ class Source:
         )
 
 
-def local_lines(path: str, fmt: str = "auto") -> list[str] | None:
-    """The lines of a local CSV file (plain, .gz or .bz2); None for a Parquet file or one
-    that cannot be read (``local_table_rows`` then says why)."""
-    plain = local_path(path)
+def local_lines(gt: Any) -> list[str] | None:
+    """The lines of a local CSV file (plain, .gz or .bz2) resolved by the decision
+    (``resolve.ResolvedInput``); None for a Parquet file or one that cannot be read
+    (``local_table_rows`` then says why)."""
     try:
-        if plain is None or file_format(plain, fmt) == "parquet":
+        if gt.local is None or gt.format == "parquet" or gt.unread is not None:
             return None
-        with Source(path, path=plain).open_text() as fh:
+        with Source(gt.given, path=gt.local).open_text() as fh:
             return fh.read().splitlines()
     except Exception:  # local_table_rows reads it again and names the problem
         return None
 
 
-def local_table_rows(path: str, columns: tuple[str, ...], fmt: str = "auto") -> list[Row]:
+def local_table_rows(gt: Any, columns: tuple[str, ...]) -> list[Row]:
     """Records of a small local CSV (plain, .gz or .bz2) or Parquet file (the ground
-    truth) with their line or row numbers: ``read.local_table_rows`` without Spark.
-    Raises InputError naming ``path`` (missing, unreadable, a column missing)."""
-    plain = local_path(path)
-    if plain is None:
+    truth, a ``resolve.ResolvedInput``) with their line or row numbers:
+    ``read.spark_table_rows`` without Spark. Raises InputError naming the path as given
+    (missing, unreadable, a column missing)."""
+    path = gt.given
+    if gt.local is None:
         raise InputError(path, "no such file or directory")
     try:
-        if file_format(plain, fmt) == "parquet":
-            table = parquet_table(Source(path, path=plain))
+        if gt.unread is not None:  # a name Arrow does not read as Spark does
+            raise ValueError(gt.unread)
+        if gt.format == "parquet":
+            table = parquet_table(Source(path, path=gt.local))
             missing = [c for c in columns if c not in table.column_names]
             if missing:
                 has = column_list(table.column_names)
                 raise InputError(path, f"missing column {missing[0]!r} (has: {has})")
             values = [table.column(c).cast("string").to_pylist() for c in columns]
             return [Row(f"row {i}", fields) for i, fields in enumerate(zip(*values), start=1)]
-        with Source(path, path=plain).open_text() as fh:
+        with Source(path, path=gt.local).open_text() as fh:
             lines = fh.read().splitlines()
     except InputError:
         raise

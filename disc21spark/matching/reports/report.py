@@ -11,16 +11,14 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from disc21spark.core import record
+from disc21spark.core import fs, record
 from disc21spark.core.output import staged_output
 from disc21spark.core.phases import Phases
-from disc21spark.engine import engine_of
 from disc21spark.matching.model import MatchingMetrics
 from disc21spark.matching.stats.report import uncertainty_lines
 
 if TYPE_CHECKING:
     import pandas as pd
-    from pyspark.sql import SparkSession
 
 ROWS = (
     ("micro_ap", "μAP (micro average precision)", "{:.6f}"),
@@ -52,22 +50,23 @@ def metrics_document(metrics: MatchingMetrics, run: dict, blocks: dict | None = 
     return doc
 
 
-def run_document(spark: SparkSession | None, private: bool = False, **inputs: Any) -> dict:
+def run_document(files: fs.LocalFiles, private: bool = False, **inputs: Any) -> dict:
     """The ``run`` part of a result file: the inputs and settings given, then the run
-    record (core/record.py: command, times, the engine that ran the job, versions,
-    inputs with SHA-256, the seconds of each phase), built once per run; ``private``: a
-    folder never published (``record.Record.document``)."""
-    return {**inputs, **record.current().document(engine_of(spark), private)}
+    record (core/record.py: command, times, the engine that ran the job, as ``files``
+    names it (``core.fs.files_of`` of the decision's engine), versions, inputs with
+    SHA-256, the seconds of each phase), built once per run; ``private``: a folder
+    never published (``record.Record.document``)."""
+    return {**inputs, **record.current().document(files, private)}
 
 
 @contextmanager
 def staged_report(
-    spark: SparkSession | None, phases: Phases, output: str, overwrite: bool, inputs: dict
+    files: fs.LocalFiles, phases: Phases, output: str, overwrite: bool, inputs: dict
 ) -> Iterator[tuple[Path, dict]]:
     """The report phase: a staging folder that becomes ``output`` whole when the block
     ends well, and the run document of ``inputs`` for the files written there."""
     with phases.phase("report"), staged_output(output, overwrite) as stage:
-        yield stage, run_document(spark, record.current().is_private(output), **inputs)
+        yield stage, run_document(files, record.current().is_private(output), **inputs)
 
 
 def format_table(metrics: MatchingMetrics, title: str = "DISC21 matching track") -> str:

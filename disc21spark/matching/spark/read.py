@@ -3,13 +3,15 @@ s3a://...): nothing is checked here."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from disc21spark.core import damage
 from disc21spark.core.errors import InputError, column_list, first_line
 from disc21spark.core.fs import data_files
-from disc21spark.core.paths import codec, detect_format, display_path
+from disc21spark.core.paths import codec, display_path
 from disc21spark.matching.rows import (
     PREDICTION_COLUMNS,
     WHITESPACE,
@@ -95,11 +97,10 @@ def typed_table(df: DataFrame, file: Column, keep: tuple[str, ...] = ()) -> Data
     )
 
 
-def spark_table_rows(
-    spark: SparkSession, path: str, columns: tuple[str, ...], fmt: str = "auto"
-) -> list[Row]:
-    """A small file (the ground truth) collected to the driver in file order, with line numbers."""
-    fmt = detect_format(path, fmt)
+def spark_table_rows(spark: SparkSession, gt: Any, columns: tuple[str, ...]) -> list[Row]:
+    """A small file (the ground truth, a ``resolve.ResolvedInput``: its path as given and
+    its format as resolved) collected to the driver in file order, with line numbers."""
+    path, fmt = gt.given, gt.format
     files = data_files(spark, path)
     rows: list[Row] = []
     try:
