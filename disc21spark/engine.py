@@ -163,6 +163,7 @@ def choose(
     predictions_format: str = "auto",
     input_kind: str = "path",
     pool: bool = True,
+    side: Sequence[str | None] = (),
 ) -> Choice:
     """The engine for these inputs, before anything starts.
 
@@ -171,8 +172,8 @@ def choose(
     ``descriptor``, ``engine`` one of ENGINES, ``plan`` one of PLANS,
     ``local_max_bytes`` bytes or None (auto: ``in_process_limit``), ``master`` the
     Spark master asked for, ``output`` the output folder, ``input_kind`` one of
-    INPUT_KINDS (what ``predictions`` is), ``pool`` whether the paths may be a pool (the
-    command line; False: one submission, as the API's ``evaluate`` gives).
+    INPUT_KINDS (what ``predictions`` is), ``pool`` whether they may be a pool (False:
+    one submission, the API's ``evaluate``), ``side`` other files read or written.
 
     Raises InputError when ``engine="local"`` cannot score these inputs (the message
     names the input and says to use the Spark engine).
@@ -191,14 +192,13 @@ def choose(
         )
     if engine == "spark":
         return spark.because("--engine spark")
+    around = not_local_around(ground_truth, output, side)
     if pool and track == "matching" and input_kind == "path" and not submission_column:
-        around = not_local_around(ground_truth, output)
         found = _local_pool(predictions, predictions_format, spark, around, master)
         if found is not None:
             return found
-    why = _not_local(
-        track, predictions, ground_truth, output, submission_column, predictions_format, input_kind
-    )
+    why = _not_local(track, predictions, submission_column, predictions_format, input_kind)
+    why = why or around
     if engine == "local":
         if why:
             gone = missing_local_file([*predictions, *filter(None, [ground_truth])])
@@ -232,8 +232,6 @@ def _local(
 def _not_local(
     track: str,
     predictions: Sequence[str],
-    ground_truth: str | None,
-    output: str | None,
     submission_column: str | None,
     fmt: str,
     input_kind: str,
@@ -246,8 +244,7 @@ def _not_local(
         return "the descriptor track runs on Spark"
     if submission_column or (input_kind == "path" and len(predictions) != 1):
         return "a table with a submission column runs on Spark"
-    reason = formats.unsupported(predictions[0], fmt) if input_kind == "path" else None
-    return reason or not_local_around(ground_truth, output)
+    return formats.unsupported(predictions[0], fmt) if input_kind == "path" else None
 
 
 def _local_pool(

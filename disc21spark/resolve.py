@@ -145,15 +145,21 @@ def _check_outputs(given: Any) -> None:
             check_writable(folder, getattr(given, "overwrite", False))
 
 
-def not_local_around(ground_truth: str | None, output: str | None) -> str | None:
-    """Why the ground truth or the output needs Spark's file systems, or None."""
+def not_local_around(
+    ground_truth: str | None, output: str | None, side: Sequence[str | None] = ()
+) -> str | None:
+    """Why the ground truth, the output or a side file needs Spark's file systems, or
+    None. ``side``: the other files a run reads or writes (groups, split, private output,
+    previous and compared boards; None when not given): one named with a scheme, ``file:``
+    included, is read or written through Hadoop's file systems (core/fs.py), so on Spark."""
     from disc21spark.core import formats
 
     if ground_truth is not None and formats.local_path(ground_truth) is None:
         return f"{ground_truth}: the ground truth is not a local file"
     if output and is_uri(output):
         return f"{output}: an output written through Hadoop's file systems"
-    return None
+    uri = next((p for p in side if p and is_uri(p)), None)
+    return f"{uri}: read or written through Hadoop's file systems" if uri else None
 
 
 def missing_local_file(paths: Sequence[str]) -> str | None:

@@ -151,6 +151,53 @@ def test_auto_engine_choice(tmp_path, monkeypatch):
     assert choose(args_for(tmp_path, "--engine", "local", predictions=pool)) == "local"
 
 
+def test_a_side_file_named_by_a_uri_sends_the_run_to_spark(tmp_path, monkeypatch):
+    """A side file with a scheme (file: included) is read or written through Hadoop's file
+    systems: the decision sends the run to Spark (it went to the in-process engine, whose
+    first read of it then ended in an internal error), and --engine local says why."""
+    monkeypatch.delenv("PYSPARK_GATEWAY_PORT", raising=False)
+    (tmp_path / "pool").mkdir()
+    write(tmp_path / "pool" / "a.csv", "Q1,R1,0.5\n")
+    split = write(tmp_path / "split.csv", "query_id\nQ1\n")
+    private = str(tmp_path / "private")
+    pool = [str(tmp_path / "pool")]
+
+    def choice(*extra, predictions=pool):
+        return evaluate_command.choice_of(
+            args_for(tmp_path, *extra, predictions=predictions).request
+        )
+
+    assert choice("--private-queries", split, "--private-output", private).engine == "local"
+    board = (tmp_path / "board").as_uri()
+    for options in [
+        ["--private-queries", Path(split).as_uri(), "--private-output", private],
+        ["--private-queries", split, "--private-output", Path(private).as_uri()],
+        ["--query-groups", Path(split).as_uri()],
+        ["--previous", board],
+        ["--compare-to", board],
+    ]:
+        for predictions in (pool, None):  # a pool, one file
+            chosen = choice(*options, predictions=predictions)
+            assert chosen.engine == "spark", options
+            assert "Hadoop's file systems" in " ".join(chosen.lines()), options
+    with pytest.raises(InputError, match=r"--engine local: file:.*split.csv: read or written"):
+        choice("--engine", "local", "--query-groups", Path(split).as_uri())
+
+
+def test_a_uri_read_without_a_session_is_one_line(tmp_path, monkeypatch):
+    """Below the decision a URI with no Spark session is one line naming it (it was a
+    TypeError: the error was built with one argument)."""
+    from disc21spark.core import fs
+    from disc21spark.core.errors import OutputError
+
+    monkeypatch.setattr(fs, "active_session", lambda: None)  # as in a run with no Spark
+    uri = Path(write(tmp_path / "split.csv", "query_id\nQ1\n")).as_uri()
+    with pytest.raises(InputError, match=r"split.csv: a URI is read through Spark's file systems"):
+        fs.read_text(uri)
+    with pytest.raises(OutputError, match=r"^file:.*/out: a URI is read through Spark"):
+        fs.session_for((tmp_path / "out").as_uri(), OutputError)
+
+
 def test_local_engine_refuses_what_it_cannot_read(tmp_path, monkeypatch):
     monkeypatch.delenv("PYSPARK_GATEWAY_PORT", raising=False)
     (tmp_path / "pool").mkdir()

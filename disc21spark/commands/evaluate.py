@@ -131,6 +131,7 @@ def choice_of(r: EvaluateRequest) -> engine.Choice:
         output=r.output,
         submission_column=r.submission_column,
         predictions_format=r.predictions_format,
+        side=(r.query_groups, r.private_queries, r.private_output, r.previous, r.compare_to),
     )
 
 

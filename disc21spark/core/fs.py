@@ -139,7 +139,9 @@ def session_for(path: str, error: type[Exception]) -> Any:
     spark = active_session()
     if spark:
         return spark
-    raise error(f"{path}: a URI is read through Spark's file systems; run with the Spark engine")
+    why = "a URI is read through Spark's file systems; run with the Spark engine"
+    # InputError names its file apart; OutputError is one message
+    raise error(path, why) if error is InputError else error(f"{path}: {why}")
 
 
 class HadoopPath:
