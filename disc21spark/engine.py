@@ -270,9 +270,10 @@ def _local_pool(
     if spark.asked == "local" and (why or around):
         raise InputError("--engine local", f"{why or around}; use --engine spark")
     # under spark-submit a pool goes to the session's cluster, as organisers submit it
-    master = master or ("PYSPARK_GATEWAY_PORT" in os.environ and "of spark-submit")
+    submitted = "PYSPARK_GATEWAY_PORT" in os.environ and "spark-submit: a pool goes to its cluster"
+    master = f"--master {master}" if master else submitted
     if why or around or (master and spark.asked != "local"):
-        return spark.because(why or around or f"--master {master}")
+        return spark.because(why or around or master)
     workers = min(len(files), len(os.sched_getaffinity(0)))
     return replace(spark, engine="local", plan="per-file", kind="pool", files=tuple(files)).because(
         f"a pool of {len(files)} local files read alike by Arrow and Spark: scored in "

@@ -148,6 +148,8 @@ def test_auto_engine_choice(tmp_path, monkeypatch):
     # but a pool goes to spark-submit's cluster (--engine local keeps it here)
     (tmp_path / "pool" / "b.csv.deflate").unlink()
     assert choose(args_for(tmp_path, predictions=pool)) == "spark"
+    said = evaluate_command.choice_of(args_for(tmp_path, predictions=pool).request).lines()
+    assert any("spark-submit: a pool goes to its cluster" in line for line in said), said
     assert choose(args_for(tmp_path, "--engine", "local", predictions=pool)) == "local"
 
 
