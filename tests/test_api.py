@@ -110,6 +110,27 @@ def test_a_spark_dataframe_is_scored_in_its_session(spark, case):
     assert forced.to_dict() == expected
 
 
+def test_a_groups_file_named_by_a_uri_is_read_on_spark(spark, case, tmp_path):
+    """A groups file named by a URI (file: included) is read through Hadoop's file systems:
+    ``engine="auto"`` scores on Spark, as the command does, with the figures of the plain
+    path; ``engine="local"`` says to use Spark (it said so after reading the ground truth,
+    from below the decision, when the decision did not look at the groups file)."""
+    groups = tmp_path / "groups.csv"
+    queries = case["gt"]["query_id"].drop_duplicates().iloc[:1000]
+    pd.DataFrame({"query_id": queries, "group": "first half"}).to_csv(groups, index=False)
+    given = (case["gt_path"], case["paths"]["team_a"])
+    from disc21spark.api import inputs
+
+    side = (groups.as_uri(),)
+    assert inputs.choose_engine("auto", list(given), ["auto"] * 2, None, side).name == "spark"
+    plain = ds.evaluate(*given, query_groups=groups, resamples=0, engine="local")
+    assert (
+        ds.evaluate(*given, query_groups=groups.as_uri(), resamples=0).to_dict() == plain.to_dict()
+    )
+    with pytest.raises(ds.InputError, match=r"--engine local: file:.*groups.csv: read or written"):
+        ds.evaluate(*given, query_groups=groups.as_uri(), engine="local")
+
+
 def test_bad_input_raises_the_command_lines_message(case, capsys, tmp_path):
     bad = tmp_path / "bad.csv"
     bad.write_text("Q00001,R000001,0.9\nQ00002,R000002,abc\n")

@@ -196,13 +196,15 @@ def choose_engine(
     inputs: list[Any],
     formats: list[str],
     local_max_bytes: int | None,
+    side: tuple[str | None, ...] = (),
 ) -> Engine:
     """The engine that scores ``inputs`` (with their ``formats``), by the command line's
     rule (``disc21spark.engine.choose``, asked once per input): a Spark DataFrame, a
     remote path, a glob, a folder or a file larger than ``local_max_bytes`` → Spark;
     pandas, Arrow and local files that fit → this process. ``engine`` "local" or "spark"
     forces (InputError when local cannot read an input); a SparkSession means Spark in
-    that session."""
+    that session. ``side``: the other files read (groups, split): one named by a URI
+    needs Spark's file systems."""
     from disc21spark import engine as engines
 
     if type(engine).__name__ == "SparkSession":
@@ -222,6 +224,7 @@ def choose_engine(
             predictions_format=fmt,
             input_kind=input_kind,
             pool=False,
+            side=side,
         )
         on_spark = on_spark or (choice if choice.needs_spark else None)
     if on_spark is None:

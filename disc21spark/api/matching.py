@@ -150,6 +150,7 @@ def _prepared(
         [ground_truth, *submissions.values()],
         [gt_format] + [fmt] * len(submissions),
         local_max_bytes,
+        side=(request.query_groups, request.private_queries),
     )
     return request, chosen, inputs.ground_truth(ground_truth, gt_format, chosen)
 
