@@ -72,7 +72,8 @@ def score_split(
     inputs: Sequence[Any], gt: GroundTruth, settings: Settings, boards: Sequence[Board]
 ) -> tuple[list[Outcome], list[list[Outcome | None]]]:
     """Each local file of ``inputs`` read once, in a worker: its ``Outcome`` as submitted
-    (on ``gt``, with ``settings``), then, when valid, its ``Outcome`` on each board of
+    (on ``gt``, with ``settings`` but no intervals: ``board_rows.score_on_boards``), then,
+    when valid, its ``Outcome`` on each board of
     ``boards`` (``board_rows.Board``: its rows of the board's queries, as ``score_files``
     with ``only`` scores them). Returns the outcomes as submitted, and per board one per
     file (None: invalid)."""

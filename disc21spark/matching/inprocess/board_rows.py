@@ -14,6 +14,7 @@ bits. Nothing here imports PySpark.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 
 import numpy as np
 import pyarrow as pa
@@ -36,11 +37,15 @@ Board = tuple[GroundTruth, Settings]
 def score_on_boards(
     source: Source, gt: GroundTruth, settings: Settings, boards: Sequence[Board]
 ) -> tuple[MatchingMetrics, list[MatchingMetrics]]:
-    """The file's metrics as submitted (``batched.score_source``'s, no warning printed;
-    raises as it raises), then its metrics on each board of ``boards``: those of its
-    rows of the board's queries alone, scored on the board's ground truth."""
+    """The file's metrics as submitted (``batched.score_source``'s with no intervals, no
+    warning printed; raises as it raises), then its metrics on each board of ``boards``:
+    those of its rows of the board's queries alone, scored on the board's ground truth.
+    Of the file as submitted a pool keeps its validity and warnings alone, the boards'
+    figures replacing its own (``pool/boards.py``): its intervals, a bootstrap as long as
+    both boards' together, are not drawn."""
     kept: list = []
-    submitted = batched.scored(source, gt, settings, Phases(), source.where, kept)
+    judged = replace(settings, resampling=None)
+    submitted = batched.scored(source, gt, judged, Phases(), source.where, kept)
     known = strings(gt.query_ids)
     return submitted, [_on_board(source, kept, known, board) for board in boards]
 
