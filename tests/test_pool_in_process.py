@@ -11,15 +11,28 @@ import re
 import signal
 import subprocess
 import sys
+from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import psutil
+import pyarrow as pa
 import pytest
 
+from disc21spark import resolve
 from disc21spark.core import faults
+from disc21spark.matching.inprocess import batched
+from disc21spark.matching.inprocess.local_read import iter_pairs
+from disc21spark.matching.model import Settings
+from disc21spark.matching.spark import per_file
+from disc21spark.matching.stats.model import Resampling
+from disc21spark.pool import in_process as pool_in_process
+from disc21spark.pool.split import PRIVATE, PUBLIC, Split
 from tests.conftest import ROOT, cli_env, held_pid
-from tests.pool_helpers import GT, random_submission
+from tests.helpers import assert_same, assert_same_uncertainty
+from tests.pool_helpers import GT, ground_truth, random_submission
 from tests.running import in_process, snapshot, succeed
 
 
@@ -112,6 +125,79 @@ def test_a_split_pool_in_process_reads_each_file_once(pool, tmp_path):
     assert sorted(r["submission"] for r in rows if r["status"] == "ok") == [
         f"team{i}" for i in range(4)
     ]
+
+
+def same_outcome(found, wanted) -> None:
+    """Two ``per_file.Outcome`` equal to the bit: the error, or every figure, the curve,
+    the warnings, the intervals' replicates and the per-query table."""
+    assert (found.error, found.needs_spark) == (wanted.error, wanted.needs_spark)
+    if wanted.metrics is None:
+        assert found.metrics is None
+        return
+    assert_same(found.metrics, wanted.metrics)
+    assert found.metrics.warnings == wanted.metrics.warnings
+    if wanted.metrics.uncertainty is None:
+        assert found.metrics.uncertainty is None
+    else:
+        assert_same_uncertainty(found.metrics.uncertainty, wanted.metrics.uncertainty)
+    pd.testing.assert_frame_equal(found.metrics.queries, wanted.metrics.queries, check_exact=True)
+
+
+@pytest.mark.parametrize("batch_bytes", [None, 300], ids=["one batch", "many batches"])
+def test_a_split_file_is_parsed_once_and_each_board_equals_its_rows_alone(
+    pool, tmp_path, monkeypatch, batch_bytes
+):
+    """A worker's file with --private-queries is parsed as often as the file scored alone
+    (``iter_pairs`` once, and once more for a file whose ids the coverage check reads
+    again), and each board's Outcome is, to the bit, its rows of the board's queries alone
+    scored on the board's ground truth (what a worker computed from a second parse
+    before): the figures, intervals, per-query table and warnings (a board without a true
+    pair looks at the ids again), and a bad file's error with no board."""
+    wrong = pd.DataFrame(  # true pairs of public queries alone: none on the private board
+        {
+            "query_id": [f"Q{i}" for i in range(40)],
+            "reference_id": [f"R{i + 1 - i % 2}" for i in range(40)],
+        }
+    ).assign(score=np.linspace(0, 1, 40))
+    wrong.to_csv(tmp_path / "wrong.csv", index=False)
+    paths = sorted((pool / "pool").iterdir()) + [tmp_path / "wrong.csv"]
+    files = [resolve.resolve(str(path), submission=True) for path in paths]
+    gt = ground_truth()
+    split = Split("private.csv", np.arange(40) % 2 == 0, "")
+    settings = Settings(0, 50, Resampling(30, 0.9, 3), per_query=True, batch_bytes=batch_bytes)
+    boards = [(split.board(gt, name), settings) for name in (PUBLIC, PRIVATE)]
+    parsed = []
+
+    def counted(source, *args):  # a file's bytes parsed (not rows already in memory)
+        if source.format != "table":
+            parsed.append(source.where)
+        return iter_pairs(source, *args)
+
+    def here(inputs, gt, settings, state, task):  # the workers' task, in this process
+        monkeypatch.setattr(pool_in_process, "_given", {**state, "gt": gt, "settings": settings})
+        return [task(one) for one in inputs]
+
+    monkeypatch.setattr(pool_in_process, "_run", here)
+    for module in (batched, pool_in_process):
+        monkeypatch.setattr(module, "iter_pairs", counted)
+    # as submitted, a file is judged (its validity and warnings) with no intervals
+    alone = pool_in_process.score_files(files, gt, replace(settings, resampling=None))
+    once, parsed[:] = Counter(parsed), []
+    submitted, on = pool_in_process.score_split(files, gt, settings, boards)
+    assert Counter(parsed) == once and once[str(tmp_path / "wrong.csv")] == 1
+    assert len(once) == len(files)
+    assert [o.error is None for o in submitted] == [False, False] + [True] * 5
+    assert on[1][-1].metrics.n_true_positives == 0 and on[1][-1].metrics.warnings
+    for i, one in enumerate(files):
+        source = pool_in_process._read(one)
+        same_outcome(submitted[i], alone[i])
+        for (b_gt, _), outcomes, name in zip(boards, on, (PUBLIC, PRIVATE)):
+            if submitted[i].error is not None:
+                assert outcomes[i] is None
+                continue
+            ids = pa.array(split.query_ids(gt, name), pa.string())
+            rows = pool_in_process._board_rows(source, [ids])[0]
+            same_outcome(outcomes[i], per_file.task_outcome(rows, b_gt, settings))
 
 
 def test_a_local_pool_needs_no_java(pool, tmp_path):

@@ -127,7 +127,7 @@ def write_private(folder: Path, public: list, private: list, run: dict) -> None:
 
 def ahead(job: Any, gt: GroundTruth, split: Split | None) -> list[tuple[str, Board]]:
     """The boards a pool scored in process takes from each file's one read (``job`` a
-    ``PoolJob``): each board's name, ground truth, query ids and settings, as
+    ``PoolJob``): each board's name, ground truth and settings, as
     ``score_boards`` scores them; none without a split, or on Spark."""
     if split is None or job.choice.needs_spark or job.choice.plan != "per-file":
         return []
@@ -136,7 +136,6 @@ def ahead(job: Any, gt: GroundTruth, split: Split | None) -> list[tuple[str, Boa
             name,
             (
                 split.board(gt, name),
-                split.query_ids(gt, name),
                 replace(job, groups=split.groups(job.groups, name)).settings(),
             ),
         )

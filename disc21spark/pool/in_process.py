@@ -30,8 +30,10 @@ import pyarrow.compute as pc
 
 from disc21spark.core import faults
 from disc21spark.core.errors import InputError
+from disc21spark.core.formats import NotForThisEngine
 from disc21spark.core.memory import BATCH_BYTES
 from disc21spark.core.paths import display_path
+from disc21spark.matching.inprocess.board_rows import Board, score_on_boards
 from disc21spark.matching.inprocess.local_read import Pairs, iter_pairs
 from disc21spark.matching.inprocess.source import Source
 from disc21spark.matching.model import GroundTruth, Settings
@@ -47,8 +49,6 @@ from disc21spark.matching.stats.model import Resampling
 CONTEXT = "forkserver"
 WATCH_SECONDS = 0.2  # how often a worker looks whether the pool's process is still there
 _given: dict[str, Any] = {}  # a worker's share of the pool: what ``_start`` got
-# a board scored from the same read: its ground truth, its query ids, its settings
-Board = tuple[GroundTruth, list[str], Settings]
 
 
 def cores() -> int:
@@ -72,10 +72,12 @@ def score_split(
     inputs: Sequence[Any], gt: GroundTruth, settings: Settings, boards: Sequence[Board]
 ) -> tuple[list[Outcome], list[list[Outcome | None]]]:
     """Each local file of ``inputs`` read once, in a worker: its ``Outcome`` as submitted
-    (on ``gt``, with ``settings``), then, when valid, its ``Outcome`` on each board of
-    ``boards`` (its rows of the board's queries, as ``score_files`` with ``only``).
-    Returns the outcomes as submitted, and per board one per file (None: invalid)."""
-    state = {"boards": [(b_gt, pa.array(ids, pa.string()), b_set) for b_gt, ids, b_set in boards]}
+    (on ``gt``, with ``settings`` but no intervals: ``board_rows.score_on_boards``), then,
+    when valid, its ``Outcome`` on each board of
+    ``boards`` (``board_rows.Board``: its rows of the board's queries, as ``score_files``
+    with ``only`` scores them). Returns the outcomes as submitted, and per board one per
+    file (None: invalid)."""
+    state = {"boards": list(boards)}
     found = _run(inputs, gt, settings, state, _split_one)
     return [f[0] for f in found], [[f[1 + i] for f in found] for i in range(len(boards))]
 
@@ -175,21 +177,19 @@ def _one(resolved: Any) -> Outcome:
 
 
 def _split_one(resolved: Any) -> tuple[Outcome | None, ...]:
-    """One file read once in a worker: its Outcome as submitted, then when valid its
-    Outcome on each board (its rows of all boards taken in one more pass)."""
+    """One file read, parsed and labelled once in a worker: its Outcome as submitted,
+    then when valid its Outcome on each board, cut from the same labelled rows."""
     boards = _given["boards"]
     source = _read(resolved)
     if isinstance(source, Outcome):
         return (source,) + (None,) * len(boards)
-    judged = per_file.task_outcome(source, _given["gt"], _given["settings"])
-    if judged.metrics is None:
-        return (judged,) + (None,) * len(boards)
     try:
-        rows = _board_rows(source, [only for _, only, _ in boards])
-    except InputError as error:  # not expected: the file was judged valid
-        return (judged,) + (Outcome(error=(error.source, error.reason, error.where)),) * len(boards)
-    found = (per_file.task_outcome(r, b_gt, b_set) for r, (b_gt, _, b_set) in zip(rows, boards))
-    return (judged, *found)
+        submitted, on_boards = score_on_boards(source, _given["gt"], _given["settings"], boards)
+    except InputError as error:
+        return (Outcome(error=(error.source, error.reason, error.where)),) + (None,) * len(boards)
+    except NotForThisEngine:
+        return (Outcome(needs_spark=True),) + (None,) * len(boards)
+    return (Outcome(metrics=submitted), *(Outcome(metrics=m) for m in on_boards))
 
 
 def _board_rows(source: Source, onlies: list[pa.Array]) -> list[Source]:

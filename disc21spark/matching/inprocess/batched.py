@@ -20,7 +20,7 @@ Nothing here imports PySpark.
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -96,18 +96,40 @@ def score_source(
     ``announce``: print the coverage warnings here (a pool's task leaves it to the
     driver); ``given``: the name the user gave (default ``source.where``)."""
     given = given or source.where
-    metrics = _scored(source, gt, settings, phases or Phases(), given)
+    metrics = scored(source, gt, settings, phases or Phases(), given)
     if announce:
         coverage.announce(given, metrics.warnings)
     return metrics
 
 
-def _scored(
-    source: Source, gt: GroundTruth, settings: Settings, phases: Phases, given: str
+@dataclass
+class Read:
+    """What pass 1 leaves for the figures: the ``rows`` read, ``chunks()`` of them
+    (``Spill.chunks``' dicts), the true pairs (int64 query indices, float64 scores, in
+    file order), the rows and distinct queries unknown or known, ``ids()`` for the
+    coverage checks (``coverage.check_counted``) and the per-query rows (None: none)."""
+
+    rows: int
+    chunks: Callable[[], Iterator[dict]]
+    true_pairs: tuple[np.ndarray, np.ndarray]
+    unknown_rows: int
+    distinct_queries: int
+    ids: Callable[[], tuple]
+    queries: per_query.QueryRows | None
+
+
+def scored(
+    source: Source,
+    gt: GroundTruth,
+    settings: Settings,
+    phases: Phases,
+    given: str,
+    kept: list | None = None,
 ) -> MatchingMetrics:
-    """``score_source``'s work."""
+    """``score_source``'s work (no warning printed). ``kept``: each checked batch's
+    labelled rows appended, as ((int64 query index, -1: unknown; bool label; float64
+    score), the rows' reference ids), for a pool's boards (``board_rows.py``)."""
     batch_bytes = settings.batch_bytes or BATCH_BYTES
-    resampling = settings.resampling
     encoder = BatchEncoder(gt)
     rows = per_query.QueryRows.empty(gt.n_queries) if settings.per_query else None
     with Spill() as spill:
@@ -117,6 +139,8 @@ def _scored(
                 spill.write(*encoded)
                 if rows is not None:
                     rows.add_batch(*encoded[:3], pairs.reference)
+                if kept is not None:
+                    kept.append((encoded[:3], pairs.reference))
                 read.add(len(pairs.score))
             note["rows"] = spill.rows
             batches = len(spill.sizes)
@@ -127,23 +151,37 @@ def _scored(
                 raise error
             _check_repeats(source, batch_bytes, spill, encoder)
             note["rows"] = spill.rows
-        with phases.phase("score") as note:
-            truth, counted = _count(spill, encoder, gt, resampling)
-            stats = positions.QueryStats(
-                spill.rows, encoder.unknown_rows, encoder.distinct_queries()
-            )
-            metrics = positions.metrics_from_parts(
-                gt, truth, counted.counts, stats, settings.curve_points
-            )
 
-            def ids():  # the ids looked at again only for a submission that needs it
-                return encoder.query_counts(), _reference_counts(source, batch_bytes)
+        def ids():  # the ids looked at again only for a submission that needs it
+            return encoder.query_counts(), reference_counts(source, batch_bytes)
 
-            metrics = coverage.check_counted(ids, gt, metrics, None)
-            if rows is not None:
-                metrics = _with_queries(metrics, truth, counted.counts, rows, gt, resampling)
-            note["rows"] = metrics.n_predictions
-            note["detail"] = f"{metrics.n_true_positives:,} true positives"
+        found = Read(
+            spill.rows,
+            spill.chunks,
+            encoder.true_pairs(),
+            encoder.unknown_rows,
+            encoder.distinct_queries(),
+            ids,
+            rows,
+        )
+        return figures(found, gt, settings, phases)
+
+
+def figures(read: Read, gt: GroundTruth, settings: Settings, phases: Phases) -> MatchingMetrics:
+    """The metrics of the rows ``read`` on ``gt`` (``settings``: with ``resampling`` the
+    intervals, with ``per_query`` the per-query table): pass 2's counts, summed."""
+    resampling = settings.resampling
+    with phases.phase("score") as note:
+        truth, counted = _count(read, gt, resampling)
+        stats = positions.QueryStats(read.rows, read.unknown_rows, read.distinct_queries)
+        metrics = positions.metrics_from_parts(
+            gt, truth, counted.counts, stats, settings.curve_points
+        )
+        metrics = coverage.check_counted(read.ids, gt, metrics, None)
+        if read.queries is not None:
+            metrics = _with_queries(metrics, truth, counted.counts, read.queries, gt, resampling)
+        note["rows"] = metrics.n_predictions
+        note["detail"] = f"{metrics.n_true_positives:,} true positives"
     if resampling is not None:
         with phases.phase("bootstrap") as note:
             metrics = _with_statistics(metrics, truth, counted, gt, resampling)
@@ -228,7 +266,7 @@ def _first_repeat(
     return None if first is None else (first, seen[first])
 
 
-def _reference_counts(source: Source, batch_bytes: int):
+def reference_counts(source: Source, batch_bytes: int):
     """(distinct reference ids, rows of each) of the file, read again: asked for only
     when the coverage warnings must look at the ids (``coverage.needs_id_check``)."""
     import pyarrow as pa
@@ -280,10 +318,10 @@ class Counted:
 
 
 def _count(
-    spill: Spill, encoder: BatchEncoder, gt: GroundTruth, r: Resampling | None
+    read: Read, gt: GroundTruth, r: Resampling | None
 ) -> tuple[positions.TrueScores, Counted]:
-    """The true scores and every count of the spilled rows, one chunk at a time."""
-    true_query, true_score = encoder.true_pairs()
+    """The true scores and every count of the rows read, one chunk at a time."""
+    true_query, true_score = read.true_pairs
     truth = positions.TrueScores.of(true_query, true_score)
     by_code = None
     if r is not None and r.groups is not None:
@@ -296,7 +334,7 @@ def _count(
     keys = weighted.drawn_keys(gt, r)[0] if r is not None else None
     if r is not None and r.resamples:
         weights.remember(keys, r.resamples)
-    for chunk in spill.chunks():
+    for chunk in read.chunks():
         query, label, score = chunk["query"].astype(np.int64), chunk["label"], chunk["score"]
         miss = ~label
         # the levels each non-match reaches: one search for the figures' and the intervals'
