@@ -214,18 +214,11 @@ def choose_engine(
     for value in inputs:
         check_exists(value)
     on_spark = None
+    asked = {"engine": engine, "local_max_bytes": local_max_bytes, "pool": False, "side": side}
     for value, fmt in zip(inputs, formats):
         input_kind = _INPUT_KINDS[kind(value)]
         paths = (os.fspath(value),) if input_kind == "path" else ()
-        choice = engines.choose(
-            paths,
-            engine=engine,
-            local_max_bytes=local_max_bytes,
-            predictions_format=fmt,
-            input_kind=input_kind,
-            pool=False,
-            side=side,
-        )
+        choice = engines.choose(paths, predictions_format=fmt, input_kind=input_kind, **asked)
         on_spark = on_spark or (choice if choice.needs_spark else None)
     if on_spark is None:
         return Engine("local", choice=engines.LOCAL)
