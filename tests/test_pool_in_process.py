@@ -267,7 +267,7 @@ def test_a_pool_stopped_mid_run_leaves_no_output_and_no_worker(pool, tmp_path, h
         # of the driver's descendants has been seen to miss it on a loaded machine)
         tree = started_by(proc.pid, worker)
         os.kill(proc.pid, how)
-        proc.communicate(timeout=120)
+        printed = "".join(proc.communicate(timeout=120))
         gone, alive = psutil.wait_procs(tree, timeout=60)
         assert not alive, f"left running after {how!r}: {alive}"
     finally:
@@ -275,7 +275,7 @@ def test_a_pool_stopped_mid_run_leaves_no_output_and_no_worker(pool, tmp_path, h
             os.killpg(proc.pid, signal.SIGKILL)
             proc.communicate()
     if how == signal.SIGINT:
-        assert proc.returncode == 130
+        assert proc.returncode == 130, printed[-3000:]
     assert snapshot(out) == before
     assert sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith(".")) == [
         "held.pid",
