@@ -23,7 +23,8 @@ import pytest
 
 from disc21spark import resolve
 from disc21spark.core import faults
-from disc21spark.matching.inprocess import batched
+from disc21spark.core.errors import InputError
+from disc21spark.matching.inprocess import batched, board_rows
 from disc21spark.matching.inprocess.local_read import iter_pairs
 from disc21spark.matching.model import Settings
 from disc21spark.matching.spark import per_file
@@ -196,8 +197,39 @@ def test_a_split_file_is_parsed_once_and_each_board_equals_its_rows_alone(
                 assert outcomes[i] is None
                 continue
             ids = pa.array(split.query_ids(gt, name), pa.string())
-            rows = pool_in_process._board_rows(source, [ids])[0]
+            rows = pool_in_process._rows_of(source, ids)
             same_outcome(outcomes[i], per_file.task_outcome(rows, b_gt, settings))
+
+
+def test_an_error_on_one_board_is_that_boards_alone(pool, monkeypatch):
+    """A board's scoring that raises InputError ends that board's Outcome with its error;
+    the file stays valid as submitted and on the other board (one try for all three
+    marked the whole file invalid)."""
+    files = [resolve.resolve(str(pool / "pool" / "team0.csv"), submission=True)]
+    gt = ground_truth()
+    split = Split("private.csv", np.arange(40) % 2 == 0, "")
+    boards = [(split.board(gt, name), Settings(0, 50)) for name in (PUBLIC, PRIVATE)]
+    private_gt = boards[1][0]
+    score = board_rows._on_board
+
+    def failing(source, kept, known, board):
+        if board[0] is private_gt:
+            raise InputError(source.where, "a reason of the private board's", "line 7")
+        return score(source, kept, known, board)
+
+    def here(inputs, gt, settings, state, task):  # the workers' task, in this process
+        monkeypatch.setattr(pool_in_process, "_given", {**state, "gt": gt, "settings": settings})
+        return [task(one) for one in inputs]
+
+    monkeypatch.setattr(pool_in_process, "_run", here)
+    monkeypatch.setattr(board_rows, "_on_board", failing)
+    (submitted,), (public, private) = pool_in_process.score_split(
+        files, gt, Settings(0, 50), boards
+    )
+    assert submitted.error is None and submitted.metrics is not None
+    assert public[0].error is None and public[0].metrics is not None
+    assert private[0].metrics is None
+    assert private[0].error[1:] == ("a reason of the private board's", "line 7")
 
 
 def test_a_local_pool_needs_no_java(pool, tmp_path):

@@ -46,7 +46,9 @@ def distinct(values: np.ndarray) -> np.ndarray:
     ordered = np.sort(np.asarray(values).reshape(-1))
     keep = np.empty(len(ordered), dtype=bool)
     keep[:1] = True
-    np.not_equal(ordered[1:], ordered[:-1], out=keep[1:])
+    # the operator, not np.not_equal: numpy 1.x (setup.cfg allows 1.26) has no ufunc
+    # loop for text, which its array comparison handles
+    keep[1:] = ordered[1:] != ordered[:-1]
     return ordered[keep]
 
 

@@ -29,14 +29,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from disc21spark.core import faults
-from disc21spark.core.errors import InputError
-from disc21spark.core.formats import NotForThisEngine
 from disc21spark.core.memory import BATCH_BYTES
 from disc21spark.core.paths import display_path
-from disc21spark.matching.inprocess.board_rows import Board, score_on_boards
+from disc21spark.matching.inprocess import local
+from disc21spark.matching.inprocess.board_rows import Board, as_submitted
 from disc21spark.matching.inprocess.local_read import Pairs, iter_pairs
 from disc21spark.matching.inprocess.source import Source
-from disc21spark.matching.model import GroundTruth, Settings
+from disc21spark.matching.model import GroundTruth, MatchingMetrics, Settings
 from disc21spark.matching.spark import per_file
 from disc21spark.matching.spark.per_file import Outcome
 from disc21spark.matching.stats import weighted, weights
@@ -72,7 +71,7 @@ def score_split(
     inputs: Sequence[Any], gt: GroundTruth, settings: Settings, boards: Sequence[Board]
 ) -> tuple[list[Outcome], list[list[Outcome | None]]]:
     """Each local file of ``inputs`` read once, in a worker: its ``Outcome`` as submitted
-    (on ``gt``, with ``settings`` but no intervals: ``board_rows.score_on_boards``), then,
+    (on ``gt``, with ``settings`` but no intervals: ``board_rows.as_submitted``), then,
     when valid, its ``Outcome`` on each board of
     ``boards`` (``board_rows.Board``: its rows of the board's queries, as ``score_files``
     with ``only`` scores them). Returns the outcomes as submitted, and per board one per
@@ -168,42 +167,46 @@ def _one(resolved: Any) -> Outcome:
     source = _read(resolved)
     if isinstance(source, Outcome):
         return source
-    if _given["only"] is not None:  # a file judged valid as submitted: its rows read
-        try:
-            source = _board_rows(source, [_given["only"]])[0]
-        except InputError as error:  # not expected: the file was judged valid
-            return Outcome(error=(error.source, error.reason, error.where))
-    return per_file.task_outcome(source, _given["gt"], _given["settings"])
+    only = _given["only"]
+    # a file judged valid as submitted, scored on a board: its rows of the board's queries
+    rows = (lambda: source) if only is None else (lambda: _rows_of(source, only))
+    return per_file.outcome_of(
+        lambda: local.score_source(rows(), _given["gt"], _given["settings"], announce=False)
+    )
 
 
 def _split_one(resolved: Any) -> tuple[Outcome | None, ...]:
     """One file read, parsed and labelled once in a worker: its Outcome as submitted,
-    then when valid its Outcome on each board, cut from the same labelled rows."""
+    then when valid its Outcome on each board, cut from the same labelled rows (an error
+    of one board's is that board's, the file still valid as submitted)."""
     boards = _given["boards"]
     source = _read(resolved)
     if isinstance(source, Outcome):
         return (source,) + (None,) * len(boards)
-    try:
-        submitted, on_boards = score_on_boards(source, _given["gt"], _given["settings"], boards)
-    except InputError as error:
-        return (Outcome(error=(error.source, error.reason, error.where)),) + (None,) * len(boards)
-    except NotForThisEngine:
-        return (Outcome(needs_spark=True),) + (None,) * len(boards)
-    return (Outcome(metrics=submitted), *(Outcome(metrics=m) for m in on_boards))
+    found: list = []
+
+    def judge() -> MatchingMetrics:
+        found.append(as_submitted(source, _given["gt"], _given["settings"]))
+        return found[0][0]
+
+    judged = per_file.outcome_of(judge)
+    if judged.metrics is None:
+        return (judged,) + (None,) * len(boards)
+    on_board = found[0][1]
+    return (judged, *(per_file.outcome_of(lambda b=b: on_board(b)) for b in boards))
 
 
-def _board_rows(source: Source, onlies: list[pa.Array]) -> list[Source]:
-    """The file's checked pairs of each board's queries alone (``onlies``: each board's
-    query ids), as tables in memory, from one pass over the file."""
-    kept: list[list[Pairs]] = [[] for _ in onlies]
+def _rows_of(source: Source, only: pa.Array) -> Source:
+    """The file's checked pairs of the queries ``only`` (their ids) alone, as a table in
+    memory."""
+    kept: list[Pairs] = []
     for pairs in iter_pairs(source, BATCH_BYTES):
-        for board, only in zip(kept, onlies):
-            mask = pc.is_in(pairs.query, value_set=only)
-            keep = mask.to_numpy(zero_copy_only=False)
-            board.append(
-                Pairs(pairs.query.filter(mask), pairs.reference.filter(mask), pairs.score[keep])
-            )
-    return [_table(source, board) for board in kept]
+        mask = pc.is_in(pairs.query, value_set=only)
+        keep = mask.to_numpy(zero_copy_only=False)
+        kept.append(
+            Pairs(pairs.query.filter(mask), pairs.reference.filter(mask), pairs.score[keep])
+        )
+    return _table(source, kept)
 
 
 def _table(source: Source, kept: list[Pairs]) -> Source:

@@ -13,7 +13,7 @@ bits. Nothing here imports PySpark.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 
 import numpy as np
@@ -34,20 +34,20 @@ from disc21spark.matching.model import GroundTruth, MatchingMetrics, Settings
 Board = tuple[GroundTruth, Settings]
 
 
-def score_on_boards(
-    source: Source, gt: GroundTruth, settings: Settings, boards: Sequence[Board]
-) -> tuple[MatchingMetrics, list[MatchingMetrics]]:
+def as_submitted(
+    source: Source, gt: GroundTruth, settings: Settings
+) -> tuple[MatchingMetrics, Callable[[Board], MatchingMetrics]]:
     """The file's metrics as submitted (``batched.score_source``'s with no intervals, no
-    warning printed; raises as it raises), then its metrics on each board of ``boards``:
-    those of its rows of the board's queries alone, scored on the board's ground truth.
-    Of the file as submitted a pool keeps its validity and warnings alone, the boards'
-    figures replacing its own (``pool/boards.py``): its intervals, a bootstrap as long as
-    both boards' together, are not drawn."""
+    warning printed; raises as it raises), and what gives its metrics on a board: those
+    of its rows of the board's queries alone, scored on the board's ground truth, cut
+    from the rows labelled here. Of the file as submitted a pool keeps its validity and
+    warnings alone, the boards' figures replacing its own (``pool/boards.py``): its
+    intervals, a bootstrap as long as both boards' together, are not drawn."""
     kept: list = []
     judged = replace(settings, resampling=None)
     submitted = batched.scored(source, gt, judged, Phases(), source.where, kept)
     known = strings(gt.query_ids)
-    return submitted, [_on_board(source, kept, known, board) for board in boards]
+    return submitted, lambda board: _on_board(source, kept, known, board)
 
 
 def _on_board(source: Source, kept: list, known: pa.Array, board: Board) -> MatchingMetrics:

@@ -19,7 +19,7 @@ type, a file Spark returned no bytes for) is left for the distributed plan.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
@@ -100,9 +100,14 @@ def score_files(
 
 def task_outcome(source: Source, gt: GroundTruth, settings: Settings) -> Outcome:
     """One file in this process: what a task of ``score_files`` computes."""
+    return outcome_of(lambda: local.score_source(source, gt, settings, announce=False))
+
+
+def outcome_of(score: Callable[[], MatchingMetrics]) -> Outcome:
+    """The Outcome of ``score()``: its metrics; its InputError as the file's error; the
+    distributed plan's when the file is not for this engine (``NotForThisEngine``)."""
     try:
-        metrics = local.score_source(source, gt, settings, announce=False)
-        return Outcome(metrics=metrics)
+        return Outcome(metrics=score())
     except InputError as error:
         return Outcome(error=(error.source, error.reason, error.where))
     except local.NotForThisEngine:
