@@ -390,9 +390,3 @@ def _not_per_file(path: str, size: int | None, fmt: str, max_bytes: int | None) 
             else f"{path}: size unknown"
         )
     return None
-
-
-def engine_of(spark: Any) -> fs.LocalFiles:
-    """The engine a job runs on, as its files: the session the runner started
-    (``name`` "spark"), or this process (None: "local")."""
-    return fs.LocalFiles() if spark is None else fs.SparkFiles(spark)

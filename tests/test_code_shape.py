@@ -153,7 +153,6 @@ RESOLVERS = {
     "unsupported",
     "sized_files",
     "check_writable",
-    "engine_of",
 }
 # the calls still made below the decision (issue 45 took the last ones away: the ground
 # truth is read from its resolved input, the engine handed down as a value, a hand-built

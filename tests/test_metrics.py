@@ -198,6 +198,7 @@ def test_counted_positions_equal_the_sorted_order(seed, n, n_scores, parts, base
     unknown queries (code -1) and codes too large for a table of them (``base``)."""
     from disc21spark.matching import positions
     from disc21spark.matching.oracle.spec import pessimistic_order, true_pair_ranks
+    from disc21spark.matching.stats import weighted
 
     rng = np.random.default_rng(seed)
     query = rng.integers(0, 20, n) + base
@@ -210,7 +211,9 @@ def test_counted_positions_equal_the_sorted_order(seed, n, n_scores, parts, base
     total = positions.Counts.zero(truth)
     cuts = np.sort(rng.integers(0, n + 1, parts - 1))
     for a, b in zip(np.r_[0, cuts], np.r_[cuts, n]):
-        total.add(positions.count_rows(truth, query[a:b], label[a:b], score[a:b]))
+        misses = score[a:b][~label[a:b]]
+        reached = weighted.Reach.of(truth.levels, misses).reached
+        total.add(positions.count_rows(truth, query[a:b], label[a:b], score[a:b], reached))
     pos, thr = positions.positions(truth, total)
     order = pessimistic_order(score + 0.0, label)
     np.testing.assert_array_equal(pos, np.flatnonzero(label[order]) + 1)

@@ -448,7 +448,8 @@ def test_both_orders_buckets_come_from_one_search(seed, n, n_levels, resamples):
     t = len(levels)
     expected = (
         weighted.weighted_counts(weighted.buckets(levels, score), keys, fixed, t, r),
-        np.bincount(weighted.buckets(levels, score, False), minlength=t + 1)[:t],
+        # optimistic: the first level each score is strictly ahead of
+        np.bincount(np.searchsorted(-levels, -score, "right"), minlength=t + 1)[:t],
     )
     got = weighted.miss_counts(weighted.Reach.of(levels, score), keys, fixed, r)
     np.testing.assert_array_equal(got[0], expected[0])

@@ -81,10 +81,8 @@ class Evaluation:
     def execute(self, spark: Any) -> Any:
         self.choice = settled(spark, self.request, self.choice)
         if self.request.explain:
-            if self.choice.kind == "pool":
-                check_board_files(
-                    spark, self.request, self.choice
-                )  # a bad file: the run's one line
+            if self.choice.kind == "pool":  # a bad board file: the run's one line
+                check_board_files(spark, self.request, self.choice)
             return self.choice
         self.chosen = pick(self.request, self.choice)
         return self.chosen.execute(spark)
@@ -112,9 +110,9 @@ def check_board_files(spark: Any, r: EvaluateRequest, choice: engine.Choice) -> 
 
     files = fs.files_of(choice.engine, spark)
     gt = ground_truth_phase(files, choice.inputs.ground_truth, Phases())
-    groups_phase(spark, r.query_groups, gt, Phases())
+    groups_phase(files.spark, r.query_groups, gt, Phases())
     if r.private_queries:
-        read_split(r.private_queries, gt, spark)
+        read_split(r.private_queries, gt, files.spark)
 
 
 def choice_of(r: EvaluateRequest) -> engine.Choice:

@@ -71,8 +71,9 @@ def first_steps(
     groups: Any = None,
 ) -> tuple[Any, GroundTruth, fs.LocalFiles]:
     """The first steps of every run, in this order: the command's, the pool's and the
-    API's (docs/design.md, "One run, step by step"). The job settled (once: a job the
-    command or the API built comes settled; its outputs are checked there, resolve.py),
+    API's (docs/design.md, "One run, step by step"). The job's choice settled (a choice
+    the command, the API or the pool settled already is returned as it is by
+    ``engine.settle``; its outputs were checked there, resolve.py),
     its ground truth read from its resolved input on the engine the decision named
     (``gt``: the API's, read at its entry), its query groups read against it
     (``groups``: given). Returns the job with its settled choice and groups, the ground
@@ -84,5 +85,5 @@ def first_steps(
     if gt is None:
         gt = ground_truth_phase(files, choice.inputs.ground_truth, phases)
     if groups is None:
-        groups = groups_phase(spark, job.query_groups, gt, phases)
+        groups = groups_phase(files.spark, job.query_groups, gt, phases)
     return replace(job, choice=choice, groups=groups), gt, files

@@ -119,15 +119,12 @@ def count_rows(
     query: np.ndarray,
     label: np.ndarray,
     score: np.ndarray,
-    reached: np.ndarray | None = None,
+    reached: np.ndarray,
 ) -> Counts:
     """The counts of one submission's rows (int64 query codes, bool labels, float64
     scores); ``reached``: int (misses,), how many levels each miss reaches, in row order
-    (``stats.weighted.Reach`` holds them for the intervals), searched here when not given."""
-    misses = score[~label]
-    # how many levels each miss reaches; a suffix sum turns the histogram into "≥ level i"
-    if reached is None:
-        reached = np.searchsorted(truth.ascending, misses, "right")
+    (``stats.weighted.Reach.of(truth.levels, misses)``, which the intervals share)."""
+    # a suffix sum turns the histogram of the levels reached into "≥ level i"
     hist = np.bincount(reached, minlength=len(truth.ascending) + 1)
     misses_ge = np.cumsum(hist[::-1])[::-1][1:].astype(np.int64)
     # + 0.0: a lowest score of -0.0 is reported as 0.0, as the specification does

@@ -152,8 +152,8 @@ def run(spark: SparkSession, job: PoolJob, announce: bool = True) -> PoolResult:
     say each scored submission's coverage warnings on stderr (the library API does not)."""
     phases = Phases()
     # the one sequence's first steps (matching.ground_truth.first_steps) on the pool's decision
-    job, gt, _ = first_steps(spark, replace(job, choice=_settled(spark, job)), phases)
-    split = split_phase(spark, job.private_queries, gt, phases)
+    job, gt, files = first_steps(spark, replace(job, choice=_settled(spark, job)), phases)
+    split = split_phase(files.spark, job.private_queries, gt, phases)
     # the boards named are checked before anything is written: their files, their kind
     before = kinds.compared_board(job.compare_to, split, spark) if job.compare_to else None
     prior = kinds.previous_board(job.previous, split, spark) if job.previous else None

@@ -10,8 +10,10 @@ each query. Between the passes the pairs' keys, 8 bytes a row and the one thing 
 memory that grows with the rows, are sorted in place to find a repeated pair (a
 repeated key is checked on the ids, read again). The second pass reads the spill file back a
 chunk at a time and counts each chunk against the true scores, as every partition of
-the Spark plan counts its rows (``positions.count_rows``; ``stats.weighted.miss_counts``
-for the intervals, ``groups.code_miss_counts`` for the groups). Integer counts added
+the Spark plan counts its rows: one search places each non-match among the true scores
+(``stats.weighted.Reach``), which the figures' counts (``positions.count_rows``) and the
+intervals' (``stats.weighted.miss_counts``) share; ``groups.code_miss_counts`` counts
+the groups'. Integer counts added
 up are the whole file's counts, so the figures and intervals are the same bits for any
 batch size (``tests/test_batched.py`` holds them equal to the specification).
 Nothing here imports PySpark.
@@ -315,6 +317,8 @@ class Counted:
     misses: np.ndarray | None = None  # int64 (T, B), stats.weighted.miss_counts' first
     optimistic: np.ndarray | None = None  # int64 (T,)
     code_counts: list[np.ndarray] | None = None  # groups.code_miss_counts, summed
+    # uint64 (Q,) and (P,): the queries' and the positive pairs' keys (weighted.drawn_keys)
+    drawn: tuple[np.ndarray, np.ndarray] | None = None
 
 
 def _count(
@@ -330,8 +334,9 @@ def _count(
 
         by_code = group_stats.code_levels(truth.score, r.groups.codes[truth.query], r.groups.none)
     levels = weighted.levels_of(truth.score)
-    counted = Counted(positions.Counts.zero(truth), levels, by_code)
-    keys = weighted.drawn_keys(gt, r)[0] if r is not None else None
+    drawn = weighted.drawn_keys(gt, r) if r is not None else None
+    counted = Counted(positions.Counts.zero(truth), levels, by_code, drawn=drawn)
+    keys = drawn[0] if drawn is not None else None
     if r is not None and r.resamples:
         weights.remember(keys, r.resamples)
     for chunk in read.chunks():
@@ -374,7 +379,7 @@ def _with_statistics(
     t = len(levels)
     misses = counted.misses if counted.misses is not None else np.zeros((t, r.resamples), np.int64)
     optimistic = counted.optimistic if counted.optimistic is not None else np.zeros(t, np.int64)
-    keys, positives = weighted.drawn_keys(gt, r)
+    keys, positives = counted.drawn
     pairs = (keys[truth.query], truth.score, positions.ranks(counted.counts))
     uncertainty = weighted.uncertainty_of(levels, misses, optimistic, pairs, positives, r)
     metrics = replace(metrics, uncertainty=uncertainty)

@@ -44,8 +44,9 @@ class RankedTruth:
     """One submission's predicted true pairs, sorted by (query, score): int64 query
     indices, float64 scores and int64 ranks (how many of the query's predictions score at
     least as high, the pair itself excluded: 0 = first); and ``optimistic``, int64 (T,):
-    the non-matches in each optimistic bucket of the levels taken decreasing
-    (``stats.weighted.buckets(..., pessimistic=False)``), which the optimistic μAP needs;
+    the non-matches in each optimistic bucket of the levels taken decreasing (the first
+    level a score is strictly ahead of: ``stats.weighted.miss_counts``'s second count),
+    which the optimistic μAP needs;
     ``misses_ge``, int64 (T,): the non-matches scoring at least each true score,
     ascending (``positions.Counts``), which the per-query table needs."""
 

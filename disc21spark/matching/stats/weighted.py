@@ -25,11 +25,10 @@ def levels_of(true_scores: np.ndarray) -> np.ndarray:
     return kernel.distinct(np.asarray(true_scores, dtype=np.float64))[::-1].copy()
 
 
-def buckets(levels: np.ndarray, scores: np.ndarray, pessimistic: bool = True) -> np.ndarray:
-    """int64 (n,): the first level each score is ahead of (pessimistic: ahead of or tied
-    with); len(levels) for a score behind every level (it changes no figure)."""
-    side = "left" if pessimistic else "right"
-    return np.searchsorted(-levels, -np.asarray(scores, dtype=np.float64), side).astype(np.int64)
+def buckets(levels: np.ndarray, scores: np.ndarray) -> np.ndarray:
+    """int64 (n,): the pessimistic bucket of each score, the first level it is ahead of
+    or tied with; len(levels) for a score behind every level (it changes no figure)."""
+    return np.searchsorted(-levels, -np.asarray(scores, dtype=np.float64), "left").astype(np.int64)
 
 
 def weighted_counts(
@@ -123,10 +122,7 @@ def miss_counts(
     # both orders' buckets from the one search: the pessimistic bucket is the levels
     # above the score, the optimistic one those at or above it
     above = t - reach.reached
-    if r.resamples:
-        weighted = weighted_counts(above, keys, fixed, t, r, count)
-    else:  # no resample: no bucket to weigh
-        weighted = np.zeros((t, 0), dtype=np.int64)
+    weighted = weighted_counts(above, keys, fixed, t, r, count)  # (T, 0) without resamples
     tied = above < t
     tied[tied] = levels[above[tied]] == score[tied]
     optimistic = np.bincount(above + tied, weights=count, minlength=t + 1)[:t]
