@@ -46,8 +46,8 @@ def distinct(values: np.ndarray) -> np.ndarray:
     ordered = np.sort(np.asarray(values).reshape(-1))
     keep = np.empty(len(ordered), dtype=bool)
     keep[:1] = True
-    # the operator, not np.not_equal: numpy 1.x (setup.cfg allows 1.26) has no ufunc
-    # loop for text, which its array comparison handles
+    # the operator, not np.not_equal(out=): it compares text on every numpy (the ufunc's
+    # text loops are recent)
     keep[1:] = ordered[1:] != ordered[:-1]
     return ordered[keep]
 
