@@ -154,7 +154,7 @@ def pick(r: EvaluateRequest, choice: engine.Choice) -> Any:
     if choice.kind == "descriptor track":
         from disc21spark.descriptors.job import DescriptorJob
 
-        return DescriptorJob.from_options(r)
+        return DescriptorJob.from_options(r, choice.inputs)
     if choice.kind == "pool":
         from disc21spark.pool.job import PoolJob
 

@@ -23,7 +23,6 @@ from pyspark.sql import DataFrame, SparkSession
 from disc21spark import resolve
 from disc21spark.core import config, fs
 from disc21spark.core.errors import InputError, first_line
-from disc21spark.core.output import check_writable
 from disc21spark.core.phases import Phases
 from disc21spark.core.runner import BaseJob, fields_from_options
 from disc21spark.descriptors import plan as descriptor_plan
@@ -72,14 +71,19 @@ class DescriptorJob(BaseJob):
     block_rows: int = 16384  # queries searched at a time in a task (memory per task)
     budgets: list[int] = field(default_factory=list)  # global search: budgets.csv's rows
     knn_budgets: list[int] = field(default_factory=list)  # kNN: budgets.csv's rows
+    # the command's inputs, resolved by its decision (engine.settle); None: a job built by
+    # hand, resolved and its output checked at the track's entry (resolve.inputs_of)
+    inputs: resolve.RunInputs | None = None
 
     @classmethod
-    def from_options(cls, request: Any) -> DescriptorJob:
+    def from_options(cls, request: Any, inputs: resolve.RunInputs | None = None) -> DescriptorJob:
         """`disc21spark evaluate --query-descriptors ... --reference-descriptors ...`:
-        ``request`` a checked ``commands.evaluate_request.EvaluateRequest``."""
+        ``request`` a checked ``commands.evaluate_request.EvaluateRequest``; ``inputs``
+        its decision's (``engine.Choice.inputs``)."""
         fields = fields_from_options(
             cls,
             request,
+            inputs=inputs,
             score_norm_descriptors=request.score_norm_descriptors or [],
             score_norm_neighbors=tuple(request.score_norm_neighbors),
             train_descriptors=request.train_descriptors or [],
@@ -332,13 +336,11 @@ def run(spark: SparkSession, job: DescriptorJob) -> MatchingMetrics:
 def evaluate(spark: SparkSession, job: DescriptorJob) -> Scores:
     """``run``, with the budgets table (budgets.csv, budgets.png and metrics.json's
     ``budgets`` block when job.output is given)."""
-    if job.output:
-        check_writable(job.output, job.overwrite)
+    # the command's decision resolved the inputs; a job built by hand is resolved here
+    inputs = job.inputs or resolve.inputs_of([], "auto", job)
     phases = Phases()
     files = fs.SparkFiles(spark)  # the descriptor track runs on Spark (engine.py)
-    # its ground truth resolved once, here at the track's entry (it has no Choice)
-    truth = resolve.resolve(job.ground_truth, job.ground_truth_format)
-    gt = ground_truth_phase(files, truth, phases)
+    gt = ground_truth_phase(files, inputs.ground_truth, phases)
     outcome = search_pairs(spark, job, phases)
     try:
         scores = score_pairs(spark, job, gt, outcome, phases)
