@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from disc21spark.core.errors import InputError, OutputError
+from disc21spark.core.errors import InputError, OutputError, WorkersLost
 from disc21spark.core.version import __version__ as __version__
 
 __all__ = [
@@ -20,6 +20,7 @@ __all__ = [
     "Leaderboard",
     "MatchingMetrics",
     "OutputError",
+    "WorkersLost",
     "evaluate",
     "evaluate_descriptors",
     "evaluate_pool",
@@ -28,7 +29,7 @@ __all__ = [
     "make_queries",
     "rank_eval",
 ]
-_API = {name for name in __all__ if name not in ("InputError", "OutputError", "MatchingMetrics")}
+_API = set(__all__) - {"InputError", "OutputError", "WorkersLost", "MatchingMetrics"}
 
 
 def __getattr__(name: str) -> Any:

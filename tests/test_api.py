@@ -100,6 +100,56 @@ def test_the_local_api_starts_no_jvm(case, tmp_path):
     assert spark_loaded == "False" and done.stderr == ""
 
 
+POOL_SCRIPT = """
+import sys, disc21spark as ds
+{guard}
+    board = ds.evaluate_pool({gt!r}, {pool!r}, resamples=20)
+    print([board.table.micro_ap.tolist(), board.table.micro_ap_low.tolist()])
+    spark = sys.modules.get("pyspark")
+    print(spark is not None and spark.SparkContext._gateway is not None)  # a JVM started
+"""
+
+
+def run_script(folder, text: str):
+    import subprocess
+
+    script = folder / "score_pool.py"
+    script.write_text(text)
+    return subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, cwd=folder, timeout=300
+    )
+
+
+def test_a_pool_of_local_files_from_python_starts_no_jvm(case, tmp_path):
+    """``evaluate_pool`` on local files: this machine's worker processes, as the command
+    chooses (no JVM started), its leaderboard, intervals included, Spark's per-file
+    plan's."""
+    given = {"gt": str(case["gt_path"]), "pool": str(case["root"] / "pool" / "*.csv")}
+    done = run_script(tmp_path, POOL_SCRIPT.format(guard='if __name__ == "__main__":', **given))
+    assert done.returncode == 0, done.stderr
+    figures, jvm = done.stdout.splitlines()
+    out = tmp_path / "cli"
+    flags = ["--output", str(out), "--resamples", "20", "--engine", "spark"]
+    assert cli("--ground-truth", given["gt"], "--predictions", given["pool"], *flags) == 0
+    expected = pd.read_csv(out / "leaderboard.csv")
+    assert figures == str([expected.micro_ap.tolist(), expected.micro_ap_low.tolist()])
+    assert jvm == "False"
+
+
+def test_a_script_scoring_a_pool_without_a_main_guard_is_told_why_it_failed(case, tmp_path):
+    """Each worker imports the script first; one with no ``__main__`` guard would start the
+    pool again in each: one line says so, naming the script."""
+    given = {"gt": str(case["gt_path"]), "pool": str(case["root"] / "pool" / "*.csv")}
+    done = run_script(tmp_path, POOL_SCRIPT.format(guard="if True:", **given))
+    assert done.returncode == 1
+    last = done.stderr.strip().splitlines()[-1]
+    assert last == (
+        "disc21spark.core.errors.WorkersLost: a worker process of the pool ended before "
+        f"its file was scored: each worker imports {tmp_path / 'score_pool.py'} first, so a "
+        'script that scores a pool must do so under `if __name__ == "__main__":`'
+    )
+
+
 def test_a_spark_dataframe_is_scored_in_its_session(spark, case):
     expected = cli_figures(case, "team_a", "--engine", "local")
     frame = spark.createDataFrame(case["frames"]["team_a"])
@@ -243,6 +293,7 @@ def test_pools_in_memory_and_on_spark_give_the_command_lines_leaderboard(spark, 
     one_table = pd.concat([f.assign(team=n) for n, f in case["frames"].items()], ignore_index=True)
     boards = [
         ds.evaluate_pool(case["gt_path"], [str(p) for p in case["paths"].values()]),
+        ds.evaluate_pool(case["gt_path"], str(case["root"] / "pool"), engine="spark"),
         ds.evaluate_pool(case["gt_path"], tables),
         ds.evaluate_pool(case["gt_path"], one_table, submission_column="team"),
         ds.evaluate_pool(
@@ -254,7 +305,7 @@ def test_pools_in_memory_and_on_spark_give_the_command_lines_leaderboard(spark, 
         ok = table[table.status == "ok"].reset_index(drop=True)
         pd.testing.assert_frame_equal(ok[figures], expected[figures], check_dtype=False)
         assert board["team_a"].micro_ap == expected.micro_ap[expected.submission == "team_a"].item()
-    assert boards[1].invalid == {
+    assert boards[2].invalid == {
         "team_c": "team_c (DataFrame): row 4: missing or non-numeric score"
     }
     assert type(boards[0].plot()).__name__ == "Figure"

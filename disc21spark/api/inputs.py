@@ -209,8 +209,7 @@ def choose_engine(
 
     if type(engine).__name__ == "SparkSession":
         return Engine("spark", engine, engines.Choice("spark", "auto", "spark", local_max_bytes))
-    if engine not in engines.ENGINES:
-        raise InputError("", f"engine={engine!r}: give 'auto', 'local', 'spark' or a SparkSession")
+    _named(engine)
     for value in inputs:
         check_exists(value)
     on_spark = None
@@ -218,11 +217,49 @@ def choose_engine(
     for value, fmt in zip(inputs, formats):
         input_kind = _INPUT_KINDS[kind(value)]
         paths = (os.fspath(value),) if input_kind == "path" else ()
-        choice = engines.choose(paths, predictions_format=fmt, input_kind=input_kind, **asked)
+        choice = _chosen(paths, predictions_format=fmt, input_kind=input_kind, **asked)
         on_spark = on_spark or (choice if choice.needs_spark else None)
     if on_spark is None:
         return Engine("local", choice=engines.LOCAL)
     return Engine("spark", spark_session(engine, inputs), on_spark)
+
+
+def pool_engine(engine: Any, request: Any) -> Any:
+    """The command line's decision for a pool of files (``request``: the command's typed
+    request) when it is this machine's worker processes, no JVM (local files the
+    in-process engine reads as Spark does); None when the pool goes to Spark (a
+    SparkSession, ``engine="spark"``, a remote path, a file past ``local_max_bytes``),
+    whose plan the pool job settles. InputError when ``engine="local"`` cannot score it."""
+    if type(engine).__name__ == "SparkSession":
+        return None
+    r = request
+    choice = _chosen(
+        r.predictions,
+        ground_truth=r.ground_truth,
+        engine=_named(engine),
+        plan=r.pool_plan,
+        local_max_bytes=r.local_max_bytes,
+        submission_column=r.submission_column,
+        predictions_format=r.predictions_format,
+        side=(r.query_groups, r.private_queries),
+    )
+    return None if choice.needs_spark else choice
+
+
+def _chosen(paths: Any, **asked: Any) -> Any:
+    """``disc21spark.engine.choose``: this module's one question to the decision."""
+    from disc21spark import engine as engines
+
+    return engines.choose(paths, **asked)
+
+
+def _named(engine: Any) -> str:
+    """``engine`` as one of the decision's names; InputError for anything else."""
+    from disc21spark import engine as engines
+
+    if engine not in engines.ENGINES:
+        raise InputError("", f"engine={engine!r}: give 'auto', 'local', 'spark' or a SparkSession")
+    return engine
 
 
 def check_exists(value: Any) -> None:

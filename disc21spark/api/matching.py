@@ -10,11 +10,11 @@ to the last digit; they write nothing, print nothing and log through ``logging``
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from disc21spark.api import inputs
+from disc21spark.api import inputs, pool_files
 from disc21spark.api.inputs import ARROW, PATH, SPARK, Engine, kind, label
 from disc21spark.api.renamed import old_keywords
 from disc21spark.api.results import Leaderboard
@@ -223,45 +223,45 @@ def evaluate_pool(
     private_queries: str | os.PathLike | None = None,
     per_query: bool = False,
 ) -> Leaderboard:
-    """Score many submissions at once; a bad one is marked invalid with its one-line
-    message and does not sink the others (as ``disc21spark evaluate`` with a pool).
+    """Score a pool as ``disc21spark evaluate`` does: a bad submission is invalid, alone.
 
     Parameters
     ----------
     ground_truth : path, pandas.DataFrame, pyarrow.Table or Spark DataFrame
         As for ``evaluate`` (a pool of files needs it as a path, as the command does).
     predictions : path, sequence of paths, table, or mapping name → table
-        Paths (files, globs, folders; a file per submission, named by its file name)
-        scored on Spark by the command's pool job; one table (pandas, Arrow, Spark) and
-        its ``submission_column``; or a mapping of submission name → table.
+        Paths (a file per submission, named by its file name) scored by the command's
+        pool job where it would score them (local files: docs/api.md); one table and
+        its ``submission_column``; or a mapping of name → table.
     submission_column : str or None
         The column of a table (or of a Parquet pool file) naming each row's submission.
     max_results, engine, curve_points, sort_partitions, predictions_format,
-    ground_truth_format, local_max_bytes : as for ``evaluate`` (local_max_bytes, a pool
-        of files: the largest file the per-file plan scores under ``auto``)
+    ground_truth_format, local_max_bytes : as for ``evaluate`` (local_max_bytes: the
+        largest file of a pool the per-file plan scores)
     pool_plan, private_queries : {"auto", "per-file", "distributed"} or None, path or None
-        ``--private-queries``: the public board, ``private``, ``rank_changes()``.
     query_groups, resamples, confidence, seed, per_query : as for ``evaluate``; per_query
         also gives ``queries()``, ``missed_queries()``, ``separating_queries()``.
 
     Returns
     -------
     Leaderboard
-        ``table`` (as leaderboard.csv), ``submissions``, ``board[name]``, ``invalid``...
+        ``table`` (as leaderboard.csv), ``submissions``, ``board[name]``, ``invalid``,
+        with ``private_queries`` the public board, ``private``, ``rank_changes()``.
 
     Raises
     ------
     InputError
-        Bad ground truth, options or pool (a bad submission: in the leaderboard)."""
+        Bad ground truth, options or pool (a bad submission: in the leaderboard).
+    WorkersLost
+        A RuntimeError: a worker process ended (killed; a script with no main guard)."""
     given = (max_results, curve_points, sort_partitions, predictions_format, ground_truth_format)
     options = _options(*given, query_groups, (resamples, confidence, seed), per_query)
-    if _all_paths(predictions):
-        options.update(local_max_bytes=local_max_bytes, pool_plan=pool_plan)
-        split = {"private_queries": os.fspath(private_queries)} if private_queries else {}
-        return _pool_of_files(ground_truth, predictions, submission_column, engine, options | split)
-    tables = _named_tables(predictions, submission_column)
     if private_queries is not None:
         options["private_queries"] = os.fspath(private_queries)
+    if pool_files.all_paths(predictions):
+        options.update(local_max_bytes=local_max_bytes, pool_plan=pool_plan)
+        return pool_files.score(ground_truth, predictions, submission_column, engine, options)
+    tables = _named_tables(predictions, submission_column)
     return _pool_of_tables(ground_truth, tables, engine, local_max_bytes, options)
 
 
@@ -315,42 +315,6 @@ def _submission(
     except InputError as error:
         s.invalid(error)
     return s
-
-
-def _all_paths(predictions: Any) -> bool:
-    if isinstance(predictions, (str, os.PathLike)):
-        return True
-    return isinstance(predictions, Sequence) and all(kind(p) == PATH for p in predictions)
-
-
-def _pool_of_files(
-    ground_truth: Any, predictions: Any, submission: str | None, engine: Any, options: dict
-) -> Leaderboard:
-    """A pool of files through the command line's pool job, on Spark."""
-    from disc21spark.pool import job as pool_job
-
-    if kind(ground_truth) != PATH:
-        source = label("ground_truth", ground_truth)
-        raise InputError(source, "a pool of files needs the ground truth as a path")
-    if isinstance(predictions, (str, os.PathLike)):
-        predictions = [predictions]
-    paths = [os.fspath(p) for p in predictions]
-    if options["pool_plan"] is None:  # the command's default
-        del options["pool_plan"]
-    request = inputs.request(
-        "evaluate",
-        ground_truth=os.fspath(ground_truth),
-        predictions=paths,
-        output=None,
-        submission_column=submission,
-        **options,
-    )
-    if engine == "local":
-        raise InputError("engine='local'", "a pool runs on Spark; use engine='spark'")
-    spark = inputs.spark_session(engine, [])
-    result = pool_job.run(spark, pool_job.PoolJob.from_options(request), announce=False)
-    private = None if result.private is None else Leaderboard(result.private)
-    return Leaderboard(result.submissions, private)
 
 
 def _named_tables(predictions: Any, submission: str | None) -> dict[str, Any]:

@@ -21,6 +21,12 @@ def column_list(names: object) -> str:
     return ", ".join(n if n.isprintable() else repr(n) for n in map(str, names))
 
 
+class WorkersLost(RuntimeError):
+    """A worker process of a pool scored on this machine ended before its file was
+    scored: killed (the system's out-of-memory killer, a signal), or unable to start (a
+    script with no ``if __name__ == "__main__":``). str() is the one-line message."""
+
+
 class OutputError(Exception):
     """The output folder cannot be written as asked (exists, not a folder...)."""
 

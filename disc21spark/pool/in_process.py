@@ -18,10 +18,13 @@ from __future__ import annotations
 import multiprocessing
 import os
 import signal
+import sys
 import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -29,6 +32,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from disc21spark.core import faults
+from disc21spark.core.errors import WorkersLost
 from disc21spark.core.memory import BATCH_BYTES
 from disc21spark.core.paths import display_path
 from disc21spark.matching.inprocess import local
@@ -48,6 +52,25 @@ from disc21spark.matching.stats.model import Resampling
 CONTEXT = "forkserver"
 WATCH_SECONDS = 0.2  # how often a worker looks whether the pool's process is still there
 _given: dict[str, Any] = {}  # a worker's share of the pool: what ``_start`` got
+
+
+def _lost_because() -> str:
+    """Why the workers may have ended. Every worker imports a script run as ``python
+    script.py`` first (Python's rule for processes a fork server starts), so a script
+    with no ``if __name__ == "__main__":`` starts the pool again in each: said then."""
+    said = "a worker process of the pool ended before its file was scored"
+    main = sys.modules.get("__main__")
+    script = getattr(main, "__file__", None) if getattr(main, "__spec__", None) is None else None
+    try:
+        guarded = script is None or "__main__" in Path(script).read_text(errors="replace")
+    except OSError:
+        guarded = True
+    if guarded:
+        return f"{said} (killed, or out of memory?)"
+    return (
+        f"{said}: each worker imports {script} first, so a script that scores a pool "
+        'must do so under `if __name__ == "__main__":`'
+    )
 
 
 def cores() -> int:
@@ -97,6 +120,8 @@ def _run(inputs: Sequence[Any], gt: GroundTruth, settings: Settings, state: dict
     )
     try:
         return list(workers.map(task, inputs))
+    except (BrokenProcessPool, BrokenPipeError) as exc:
+        raise WorkersLost(_lost_because()) from exc
     except BaseException:
         for process in list((workers._processes or {}).values()):
             process.terminate()  # a task under way is not waited for
@@ -168,11 +193,14 @@ def _one(resolved: Any) -> Outcome:
     if isinstance(source, Outcome):
         return source
     only = _given["only"]
-    # a file judged valid as submitted, scored on a board: its rows of the board's queries
-    rows = (lambda: source) if only is None else (lambda: _rows_of(source, only))
-    return per_file.outcome_of(
-        lambda: local.score_source(rows(), _given["gt"], _given["settings"], announce=False)
-    )
+
+    def score() -> MatchingMetrics:
+        # a file judged valid as submitted, scored on a board: its rows of the board's
+        # queries (cut here, so an error while cutting is the file's Outcome too)
+        rows = source if only is None else _rows_of(source, only)
+        return local.score_source(rows, _given["gt"], _given["settings"], announce=False)
+
+    return per_file.outcome_of(score)
 
 
 def _split_one(resolved: Any) -> tuple[Outcome | None, ...]:
@@ -183,16 +211,16 @@ def _split_one(resolved: Any) -> tuple[Outcome | None, ...]:
     source = _read(resolved)
     if isinstance(source, Outcome):
         return (source,) + (None,) * len(boards)
-    found: list = []
+    on_board = None
 
     def judge() -> MatchingMetrics:
-        found.append(as_submitted(source, _given["gt"], _given["settings"]))
-        return found[0][0]
+        nonlocal on_board
+        metrics, on_board = as_submitted(source, _given["gt"], _given["settings"])
+        return metrics
 
     judged = per_file.outcome_of(judge)
     if judged.metrics is None:
         return (judged,) + (None,) * len(boards)
-    on_board = found[0][1]
     return (judged, *(per_file.outcome_of(lambda b=b: on_board(b)) for b in boards))
 
 
