@@ -1,6 +1,7 @@
 """make bench (a pool of local files): the pool scored in worker processes with no JVM,
-beside DuckDB's one query over the pool, the official scorer once per file and the
-per-file plan on Spark, interleaved, medians of N (issue 46's pool rows).
+beside DuckDB's one query over the pool, the official scorer once per file, the
+per-file plan on Spark and ``ds.evaluate_pool`` from a script, interleaved, medians of
+N (issue 46's pool rows).
 
     BENCH_POOL=20 BENCH_POOL_ROWS=500000 BENCH_REPEAT=3 ISC2021_REPO=<isc2021 checkout>
 
@@ -49,6 +50,12 @@ def contenders(folder: Path, env: dict) -> dict[str, list[str]]:
         ],
         "in process, defaults (1,000 resamples)": ours(folder, out["defaults"]),
         "--engine spark (per-file plan), defaults": ours(folder, out["spark"], "--engine", "spark"),
+        "Python, ds.evaluate_pool, defaults": [
+            str(BIN / "python"),
+            str(ROOT / "benchmarks" / "api_pool.py"),
+            str(GT),
+            str(folder / "*.csv"),
+        ],
     }
     official = os.environ.get("ISC2021_REPO")
     if official:
@@ -78,6 +85,8 @@ def figures_agree(stdout: dict[str, str]) -> list[str]:
     a, b = ((p / "leaderboard.json").read_text() for p in spark_boards)
     same = json.loads(a)["submissions"] == json.loads(b)["submissions"]
     lines.append(f"leaderboard.json of both engines (defaults) equal: {same}")
+    api = json.loads(stdout["Python, ds.evaluate_pool, defaults"])
+    lines.append(f"ds.evaluate_pool's μAP equal to the command's, bit for bit: {api == ours_ap}")
     name = "official ISC2021, once per file"
     if name in stdout:
         lines.append(f"official μAP equal to 1e-12: {_close(ours_ap, json.loads(stdout[name]))}")
@@ -114,6 +123,7 @@ def main() -> None:
         ("DuckDB, one query over the pool (no intervals)", "in process, --resamples 0"),
         ("official ISC2021, once per file", "in process, defaults (1,000 resamples)"),
         ("--engine spark (per-file plan), defaults", "in process, defaults (1,000 resamples)"),
+        ("Python, ds.evaluate_pool, defaults", "in process, defaults (1,000 resamples)"),
     ]
     lines.append("")
     for peer, mine in pairs:
