@@ -14,13 +14,6 @@ PACKAGE = ROOT / "disc21spark"
 MAX_MODULE_LINES = 400
 MAX_FUNCTION_LINES = 60
 MAX_PARAMETERS = 6
-# the scorer's functions still over MAX_PARAMETERS, each to be given a frozen object of
-# its values (issue 45): the in-process engine's and the per-file plan's (resolved
-# inputs), and the Spark plan's; none may be added
-MANY_PARAMETERS = {
-    "disc21spark/matching/spark/plan.py score_rows",
-    "disc21spark/matching/spark/bootstrap.py attach",
-}
 
 
 def modules() -> list:
@@ -65,8 +58,7 @@ def test_no_function_of_the_scorer_takes_over_6_parameters():
                 if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                     if parameters(node) > MAX_PARAMETERS:
                         many.add(f"{path.relative_to(ROOT).as_posix()} {node.name}")
-    assert many <= MANY_PARAMETERS, f"over {MAX_PARAMETERS} parameters: {many - MANY_PARAMETERS}"
-    assert many >= MANY_PARAMETERS, f"now within: {MANY_PARAMETERS - many} (drop them)"
+    assert not many, f"over {MAX_PARAMETERS} parameters: {many}"
 
 
 def test_only_the_engine_module_tells_the_engines_apart_by_a_missing_session():

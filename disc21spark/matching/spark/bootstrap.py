@@ -32,7 +32,6 @@ BLOCKS_SCHEMA = "submission int, block int, counts binary"
 
 
 def attach(
-    spark: SparkSession,
     rows: DataFrame,
     metrics: dict[int, MatchingMetrics],
     true_pairs: dict[int, RankedTruth],
@@ -46,7 +45,7 @@ def attach(
     an unknown query; ``true_pairs``: each one's, from the metrics (``plan.score_rows``)."""
 
     with phases.phase("bootstrap") as note:
-        found = measure(spark, rows, {s: true_pairs[s] for s in metrics}, gt, r)
+        found = measure(rows.sparkSession, rows, {s: true_pairs[s] for s in metrics}, gt, r)
         note["rows"] = sum(m.n_predictions for m in metrics.values())
         passes = "one counting pass" if r.resamples or r.groups else "no pass over the rows"
         note["detail"] = f"{r.resamples:,} resamples, {passes}"

@@ -212,19 +212,18 @@ def query_stats(
 
 def score_rows(
     rows: DataFrame,
-    gt: GroundTruth,
+    truths: dict[int, GroundTruth],
     max_curve_points: int,
     stats: dict[int, QueryStats],
     censuses: dict[int, Census],
     phases: Phases | None = None,
-    gt_of: dict[int, GroundTruth] | None = None,
 ) -> tuple[dict[int, MatchingMetrics], dict[int, RankedTruth]]:
     """Metrics of every submission of ``censuses`` (its true pairs, rows and lowest
     score) from compact rows (``labels.labelled``) by counting positions; ``stats`` from
-    the census. ``gt_of``: a submission's own ground truth when it answers only part of
-    ``gt`` (rank evaluation scores each test alone; the labels, from ``gt``, are the
-    same). Also each submission's true pairs with their ranks, which the bootstrap needs."""
-    gt_of = gt_of or {}
+    the census. ``truths``: each submission's ground truth (the one its rows were
+    labelled on, or its own part of it: rank evaluation scores each test alone, and the
+    labels are the same). Also each submission's true pairs with their ranks, which the
+    bootstrap needs."""
     phases = phases or Phases()
     with phases.phase("count") as note:
         totals, optimistic = counts_of(rows, censuses)
@@ -238,7 +237,7 @@ def score_rows(
         for sub, sub_stats in stats.items():
             truth = censuses[sub].truth
             results[sub] = metrics_from_parts(
-                gt_of.get(sub, gt), truth, totals[sub], sub_stats, max_curve_points
+                truths[sub], truth, totals[sub], sub_stats, max_curve_points
             )
             ranks = positions.ranks(totals[sub])
             counts = totals[sub]

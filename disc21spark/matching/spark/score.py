@@ -110,13 +110,7 @@ def score(
                 result.metrics = _with_queries(result.metrics, pairs, true_pairs, scoring, phases)
             if scoring.resampling is not None and not scoring.ground_truths:
                 result.metrics = stats_spark.attach(
-                    spark,
-                    sorted_rows,
-                    result.metrics,
-                    true_pairs,
-                    scoring.gt,
-                    scoring.resampling,
-                    phases,
+                    sorted_rows, result.metrics, true_pairs, scoring.gt, scoring.resampling, phases
                 )
         return result
     finally:
@@ -214,12 +208,5 @@ def _metrics(
                 f"{found:,} true pairs found, "
                 f"{only.n_unknown_query_predictions:,} predictions for unknown queries"
             )
-    return plan.score_rows(
-        rows,
-        scoring.gt,
-        scoring.curve_points,
-        stats,
-        censuses,
-        phases,
-        gt_of=scoring.ground_truths,
-    )
+    truths = {s: scoring.ground_truths.get(s, scoring.gt) for s in stats}
+    return plan.score_rows(rows, truths, scoring.curve_points, stats, censuses, phases)
