@@ -131,3 +131,13 @@ def score_file(
     settings = Settings(max_results, curve_points, resampling, per_query, batch_bytes)
     source = Source.of_input(resolve(path, fmt))
     return score_source(source, gt, settings, phases, announce, given=path)
+
+
+def weighing(r, keys=None):
+    """A ``stats.weighted.Drawn`` for weighing rows that carry their own query keys:
+    ``r``'s resampling, no table (each weight drawn where weighed, as the specification
+    does), ``keys`` the ground truth's query keys when a counter looks them up."""
+    from disc21spark.matching.stats.weighted import Drawn
+
+    empty = np.zeros(0, np.uint64)
+    return Drawn(r, empty if keys is None else keys, empty)

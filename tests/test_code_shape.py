@@ -61,6 +61,26 @@ def test_no_function_of_the_scorer_takes_over_6_parameters():
     assert not many, f"over {MAX_PARAMETERS} parameters: {many}"
 
 
+# a value a call needs is handed to it (issue 45): nothing of matching/ or pool/ keeps
+# one in the module for the next call. The one cache loads an extension (an import)
+MODULE_CACHES = {"disc21spark/matching/stats/product.py _kernels"}
+
+
+def test_no_module_of_the_scorer_keeps_a_value_for_the_next_call():
+    kept = set()
+    for folder in ("matching", "pool"):
+        for path in sorted((PACKAGE / folder).rglob("*.py")):
+            where = path.relative_to(ROOT).as_posix()
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.Global):
+                    kept.add(f"{where} global {', '.join(node.names)}")
+                if isinstance(node, ast.FunctionDef):
+                    names = {ast.unparse(d).split("(")[0] for d in node.decorator_list}
+                    if names & {"functools.cache", "functools.lru_cache", "cache", "lru_cache"}:
+                        kept.add(f"{where} {node.name}")
+    assert kept == MODULE_CACHES, f"hand the value down instead: {kept - MODULE_CACHES}"
+
+
 def test_only_the_engine_module_tells_the_engines_apart_by_a_missing_session():
     missing_session = re.compile(r"\b(spark|session|sc)\s+is\s+(not\s+)?None\b")
     found = [

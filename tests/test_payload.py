@@ -12,6 +12,7 @@ from disc21spark.matching.stats import groups, payload, weighted
 from disc21spark.matching.stats.groups_file import QueryGroups
 from disc21spark.matching.stats.model import Resampling
 from disc21spark.matching.stats.weights import query_keys
+from tests.helpers import weighing
 
 
 @settings(max_examples=60, deadline=None)
@@ -62,11 +63,12 @@ def test_the_shapes_are_the_counters_own():
     fixed = query < 0
     levels = weighted.levels_of(rng.random(6))
     by_code = [weighted.levels_of(rng.random(k)) for k in (2, 0, 4)]
+    drawn = weighing(r, keys)
     made = [
         *weighted.miss_counts(
-            weighted.Reach.of(levels, score), keys[np.maximum(query, 0)], fixed, r
+            weighted.Reach.of(levels, score), keys[np.maximum(query, 0)], fixed, drawn
         ),
-        *groups.code_miss_counts(by_code, score, query, keys, r),
+        *groups.code_miss_counts(by_code, score, query, drawn),
     ]
     shapes = payload.count_shapes(len(levels), [len(lv) for lv in by_code], r.resamples)
     assert [m.shape for m in made] == shapes

@@ -17,7 +17,7 @@ from disc21spark.matching.stats import compare, weighted, weights
 from disc21spark.matching.stats.compare import holm
 from disc21spark.matching.stats.model import Resampling, Uncertainty
 from disc21spark.matching.stats.weights import THRESHOLDS, poisson_weights, query_keys
-from tests.helpers import make_gt, random_submission
+from tests.helpers import make_gt, random_submission, weighing
 
 
 def counts(hits, misses, positives, found1=None, found10=None) -> weighted.WeightedCounts:
@@ -135,34 +135,42 @@ def test_weights_drawn_in_threads_are_the_same(monkeypatch):
         poisson_weights(keys, 2, 60, threads=3)
 
 
-def test_remembered_weights_are_the_drawn_ones(monkeypatch):
+def test_a_tables_weights_are_the_drawn_ones(monkeypatch):
     universe = query_keys([f"Q{i}" for i in range(500)], seed=9)
     drawn = poisson_weights(universe, 0, 120)
-    try:
-        weights.remember(universe, 100)
-        some = universe[[7, 3, 3, 499]]
-        # rows of the table, for any keys it holds and resamples below its 100
-        np.testing.assert_array_equal(poisson_weights(some, 10, 90), drawn[[7, 3, 3, 499], 10:90])
-        np.testing.assert_array_equal(poisson_weights(universe, 0, 100), drawn[:, :100])
-        # a key it does not hold, or resamples beyond it: drawn as before
-        other = np.concatenate([some, query_keys(["elsewhere"], seed=9)])
-        np.testing.assert_array_equal(poisson_weights(other, 0, 5)[:4], drawn[[7, 3, 3, 499], :5])
-        np.testing.assert_array_equal(poisson_weights(some, 90, 120), drawn[[7, 3, 3, 499], 90:])
-        # a table over the limit is not kept: the previous one stays
-        monkeypatch.setattr(weights, "TABLE_MAX_BYTES", 10)
-        weights.remember(universe[:2], 100)
-        assert weights._table is not None and len(weights._table[0]) == 500
-    finally:
-        weights.forget()
-    assert weights._table is None
+    table = weights.Table.draw(universe[::-1], 100)  # any order: kept sorted
+    some = universe[[7, 3, 3, 499]]
+    # rows of the table, for any keys it holds and resamples below its 100
+    got = poisson_weights(some, 10, 90, table=table)
+    np.testing.assert_array_equal(got, drawn[[7, 3, 3, 499], 10:90])
+    keys, column = weights.in_table_order(*np.unique(universe, return_inverse=True), table)
+    assert keys is table.keys
+    np.testing.assert_array_equal(
+        poisson_weights(keys, 0, 100, table=table)[column], drawn[:, :100]
+    )
+    # a key it does not hold, or resamples beyond it: drawn as without it
+    other = np.concatenate([some, query_keys(["elsewhere"], seed=9)])
+    got = poisson_weights(other, 0, 5, table=table)[:4]
+    np.testing.assert_array_equal(got, drawn[[7, 3, 3, 499], :5])
+    got = poisson_weights(some, 90, 120, table=table)
+    np.testing.assert_array_equal(got, drawn[[7, 3, 3, 499], 90:])
+    # no table over the limit, nor without resamples
+    monkeypatch.setattr(weights, "TABLE_MAX_BYTES", 10)
+    assert weights.Table.draw(universe, 100) is None and weights.Table.draw(universe, 0) is None
 
 
-def test_the_ground_truths_keys_are_kept_per_seed():
+def test_a_ground_truths_keys_and_weights_are_drawn_once_as_a_value():
     gt = make_gt(40, 5)
-    first = weighted.ground_truth_keys(gt, 3)
-    assert weighted.ground_truth_keys(gt, 3) is first
-    np.testing.assert_array_equal(first, query_keys(gt.query_ids, 3))
-    np.testing.assert_array_equal(weighted.ground_truth_keys(gt, 4), query_keys(gt.query_ids, 4))
+    drawn = weighted.Drawn.of(gt, Resampling(30, 0.9, 3))
+    np.testing.assert_array_equal(drawn.keys, query_keys(gt.query_ids, 3))
+    np.testing.assert_array_equal(drawn.positive_keys, weighted.positive_keys(gt, 3))
+    np.testing.assert_array_equal(drawn.table.keys, np.unique(drawn.keys))
+    np.testing.assert_array_equal(drawn.table.weights, poisson_weights(drawn.table.keys, 0, 30))
+    assert drawn.fits(gt, Resampling(30, 0.95, 3))  # the confidence draws nothing
+    assert not drawn.fits(gt, Resampling(30, 0.9, 4)) and not drawn.fits(make_gt(41, 5), drawn.r)
+    # no resample: nothing hashed, nothing drawn
+    none = weighted.Drawn.of(gt, Resampling(0, 0.9, 3))
+    assert none.table is None and not none.keys.any() and len(none.keys) == 40
 
 
 @settings(max_examples=60, deadline=None)
@@ -233,13 +241,14 @@ def test_counts_add_up_over_any_split_of_the_rows(seed, n, cut):
     s = sample_of(frame, gt)
     r = Resampling(70, 0.9, 5)
     levels = weighted.levels_of(s.score[s.label])
-    whole = weighted.miss_counts(weighted.Reach.of(levels, s.score), s.keys, s.unknown, r)
+    d = weighing(r)
+    whole = weighted.miss_counts(weighted.Reach.of(levels, s.score), s.keys, s.unknown, d)
     cut = min(cut, len(s.score))
     a = weighted.miss_counts(
-        weighted.Reach.of(levels, s.score[:cut]), s.keys[:cut], s.unknown[:cut], r
+        weighted.Reach.of(levels, s.score[:cut]), s.keys[:cut], s.unknown[:cut], d
     )
     b = weighted.miss_counts(
-        weighted.Reach.of(levels, s.score[cut:]), s.keys[cut:], s.unknown[cut:], r
+        weighted.Reach.of(levels, s.score[cut:]), s.keys[cut:], s.unknown[cut:], d
     )
     for w, x, y in zip(whole, a, b):
         np.testing.assert_array_equal(w, x + y)
@@ -304,9 +313,9 @@ def test_weighted_counts_are_the_sums_of_the_rows_weights(seed, n, queries, leve
     w[fixed] = 1
     expected = np.zeros((levels + 1, 300), dtype=np.int64)
     np.add.at(expected, bucket, w * count[:, None])
-    got = weighted.weighted_counts(bucket, keys, fixed, levels, r, count)
+    got = weighted.weighted_counts(bucket, keys, fixed, levels, weighing(r), count)
     np.testing.assert_array_equal(got, expected[:levels])
-    ones = weighted.weighted_counts(bucket, keys, fixed, levels, r)
+    ones = weighted.weighted_counts(bucket, keys, fixed, levels, weighing(r))
     np.add.at(expected, bucket, w * (1 - count[:, None]))
     np.testing.assert_array_equal(ones, expected[:levels])
 
@@ -319,7 +328,7 @@ def test_weighted_counts_past_float32s_whole_numbers_stay_exact():
     rows = keys[[0, 1, 2, 0]]
     w = poisson_weights(rows, 0, 50).astype(np.int64)
     r = Resampling(50, 0.9, 0)
-    got = weighted.weighted_counts(bucket, rows, np.zeros(4, dtype=bool), 2, r, count)
+    got = weighted.weighted_counts(bucket, rows, np.zeros(4, dtype=bool), 2, weighing(r), count)
     expected = np.stack([w[:2].T @ count[:2], w[2:].T @ count[2:]])
     np.testing.assert_array_equal(got, expected)
 
@@ -447,10 +456,10 @@ def test_both_orders_buckets_come_from_one_search(seed, n, n_levels, resamples):
     r = Resampling(resamples=resamples, seed=3)
     t = len(levels)
     expected = (
-        weighted.weighted_counts(weighted.buckets(levels, score), keys, fixed, t, r),
+        weighted.weighted_counts(weighted.buckets(levels, score), keys, fixed, t, weighing(r)),
         # optimistic: the first level each score is strictly ahead of
         np.bincount(np.searchsorted(-levels, -score, "right"), minlength=t + 1)[:t],
     )
-    got = weighted.miss_counts(weighted.Reach.of(levels, score), keys, fixed, r)
+    got = weighted.miss_counts(weighted.Reach.of(levels, score), keys, fixed, weighing(r))
     np.testing.assert_array_equal(got[0], expected[0])
     np.testing.assert_array_equal(got[1], expected[1])

@@ -135,13 +135,17 @@ class Settings:
     to every stage whole: ``max_results`` (0: no limit), ``curve_points``, the bootstrap
     (``resampling``; None: no intervals), ``per_query`` (the per-query table), and
     ``batch_bytes``, the batch the in-process engine reads a file in (None:
-    ``core.memory.BATCH_BYTES``; ``engine.choose`` sizes it)."""
+    ``core.memory.BATCH_BYTES``; ``engine.choose`` sizes it), and ``drawn``, the
+    resampling's keys and weights for the ground truth scored on
+    (``stats.weighted.Drawn``), drawn once for a pool's files or a Spark job's tasks
+    (None: drawn where the file is scored)."""
 
     max_results: int
     curve_points: int
     resampling: Resampling | None = None
     per_query: bool = False
     batch_bytes: int | None = None
+    drawn: Any = field(default=None, compare=False, repr=False)
 
 
 @dataclass

@@ -42,8 +42,7 @@ from disc21spark.matching.inprocess.source import Source
 from disc21spark.matching.model import GroundTruth, MatchingMetrics, Settings
 from disc21spark.matching.spark import per_file
 from disc21spark.matching.spark.per_file import Outcome
-from disc21spark.matching.stats import weighted, weights
-from disc21spark.matching.stats.model import Resampling
+from disc21spark.matching.stats import weighted
 
 # a fresh process per worker, forked from a server that imported the scorer once (20
 # files of 500,000 pairs, --resamples 0, 2 cores: 3.75 and 3.92 s; spawn, which imports
@@ -87,7 +86,9 @@ def score_files(
     ids alone, scored on ``gt`` (a board's ground truth). Raises KeyboardInterrupt as
     the signal came, the workers stopped first."""
     state = {"only": None if only is None else pa.array(only, pa.string())}
-    return _run(inputs, gt, settings, state, _one)
+    # the resample weights drawn once here for every worker: they depend only on the
+    # seed and the queries
+    return _run(inputs, gt, weighted.with_weights(gt, settings), state, _one)
 
 
 def score_split(
@@ -99,7 +100,8 @@ def score_split(
     ``boards`` (``board_rows.Board``: its rows of the board's queries, as ``score_files``
     with ``only`` scores them). Returns the outcomes as submitted, and per board one per
     file (None: invalid)."""
-    state = {"boards": list(boards)}
+    # each board's weights drawn once here (a file as submitted is judged without them)
+    state = {"boards": [(b_gt, weighted.with_weights(b_gt, s)) for b_gt, s in boards]}
     found = _run(inputs, gt, settings, state, _split_one)
     return [f[0] for f in found], [[f[1 + i] for f in found] for i in range(len(boards))]
 
@@ -109,9 +111,7 @@ def _run(inputs: Sequence[Any], gt: GroundTruth, settings: Settings, state: dict
     the ground truth, settings and weights, is what ``_given`` holds in each."""
     if not inputs:
         return []
-    state.update(
-        gt=gt, settings=settings, table=_weights(gt, settings.resampling), parent=os.getpid()
-    )
+    state.update(gt=gt, settings=settings, parent=os.getpid())
     context = multiprocessing.get_context(CONTEXT)
     if CONTEXT == "forkserver":
         context.set_forkserver_preload([__name__])
@@ -130,24 +130,13 @@ def _run(inputs: Sequence[Any], gt: GroundTruth, settings: Settings, state: dict
         workers.shutdown(wait=True, cancel_futures=True)
 
 
-def _weights(gt: GroundTruth, r: Resampling | None) -> tuple | None:
-    """The resample weights of every query of ``gt`` (``weights.remember``'s table),
-    drawn once here for every worker; None without resampling, or too large to keep."""
-    if r is None or not r.resamples:
-        return None
-    weights.remember(weighted.ground_truth_keys(gt, r.seed), r.resamples)
-    return weights.kept()
-
-
 def _start(state: dict) -> None:
-    """A worker's start: the pool's share kept, the weights' table adopted; SIGINT left
+    """A worker's start: the pool's share kept (its settings carry the weights); SIGINT left
     to the pool's process, which stops the workers; a thread ends the worker once the
     pool's process is gone (a SIGKILL gives it no time to stop them)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     threading.Thread(target=_watch, args=(state["parent"],), daemon=True).start()
     _given.update(state)
-    if state["table"] is not None:
-        weights.keep(state["table"])
 
 
 def _watch(parent: int) -> None:

@@ -39,7 +39,7 @@ from disc21spark.matching.inprocess.local_read import iter_pairs
 from disc21spark.matching.inprocess.source import Source
 from disc21spark.matching.model import GroundTruth, MatchingMetrics, Settings
 from disc21spark.matching.rows import duplicate_reason, max_results_error
-from disc21spark.matching.stats import weighted, weights
+from disc21spark.matching.stats import weighted
 from disc21spark.matching.stats.model import Resampling
 
 # a spilled row: query index int32, label bool, score float64, pair key uint64
@@ -173,8 +173,9 @@ def figures(read: Read, gt: GroundTruth, settings: Settings, phases: Phases) -> 
     """The metrics of the rows ``read`` on ``gt`` (``settings``: with ``resampling`` the
     intervals, with ``per_query`` the per-query table): pass 2's counts, summed."""
     resampling = settings.resampling
+    drawn = weighted.drawn_for(gt, settings)
     with phases.phase("score") as note:
-        truth, counted = _count(read, gt, resampling)
+        truth, counted = _count(read, drawn)
         stats = positions.QueryStats(read.rows, read.unknown_rows, read.distinct_queries)
         metrics = positions.metrics_from_parts(
             gt, truth, counted.counts, stats, settings.curve_points
@@ -186,7 +187,7 @@ def figures(read: Read, gt: GroundTruth, settings: Settings, phases: Phases) -> 
         note["detail"] = f"{metrics.n_true_positives:,} true positives"
     if resampling is not None:
         with phases.phase("bootstrap") as note:
-            metrics = _with_statistics(metrics, truth, counted, gt, resampling)
+            metrics = _with_statistics(metrics, truth, counted, gt, drawn)
             note["rows"] = metrics.n_predictions
             note["detail"] = f"{resampling.resamples:,} resamples"
     return metrics
@@ -317,14 +318,12 @@ class Counted:
     misses: np.ndarray | None = None  # int64 (T, B), stats.weighted.miss_counts' first
     optimistic: np.ndarray | None = None  # int64 (T,)
     code_counts: list[np.ndarray] | None = None  # groups.code_miss_counts, summed
-    # uint64 (Q,) and (P,): the queries' and the positive pairs' keys (weighted.drawn_keys)
-    drawn: tuple[np.ndarray, np.ndarray] | None = None
 
 
-def _count(
-    read: Read, gt: GroundTruth, r: Resampling | None
-) -> tuple[positions.TrueScores, Counted]:
-    """The true scores and every count of the rows read, one chunk at a time."""
+def _count(read: Read, drawn: weighted.Drawn | None) -> tuple[positions.TrueScores, Counted]:
+    """The true scores and every count of the rows read, one chunk at a time (with
+    ``drawn``, the resampling's weighted counts too)."""
+    r = drawn.r if drawn is not None else None
     true_query, true_score = read.true_pairs
     truth = positions.TrueScores.of(true_query, true_score)
     by_code = None
@@ -334,26 +333,22 @@ def _count(
 
         by_code = group_stats.code_levels(truth.score, r.groups.codes[truth.query], r.groups.none)
     levels = weighted.levels_of(truth.score)
-    drawn = weighted.drawn_keys(gt, r) if r is not None else None
-    counted = Counted(positions.Counts.zero(truth), levels, by_code, drawn=drawn)
-    keys = drawn[0] if drawn is not None else None
-    if r is not None and r.resamples:
-        weights.remember(keys, r.resamples)
+    counted = Counted(positions.Counts.zero(truth), levels, by_code)
     for chunk in read.chunks():
         query, label, score = chunk["query"].astype(np.int64), chunk["label"], chunk["score"]
         miss = ~label
         # the levels each non-match reaches: one search for the figures' and the intervals'
         reach = weighted.Reach.of(levels, score[miss])
         counted.counts.add(positions.count_rows(truth, query, label, score, reach.reached))
-        if r is None:
+        if drawn is None:
             continue
         fixed = query[miss] < 0
         at = np.maximum(query[miss], 0)
-        parts = weighted.miss_counts(reach, keys[at], fixed, r)
+        parts = weighted.miss_counts(reach, drawn.keys[at], fixed, drawn)
         counted.misses = _plus(counted.misses, parts[0])
         counted.optimistic = _plus(counted.optimistic, parts[1])
         if by_code is not None:
-            more = group_stats.code_miss_counts(by_code, score[miss], query[miss], keys, r)
+            more = group_stats.code_miss_counts(by_code, score[miss], query[miss], drawn)
             counted.code_counts = (
                 more
                 if counted.code_counts is None
@@ -371,17 +366,17 @@ def _with_statistics(
     truth: positions.TrueScores,
     counted: Counted,
     gt: GroundTruth,
-    r: Resampling,
+    drawn: weighted.Drawn,
 ) -> MatchingMetrics:
     """``metrics`` with the intervals and tie sensitivity (and the group table) from the
     summed counts: ``stats.weighted.uncertainty_of``, as every engine finishes them."""
+    r = drawn.r
     levels = counted.levels
     t = len(levels)
     misses = counted.misses if counted.misses is not None else np.zeros((t, r.resamples), np.int64)
     optimistic = counted.optimistic if counted.optimistic is not None else np.zeros(t, np.int64)
-    keys, positives = counted.drawn
-    pairs = (keys[truth.query], truth.score, positions.ranks(counted.counts))
-    uncertainty = weighted.uncertainty_of(levels, misses, optimistic, pairs, positives, r)
+    pairs = (drawn.keys[truth.query], truth.score, positions.ranks(counted.counts))
+    uncertainty = weighted.uncertainty_of(levels, misses, optimistic, pairs, drawn)
     metrics = replace(metrics, uncertainty=uncertainty)
     if r.groups is None:
         return metrics
@@ -393,7 +388,7 @@ def _with_statistics(
         counted.by_code,
         counted.code_counts,
         (*pairs, codes[truth.query]),
-        (positives, group_stats.positive_codes(gt, codes)),
-        r,
+        (drawn.positive_keys, group_stats.positive_codes(gt, codes)),
+        drawn,
     )
     return replace(metrics, groups=table)

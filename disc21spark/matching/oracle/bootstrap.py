@@ -42,6 +42,7 @@ from disc21spark.matching.model import GroundTruth
 from disc21spark.matching.oracle import spec as matching_spec
 from disc21spark.matching.stats.model import Resampling, Uncertainty
 from disc21spark.matching.stats.weighted import (
+    Drawn,
     Reach,
     levels_of,
     miss_counts,
@@ -68,9 +69,12 @@ def uncertainty(s: Sample, r: Resampling) -> Uncertainty:
     levels = levels_of(s.score[s.label])
     miss = ~s.label
     reach = Reach.of(levels, s.score[miss])
-    misses, optimistic = miss_counts(reach, s.keys[miss], s.unknown[miss], r)
+    # every weight drawn where it is weighed, from its key (no table): the rows carry
+    # their own keys, so no ground truth's keys are needed
+    drawn = Drawn(r, np.zeros(0, np.uint64), s.positive_keys)
+    misses, optimistic = miss_counts(reach, s.keys[miss], s.unknown[miss], drawn)
     true_pairs = (s.keys[s.label], s.score[s.label], s.ranks)
-    return uncertainty_of(levels, misses, optimistic, true_pairs, s.positive_keys, r)
+    return uncertainty_of(levels, misses, optimistic, true_pairs, drawn)
 
 
 def bootstrap(

@@ -3,8 +3,10 @@
 The true pairs are few (at most the ground truth's positives per submission): they are
 collected, and their levels (distinct scores) broadcast. Each partition then puts its
 non-matching rows into the levels' buckets (``searchsorted``), weighs them by their
-query's resample weights, which it computes itself from the seed and the query id
-(``weights.py``), and counts per (submission, bucket, resample); those integer counts
+query's resample weights, drawn once on the driver for every query of the ground truth
+and broadcast with the levels (``weighted.Drawn``; a table past ``TABLE_MAX_BYTES`` is not
+drawn ahead, and a partition draws its rows' own from the seed and the query id,
+``weights.py``), and counts per (submission, bucket, resample); those integer counts
 travel as small blocks that the executors add up (``payload.py``), and the driver receives
 each block once. Integer counts add up alike in any order, so the counts, and the
 figures the specification computes from them, are the same bits whatever the
@@ -24,7 +26,7 @@ from disc21spark.core.phases import Phases
 from disc21spark.matching.model import GroundTruth, MatchingMetrics
 from disc21spark.matching.spark.labels import SUBMISSION
 from disc21spark.matching.spark.plan import Grid, RankedTruth
-from disc21spark.matching.stats import groups, payload, weighted, weights
+from disc21spark.matching.stats import groups, payload, weighted
 from disc21spark.matching.stats.groups_table import GroupTable
 from disc21spark.matching.stats.model import Resampling, Uncertainty
 
@@ -62,7 +64,9 @@ def measure(
     """The Uncertainty of each submission of ``true`` (its true pairs and their ranks),
     equal to ``stats.spec.bootstrap`` bit for bit, and its group table (None without
     ``r.groups``), equal to ``groups_spec.group_table``."""
-    keys = weighted.ground_truth_keys(gt, r.seed)
+    # every query's keys and weights drawn once here, broadcast with the counting
+    drawn = weighted.Drawn.of(gt, r)
+    keys = drawn.keys
     subs = list(true)
     levels = {s: weighted.levels_of(true[s].score) for s in subs}
     codes = r.groups.codes if r.groups is not None else None
@@ -74,11 +78,11 @@ def measure(
         }
     )
     if r.resamples or codes is not None:
-        counts, code_counts = _miss_counts(spark, rows, levels, by_code, keys, r)
+        counts, code_counts = _miss_counts(spark, rows, levels, by_code, drawn)
     else:  # no resample, no group: the plan's own counts hold the optimistic buckets
         counts = {s: (np.zeros((len(levels[s]), 0), np.int64), true[s].optimistic) for s in subs}
         code_counts = {}
-    positives = weighted.positive_keys(gt, r.seed)
+    positives = drawn.positive_keys
     owners = None if codes is None else groups.positive_codes(gt, codes)
     out = {}
     for s in subs:
@@ -91,10 +95,10 @@ def measure(
         if codes is not None:
             with_codes = (*pairs, codes[true[s].query])
             table = groups.table(
-                r.groups, by_code[s], code_counts.get(s), with_codes, (positives, owners), r
+                r.groups, by_code[s], code_counts.get(s), with_codes, (positives, owners), drawn
             )
         out[s] = (
-            weighted.uncertainty_of(levels[s], misses, optimistic, pairs, positives, r),
+            weighted.uncertainty_of(levels[s], misses, optimistic, pairs, drawn),
             table,
         )
     return out
@@ -105,8 +109,7 @@ def _miss_counts(
     rows: DataFrame,
     levels: dict,
     by_code: dict,
-    keys: np.ndarray,
-    r: Resampling,
+    drawn: weighted.Drawn,
 ) -> tuple[dict[int, tuple[np.ndarray, np.ndarray]], dict[int, list[np.ndarray]]]:
     """Per submission with true pairs (or with groups): its non-matches' counts
     (``weighted.miss_counts``) and per group code (``groups.code_miss_counts``, when
@@ -116,14 +119,13 @@ def _miss_counts(
     if not wanted:
         return {}, {}
     grid = Grid.of_levels(list(wanted.values()))
-    shared = spark.sparkContext.broadcast((wanted, by_code, keys, r, grid.splits))
+    # the table of weights travels once per executor with the keys: no partition draws
+    shared = spark.sparkContext.broadcast((wanted, by_code, drawn, grid.splits))
 
     def count(batches):
         import pyarrow as pa
 
-        wanted, by_code, keys, r, splits = shared.value
-        # every query's weights drawn once per worker, not once per partition
-        weights.remember(keys, r.resamples)
+        wanted, by_code, drawn, splits = shared.value
         # the partition's rows counted at once: the weights of each of its queries are
         # drawn once, not once per Arrow batch that holds one of its rows (a partition
         # of 5M rows holds 100 MB here: 20 bytes a row)
@@ -133,7 +135,7 @@ def _miss_counts(
         whole = pa.Table.from_batches(listed).combine_chunks().to_batches()[0]
         found = [
             (s, number, data)
-            for s, parts in _batch_counts(whole, splits, wanted, by_code, keys, r).items()
+            for s, parts in _batch_counts(whole, splits, wanted, by_code, drawn).items()
             for number, data in payload.blocks(parts)
         ]
         if found:
@@ -158,7 +160,7 @@ def _miss_counts(
             sent.setdefault((s, number), []).append(data)
     finally:
         shared.unpersist()
-    return _assembled(sent, wanted, by_code, r)
+    return _assembled(sent, wanted, by_code, drawn.r)
 
 
 def _assembled(sent: dict, wanted: dict, by_code: dict, r: Resampling) -> tuple[dict, dict]:
@@ -201,7 +203,7 @@ def _add_blocks(table):
 
 
 def _batch_counts(
-    batch, splits: np.ndarray, wanted: dict, by_code: dict, keys: np.ndarray, r: Resampling
+    batch, splits: np.ndarray, wanted: dict, by_code: dict, drawn: weighted.Drawn
 ) -> dict[int, list]:
     """One Arrow batch of non-matches counted per (submission, query, bucket of the grid
     of ``splits``) (a partition's): per submission, [weighted, optimistic], then its
@@ -223,8 +225,8 @@ def _batch_counts(
         at = np.where(fixed, 0, qi)
         n = many[mine]
         reach = weighted.Reach.of(levels, score[mine])
-        parts = list(weighted.miss_counts(reach, keys[at], fixed, r, n))
+        parts = list(weighted.miss_counts(reach, drawn.keys[at], fixed, drawn, n))
         if int(s) in by_code:
-            parts += groups.code_miss_counts(by_code[int(s)], score[mine], qi, keys, r, n)
+            parts += groups.code_miss_counts(by_code[int(s)], score[mine], qi, drawn, n)
         out[int(s)] = parts
     return out

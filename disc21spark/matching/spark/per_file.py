@@ -30,6 +30,7 @@ from disc21spark.core.paths import display_path
 from disc21spark.matching.inprocess import local
 from disc21spark.matching.inprocess.source import Source
 from disc21spark.matching.model import GroundTruth, MatchingMetrics, Settings
+from disc21spark.matching.stats import weighted
 
 if TYPE_CHECKING:  # a worker of the in-process pool (pool/in_process.py) needs no PySpark
     from pyspark.sql import SparkSession
@@ -67,7 +68,9 @@ def score_files(
     files = [one.given for one in inputs]
     formats = {display_path(unquote(one.given)): one.format for one in inputs}
     sc = spark.sparkContext
-    truth = sc.broadcast(gt)
+    # the ground truth and the resample weights, drawn once here, travel once per executor
+    settings = weighted.with_weights(gt, settings)
+    truth = sc.broadcast((gt, settings))
     try:
         reader = spark.read.format("binaryFile")
         # a file gone or unreadable gives no row (and goes to the distributed plan, whose
@@ -78,7 +81,7 @@ def score_files(
             faults.in_task()
             fmt = formats[display_path(unquote(row.path))]
             source = Source.of_bytes(row.path, bytes(row.content), fmt)
-            return row.path, task_outcome(source, truth.value, settings)
+            return row.path, task_outcome(source, *truth.value)
 
         with spark_conf(spark, ONE_FILE_PER_TASK):
             frame = reader.load(files).select("path", "content")

@@ -28,7 +28,6 @@ from disc21spark.matching.model import GroundTruth
 from disc21spark.matching.stats import weighted
 from disc21spark.matching.stats.groups_file import QueryGroups
 from disc21spark.matching.stats.groups_table import GroupResult, GroupTable
-from disc21spark.matching.stats.model import Resampling
 
 
 def code_levels(true_scores: np.ndarray, true_codes: np.ndarray, none: int) -> list[np.ndarray]:
@@ -43,21 +42,21 @@ def code_miss_counts(
     levels: list[np.ndarray],
     score: np.ndarray,
     query: np.ndarray,
-    keys: np.ndarray,
-    r: Resampling,
+    drawn: weighted.Drawn,
     count: np.ndarray | None = None,
 ) -> list[np.ndarray]:
     """What non-matching rows (scores float64 (n,), ``query`` int (n,): the ground-truth
     index of each row's query, < 0 for a query unknown to it, whose rows weigh 1 in every
-    resample and are in no group; ``keys`` uint64 (Q,): each ground-truth query's
-    resampling key; ``count`` int (n,): how many rows each stands for, None: one)
+    resample and are in no group; ``drawn``: the resampling, with each ground-truth
+    query's key (``weighted.Drawn``); ``count`` int (n,): how many rows each stands for, None: one)
     contribute, additive over any split of the rows: [rows per code int64 (G+1,), then
     per code c its weighted counts int64 (T_c, B) and plain counts int64 (T_c,) per
-    pessimistic bucket of levels[c]], the codes those of ``r.groups``."""
+    pessimistic bucket of levels[c]], the codes those of ``drawn.r.groups``."""
     query = np.asarray(query)
     fixed = query < 0
     at = np.maximum(query, 0)
-    keys = keys[at]
+    r = drawn.r
+    keys = drawn.keys[at] if len(at) else np.zeros(0, np.uint64)
     code = np.where(fixed, r.groups.none, r.groups.codes[at]).astype(np.int64)
     many = None if count is None else np.asarray(count, np.float64)
     out = [np.rint(np.bincount(code, weights=many, minlength=len(levels))).astype(np.int64)]
@@ -65,7 +64,7 @@ def code_miss_counts(
         mine = code == c
         bucket = weighted.buckets(lv, score[mine])
         part = None if many is None else many[mine]
-        out.append(weighted.weighted_counts(bucket, keys[mine], fixed[mine], len(lv), r, part))
+        out.append(weighted.weighted_counts(bucket, keys[mine], fixed[mine], len(lv), drawn, part))
         plain = np.bincount(bucket, weights=part, minlength=len(lv) + 1)[: len(lv)]
         out.append(np.rint(plain).astype(np.int64))
     return out
@@ -94,16 +93,14 @@ def table(
     counts: list[np.ndarray] | None,
     true_pairs: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
     positives: tuple[np.ndarray, np.ndarray],
-    r: Resampling,
+    drawn: weighted.Drawn,
 ) -> GroupTable:
     """Every group's figures (``groups``: groups_file.QueryGroups) from the summed
     ``code_miss_counts`` (None: no non-matching row), the true pairs (keys uint64, scores
     float64, ranks int64, codes int; any order) and the positives (keys uint64 (P,),
-    codes int (P,))."""
-    none = groups.none
-    counts = counts or code_miss_counts(
-        levels, np.zeros(0), np.zeros(0, np.int64), np.zeros(0, np.uint64), r
-    )
+    codes int (P,)); ``drawn``: the resampling and its weights (``weighted.Drawn``)."""
+    r, none = drawn.r, groups.none
+    counts = counts or code_miss_counts(levels, np.zeros(0), np.zeros(0, np.int64), drawn)
     rows = counts[0]
     shared_w, shared_p = counts[1 + 2 * none], counts[2 + 2 * none]
     keys, scores, ranks, codes = true_pairs
@@ -123,9 +120,9 @@ def table(
         )
         replicates = {}
         if r.resamples and owned.any():
-            hits, found, drawn = weighted.true_counts(lv, pairs, positives[0][owned], r)
+            hits, found, weighed = weighted.true_counts(lv, pairs, positives[0][owned], drawn)
             replicates = weighted.replicates(
-                weighted.WeightedCounts(drawn_misses, hits, found, drawn)
+                weighted.WeightedCounts(drawn_misses, hits, found, weighed)
             )
         sizes = (int(groups.sizes[g]), int(owned.sum()), int(rows[g] + rows[none] + mine.sum()))
         out.append(GroupResult.of(name, sizes, figures, replicates, r))

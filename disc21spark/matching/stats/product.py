@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from disc21spark.matching.inprocess.arrays import factorize
-from disc21spark.matching.stats.weights import MAX_WEIGHT, in_table_order, poisson_weights
+from disc21spark.matching.stats.weights import MAX_WEIGHT, Table, in_table_order, poisson_weights
 
 # a run of a level's entries sums to at most SMALL_SUM, so that times a weight (at most
 # MAX_WEIGHT) it stays below 2^15; an entry holds at most SMALL_CELL
@@ -33,16 +33,22 @@ CHUNK = 256
 
 
 def weighted_sums(
-    level: np.ndarray, keys: np.ndarray, many: np.ndarray, n_levels: int, resamples: int
+    level: np.ndarray,
+    keys: np.ndarray,
+    many: np.ndarray,
+    n_levels: int,
+    resamples: int,
+    table: Table | None = None,
 ) -> np.ndarray:
     """int64 (n_levels, resamples): per level, the sum over its rows of ``many`` times the
-    weight of the row's query in each resample (``weights.poisson_weights``). ``level``
-    int (n,) in [0, n_levels); ``keys`` uint64 (n,); ``many`` float64 (n,), whole numbers
-    (others are summed in float64 and rounded)."""
+    weight of the row's query in each resample (``weights.poisson_weights``, rows of
+    ``table`` when it holds them). ``level`` int (n,) in [0, n_levels); ``keys`` uint64
+    (n,); ``many`` float64 (n,), whole numbers (others are summed in float64 and
+    rounded)."""
     out = np.zeros((n_levels, resamples), dtype=np.int64)
     if not len(level) or not resamples:
         return out
-    unique, column = in_table_order(*factorize(keys))
+    unique, column = in_table_order(*factorize(keys), table)
     q = len(unique)
     # level-major: each level's entries together (a radix sort when the levels fit 16 bits)
     order = np.argsort(level.astype(np.uint16 if n_levels < 2**16 else np.int64), kind="stable")
@@ -62,7 +68,7 @@ def weighted_sums(
     step = max(CHUNK, SMALL_ENTRIES // q) if small else CHUNK
     for start in range(0, resamples, step):
         stop = min(start + step, resamples)
-        w = poisson_weights(unique, start, stop).astype(matrix[2].dtype)
+        w = poisson_weights(unique, start, stop, table=table).astype(matrix[2].dtype)
         part = np.zeros((n_rows, stop - start), dtype=w.dtype)
         _kernels().csc_matvecs(n_rows, q, stop - start, *matrix, w.ravel(), part.ravel())
         part = part if small else np.rint(part)

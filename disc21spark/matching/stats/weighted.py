@@ -8,13 +8,14 @@ them: the in-process engine on its chunks, the Spark plan on its executors' bloc
 
 from __future__ import annotations
 
-import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 
 from disc21spark.matching import kernel
 from disc21spark.matching.model import GroundTruth
+from disc21spark.matching.stats import weights
 from disc21spark.matching.stats.model import Resampling, Uncertainty
 from disc21spark.matching.stats.product import weighted_sums
 from disc21spark.matching.stats.weights import query_keys
@@ -36,15 +37,16 @@ def weighted_counts(
     keys: np.ndarray,
     fixed: np.ndarray,
     n_buckets: int,
-    resampling: Resampling,
+    drawn: Drawn,
     count: np.ndarray | None = None,
 ) -> np.ndarray:
-    """int64 (n_buckets, resamples): per bucket and resample, the sum of the rows' weights.
-    ``bucket`` int (n,), rows at n_buckets or more are left out; ``keys`` uint64 (n,) the
-    rows' query keys; ``fixed`` bool (n,): rows of weight 1 in every resample; ``count``
-    int (n,): how many rows each row stands for (None: one). Executors call this on their
-    own rows and the partial counts add up to the whole."""
-    b = resampling.resamples
+    """int64 (n_buckets, resamples): per bucket and resample, the sum of the rows' weights
+    (``drawn``: the resampling and its table of weights). ``bucket`` int (n,), rows at
+    n_buckets or more are left out; ``keys`` uint64 (n,) the rows' query keys; ``fixed``
+    bool (n,): rows of weight 1 in every resample; ``count`` int (n,): how many rows each
+    row stands for (None: one). Executors call this on their own rows and the partial
+    counts add up to the whole."""
+    b = drawn.r.resamples
     out = np.zeros((n_buckets, b), dtype=np.int64)
     if not b:  # no resample: nothing to weigh
         return out
@@ -55,9 +57,11 @@ def weighted_counts(
         # float64 sums of integers stay exact below 2^53
         fixed_sum = np.bincount(bucket[ones], weights=many[ones], minlength=n_buckets)
         out += np.rint(fixed_sum).astype(np.int64)[:, None]
-    drawn = keep & ~fixed
-    if drawn.any():  # integer sums: the order of the rows changes no count
-        out += weighted_sums(bucket[drawn], keys[drawn], many[drawn], n_buckets, b)
+    weighed = keep & ~fixed
+    if weighed.any():  # integer sums: the order of the rows changes no count
+        out += weighted_sums(
+            bucket[weighed], keys[weighed], many[weighed], n_buckets, b, drawn.table
+        )
     return out
 
 
@@ -110,7 +114,7 @@ def miss_counts(
     reach: Reach,
     keys: np.ndarray,
     fixed: np.ndarray,
-    r: Resampling,
+    drawn: Drawn,
     count: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """What the non-matching rows contribute, additive over any split of the rows:
@@ -122,7 +126,7 @@ def miss_counts(
     # both orders' buckets from the one search: the pessimistic bucket is the levels
     # above the score, the optimistic one those at or above it
     above = t - reach.reached
-    weighted = weighted_counts(above, keys, fixed, t, r, count)  # (T, 0) without resamples
+    weighted = weighted_counts(above, keys, fixed, t, drawn, count)  # (T, 0) without resamples
     tied = above < t
     tied[tied] = levels[above[tied]] == score[tied]
     optimistic = np.bincount(above + tied, weights=count, minlength=t + 1)[:t]
@@ -133,7 +137,7 @@ def true_counts(
     levels: np.ndarray,
     true_pairs: tuple[np.ndarray, np.ndarray, np.ndarray],
     positive_keys: np.ndarray,
-    r: Resampling,
+    drawn: Drawn,
 ) -> tuple[np.ndarray, dict[int, np.ndarray], np.ndarray]:
     """What the true pairs (keys uint64, scores float64, ranks int64; any order, never an
     unknown query) and the positives contribute: int64 (T, B) weighted true pairs of each
@@ -148,7 +152,7 @@ def true_counts(
     found = [np.where(ranks < k, t + i, rows + 1) for i, k in enumerate(ks)]
     bucket = np.concatenate([level, *found, np.full(len(positive_keys), rows)])
     at = np.concatenate([keys, *([keys] * len(ks)), positive_keys])
-    weighed = weighted_counts(bucket, at, np.zeros(len(at), dtype=bool), rows + 1, r)
+    weighed = weighted_counts(bucket, at, np.zeros(len(at), dtype=bool), rows + 1, drawn)
     return weighed[:t], {k: weighed[t + i] for i, k in enumerate(ks)}, weighed[rows]
 
 
@@ -157,12 +161,13 @@ def uncertainty_of(
     misses: np.ndarray,
     optimistic: np.ndarray,
     true_pairs: tuple[np.ndarray, np.ndarray, np.ndarray],
-    positive_keys: np.ndarray,
-    r: Resampling,
+    drawn: Drawn,
 ) -> Uncertainty:
-    """The figures from the non-matches' counts (``miss_counts``, summed) and the true
-    pairs (keys uint64, scores float64, ranks int64; any order, never an unknown query)."""
-    hits, found, positives = true_counts(levels, true_pairs, positive_keys, r)
+    """The figures from the non-matches' counts (``miss_counts``, summed), the true pairs
+    (keys uint64, scores float64, ranks int64; any order, never an unknown query) and
+    the positives (``drawn.positive_keys``)."""
+    r, positive_keys = drawn.r, drawn.positive_keys
+    hits, found, positives = true_counts(levels, true_pairs, positive_keys, drawn)
     counts = WeightedCounts(misses=misses, hits=hits, found=found, positives=positives)
     level_hits = np.bincount(buckets(levels, true_pairs[1]), minlength=len(levels))
     return Uncertainty(
@@ -175,28 +180,62 @@ def uncertainty_of(
     )
 
 
-_known: tuple[weakref.ref, int, np.ndarray] | None = None  # query ids, seed, their keys
+@dataclass(frozen=True)
+class Drawn:
+    """One ground truth's queries under one resampling, drawn once for every weighing of
+    a run, a pool's files or a Spark job's tasks (``Drawn.of``): ``r``; ``keys`` uint64
+    (Q,) each query's key (``weights.query_keys``, in the ground truth's order);
+    ``positive_keys`` uint64 (P,) each positive pair's query's; ``table`` every query's
+    weights (``weights.Table``; None: each weighing draws its rows' own, as the
+    specification does)."""
+
+    r: Resampling
+    keys: np.ndarray
+    positive_keys: np.ndarray
+    table: weights.Table | None = None
+
+    @classmethod
+    def of(cls, gt: GroundTruth, r: Resampling) -> Drawn:
+        """``gt``'s keys under ``r``'s seed and their table. Zeros and no table when
+        ``r`` draws no resample: no weight is drawn, so no key is read (hashing 30,000
+        ids was a tenth of a 500,000-pair run's scoring)."""
+        if not r.resamples:
+            zero = np.zeros(len(gt.query_ids), np.uint64)
+            return cls(r, zero, np.zeros(gt.n_positives, np.uint64))
+        keys = query_keys(gt.query_ids, r.seed)
+        return cls(r, keys, positive_keys(gt, r.seed), weights.Table.draw(keys, r.resamples))
+
+    def fits(self, gt: GroundTruth, r: Resampling) -> bool:
+        """Whether these are ``gt``'s keys under ``r`` (its queries and positives, the
+        same resamples and seed): what a caller hands down must be."""
+        same = (self.r.resamples, self.r.seed) == (r.resamples, r.seed)
+        return same and (len(self.keys), len(self.positive_keys)) == (
+            len(gt.query_ids),
+            gt.n_positives,
+        )
 
 
-def ground_truth_keys(gt: GroundTruth, seed: int) -> np.ndarray:
-    """uint64 (Q,): the key of each of ``gt``'s queries (``query_keys``), kept for the
-    next call with the same ground truth and seed (a pool's files, a worker's tasks).
-    The caller must not write into it."""
-    global _known
-    if _known is not None and _known[0]() is gt.query_ids and _known[1] == seed:
-        return _known[2]
-    keys = query_keys(gt.query_ids, seed)
-    _known = (weakref.ref(gt.query_ids), seed, keys)
-    return keys
+def with_weights(gt: GroundTruth, settings: Any) -> Any:
+    """``settings`` (``model.Settings``) carrying its resampling's keys and weights for
+    ``gt`` (``Drawn.of``), drawn once for every file scored with them (a pool's workers,
+    a Spark job's tasks); as given without resampling."""
+    if settings.resampling is None:
+        return settings
+    return replace(settings, drawn=Drawn.of(gt, settings.resampling))
 
 
-def drawn_keys(gt: GroundTruth, r: Resampling) -> tuple[np.ndarray, np.ndarray]:
-    """uint64 (Q,) and (P,): ``ground_truth_keys`` and ``positive_keys`` under ``r``'s
-    seed; zeros of those shapes when ``r`` draws no resample (no weight is drawn, so no
-    key is read: hashing 30,000 ids was a tenth of a 500,000-pair run's scoring)."""
-    if not r.resamples:
-        return np.zeros(len(gt.query_ids), np.uint64), np.zeros(gt.n_positives, np.uint64)
-    return ground_truth_keys(gt, r.seed), positive_keys(gt, r.seed)
+def drawn_for(gt: GroundTruth, settings: Any) -> Drawn | None:
+    """The resampling's keys and weights for ``gt`` (None without resampling): those
+    ``settings`` carries (``with_weights``), else drawn here, once a scoring. Raises
+    ValueError when the ones carried were drawn for another ground truth or resampling."""
+    r = settings.resampling
+    if r is None:
+        return None
+    if settings.drawn is None:
+        return Drawn.of(gt, r)
+    if not settings.drawn.fits(gt, r):
+        raise ValueError("the settings' resample weights were drawn for another ground truth")
+    return settings.drawn
 
 
 def positive_keys(gt: GroundTruth, seed: int) -> np.ndarray:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Iterable
+from dataclasses import dataclass
 from decimal import Decimal, localcontext
 
 import numpy as np
@@ -64,89 +65,72 @@ def query_keys(query_ids: Iterable[object], seed: int) -> np.ndarray:
 BLOCK = 1 << 17
 
 
-# threads drawing the table ``remember`` keeps (the in-process engine's whole draw): the
+# threads drawing a whole table (``Table.draw``: the in-process engine's whole draw): the
 # cores this process may use, at most four
 DRAW_THREADS = min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1)
 
-# the largest table of weights kept for reuse (keys × resamples bytes): DISC21's 50,000
+# the largest table of weights drawn ahead (keys × resamples bytes): DISC21's 50,000
 # queries at 1,000 resamples fit
 TABLE_MAX_BYTES = 64 << 20
-_table: tuple[np.ndarray, np.ndarray] | None = None  # sorted keys, their weights (K, B)
 
 
-def remember(keys: np.ndarray, resamples: int) -> None:
-    """Draw the weights of ``keys`` (uint64: a ground truth's queries) in resamples
-    0 … resamples − 1 once and keep them in this process, so that ``poisson_weights`` of
-    any of those keys returns rows of the table instead of drawing them again: every file
-    of a pool scored in one worker meets the same queries. One table at a time, none
-    over TABLE_MAX_BYTES; the values are the ones a draw gives."""
-    global _table
-    keys = np.unique(np.asarray(keys, dtype=np.uint64))
-    if len(keys) * resamples > TABLE_MAX_BYTES:
-        return
-    if (
-        _table is not None
-        and _table[1].shape[1] >= resamples
-        and _rows(_table[0], keys) is not None
-    ):
-        return  # a board's queries: rows of the whole ground truth's table
-    _table = None  # the old table's memory is free before the new one is drawn
-    _table = (keys, poisson_weights(keys, 0, resamples, threads=DRAW_THREADS))
+@dataclass(frozen=True)
+class Table:
+    """The weights of a ground truth's queries in resamples 0 … B − 1, drawn once
+    (``Table.draw``) and handed to every weighing of a run, a pool or a Spark job: every
+    file, board and partition meets the same queries. ``keys`` uint64 (K,), sorted and
+    distinct; ``weights`` uint8 (K, B), the values a draw gives."""
+
+    keys: np.ndarray
+    weights: np.ndarray
+
+    @classmethod
+    def draw(cls, keys: np.ndarray, resamples: int) -> Table | None:
+        """The table of ``keys`` (uint64, any order, repeats allowed); None when it would
+        pass TABLE_MAX_BYTES (each weighing then draws its own queries' weights)."""
+        keys = np.unique(np.asarray(keys, dtype=np.uint64))
+        if not resamples or len(keys) * resamples > TABLE_MAX_BYTES:
+            return None
+        return cls(keys, poisson_weights(keys, 0, resamples, threads=DRAW_THREADS))
+
+    def rows(self, keys: np.ndarray) -> np.ndarray | None:
+        """int (len(keys),): where each key of ``keys`` is among the table's; None when
+        one is not there."""
+        known = self.keys
+        if not len(known):
+            return None if len(keys) else np.zeros(0, np.intp)
+        at = np.minimum(np.searchsorted(known, keys), len(known) - 1)
+        return at if np.array_equal(known[at], keys) else None
 
 
-def _rows(known: np.ndarray, keys: np.ndarray) -> np.ndarray | None:
-    """int (len(keys),): where each key of ``keys`` is in the sorted ``known``; None when
-    one is not there."""
-    if not len(known):
-        return None if len(keys) else np.zeros(0, np.intp)
-    at = np.minimum(np.searchsorted(known, keys), len(known) - 1)
-    return at if np.array_equal(known[at], keys) else None
-
-
-def in_table_order(keys: np.ndarray, column: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(keys, column) renumbered to the remembered table's rows (its keys, the table row
-    of each entry of ``column``, int (n,) indices into ``keys``) when the table holds
-    every key and they are at least half its rows: ``poisson_weights`` of the table's
-    own keys is then a view of it, cast in one pass, where gathering its rows one by one
-    (a copy, then the cast) was a third of a 500,000-pair file's bootstrap. Otherwise
-    ``(keys, column)`` as given. The weights of a key are the same either way."""
-    table = _table
-    if table is None or 2 * len(keys) < len(table[0]):
+def in_table_order(
+    keys: np.ndarray, column: np.ndarray, table: Table | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """(keys, column) renumbered to ``table``'s rows (its keys, the table row of each
+    entry of ``column``, int (n,) indices into ``keys``) when the table holds every key
+    and they are at least half its rows: ``poisson_weights`` of the table's own keys is
+    then a view of it, cast in one pass, where gathering its rows one by one (a copy,
+    then the cast) was a third of a 500,000-pair file's bootstrap. Otherwise ``(keys,
+    column)`` as given. The weights of a key are the same either way."""
+    if table is None or 2 * len(keys) < len(table.keys):
         return keys, column
-    at = _rows(table[0], keys)
-    return (keys, column) if at is None else (table[0], at[column])
+    at = table.rows(keys)
+    return (keys, column) if at is None else (table.keys, at[column])
 
 
-def kept() -> tuple[np.ndarray, np.ndarray] | None:
-    """The table ``remember`` keeps (sorted keys, their weights), or None."""
-    return _table
-
-
-def keep(table: tuple[np.ndarray, np.ndarray]) -> None:
-    """Keep ``table`` (``kept()`` of another process: a pool's workers get the table drawn
-    once by the pool's process) as if ``remember`` had drawn it here."""
-    global _table
-    _table = table
-
-
-def forget() -> None:
-    """Drop the table ``remember`` keeps."""
-    global _table
-    _table = None
-
-
-def poisson_weights(keys: np.ndarray, start: int, stop: int, threads: int = 1) -> np.ndarray:
+def poisson_weights(
+    keys: np.ndarray, start: int, stop: int, threads: int = 1, table: Table | None = None
+) -> np.ndarray:
     """uint8 (len(keys), stop - start): the weight of each key in resamples start..stop-1
-    (rows of the remembered table when it holds every key and resample). ``threads``:
-    blocks of keys drawn in that many threads at once (numpy leaves the GIL to them); the
-    weights are the same. Raises what a thread raised."""
-    table = _table  # read once: another thread may replace it meanwhile
-    if table is not None and keys is table[0] and stop <= table[1].shape[1]:
-        return table[1][:, start:stop]  # the table's own keys (``in_table_order``)
-    if table is not None and stop <= table[1].shape[1] and len(table[0]):
-        at = _rows(table[0], keys)
+    (rows of ``table`` when it holds every key and resample). ``threads``: blocks of keys
+    drawn in that many threads at once (numpy leaves the GIL to them); the weights are
+    the same. Raises what a thread raised."""
+    if table is not None and stop <= table.weights.shape[1]:
+        if keys is table.keys:
+            return table.weights[:, start:stop]  # the table's own keys (``in_table_order``)
+        at = table.rows(keys)
         if at is not None:
-            return table[1][at, start:stop]
+            return table.weights[at, start:stop]
     index = np.arange(start + 1, stop + 1, dtype=np.uint64) * GOLDEN
     keys = keys.astype(np.uint64)
     out = np.empty((len(keys), stop - start), dtype=np.uint8)
