@@ -305,10 +305,33 @@ def test_pools_in_memory_and_on_spark_give_the_command_lines_leaderboard(spark, 
         ok = table[table.status == "ok"].reset_index(drop=True)
         pd.testing.assert_frame_equal(ok[figures], expected[figures], check_dtype=False)
         assert board["team_a"].micro_ap == expected.micro_ap[expected.submission == "team_a"].item()
+    # one file alone is a pool of one (on Spark, as the pool job lists it)
+    (one,) = ds.evaluate_pool(case["gt_path"], str(case["paths"]["team_a"])).submissions
+    assert one.name == "team_a" and one.metrics.micro_ap == boards[0]["team_a"].micro_ap
     assert boards[2].invalid == {
         "team_c": "team_c (DataFrame): row 4: missing or non-numeric score"
     }
     assert type(boards[0].plot()).__name__ == "Figure"
+
+
+def test_a_pool_of_tables_draws_its_resample_weights_once(case, monkeypatch):
+    """Every table of a pool in memory meets the same queries: their weights are drawn
+    once for the pool (once more for each board), not once per table."""
+    from disc21spark.matching.stats import weights
+
+    draws = []
+    real = weights.Table.draw.__func__
+
+    def counted(cls, keys, resamples):
+        draws.append(len(keys))
+        return real(cls, keys, resamples)
+
+    monkeypatch.setattr(weights.Table, "draw", classmethod(counted))
+    tables = {f"t{i}": case["frames"]["team_a"].iloc[i * 500 :] for i in range(4)}
+    board = ds.evaluate_pool(case["gt_path"], tables, resamples=40, engine="local")
+    assert len(draws) == 1 and sorted(board.table.submission) == sorted(tables)
+    alone = ds.evaluate(case["gt_path"], tables["t2"], resamples=40, engine="local")
+    assert board["t2"].uncertainty.interval("micro_ap") == alone.uncertainty.interval("micro_ap")
 
 
 def test_descriptors_give_the_command_lines_figures(spark, case, tmp_path):

@@ -28,6 +28,7 @@ from disc21spark.matching.inprocess import batched, board_rows
 from disc21spark.matching.inprocess.local_read import iter_pairs
 from disc21spark.matching.model import Settings
 from disc21spark.matching.spark import per_file
+from disc21spark.matching.stats import weighted, weights
 from disc21spark.matching.stats.model import Resampling
 from disc21spark.pool import in_process as pool_in_process
 from disc21spark.pool.split import PRIVATE, PUBLIC, Split
@@ -142,6 +143,46 @@ def same_outcome(found, wanted) -> None:
     else:
         assert_same_uncertainty(found.metrics.uncertainty, wanted.metrics.uncertainty)
     pd.testing.assert_frame_equal(found.metrics.queries, wanted.metrics.queries, check_exact=True)
+
+
+def test_a_pools_resample_weights_are_drawn_once_and_handed_to_every_file(pool, monkeypatch):
+    """The weights depend only on the seed and the queries: the pool draws them once (a
+    board once for its queries) and every worker's file reads them from its settings;
+    none is drawn again in a worker (it was a module-level table, filled per process)."""
+    files = [resolve.resolve(str(p), submission=True) for p in sorted((pool / "pool").iterdir())]
+    gt = ground_truth()
+    settings = Settings(0, 50, Resampling(30, 0.9, 3))
+    draws = []
+    real = weights.Table.draw.__func__
+
+    def counted(cls, keys, resamples):
+        draws.append(len(keys))
+        return real(cls, keys, resamples)
+
+    def here(inputs, gt, settings, state, task):  # the workers' task, in this process
+        monkeypatch.setattr(pool_in_process, "_given", {**state, "gt": gt, "settings": settings})
+        return [task(one) for one in inputs]
+
+    monkeypatch.setattr(weights.Table, "draw", classmethod(counted))
+    monkeypatch.setattr(pool_in_process, "_run", here)
+    found = pool_in_process.score_files(files, gt, settings)
+    assert draws == [gt.n_queries]
+    for one, outcome in zip(files, found):  # the same bits as a file drawing its own
+        alone = per_file.task_outcome(pool_in_process._read(one), gt, settings)
+        assert outcome.error == alone.error
+        if alone.metrics is not None:
+            assert_same(outcome.metrics, alone.metrics)
+            assert_same_uncertainty(outcome.metrics.uncertainty, alone.metrics.uncertainty)
+    assert sum(o.metrics is not None for o in found) == 4
+    split = Split("private.csv", np.arange(40) % 2 == 0, "")
+    boards = [(split.board(gt, name), settings) for name in (PUBLIC, PRIVATE)]
+    draws[:] = []
+    pool_in_process.score_split(files, gt, settings, boards)
+    assert draws == [b.n_queries for b, _ in boards]
+    # weights drawn for one ground truth are refused on another (a board's)
+    drawn = weighted.with_weights(gt, settings)
+    with pytest.raises(ValueError, match="another ground truth"):
+        per_file.task_outcome(pool_in_process._read(files[-1]), boards[0][0], drawn)
 
 
 @pytest.mark.parametrize("batch_bytes", [None, 300], ids=["one batch", "many batches"])

@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from disc21spark.matching import kernel
+from disc21spark.matching.model import GroundTruth, Settings
 from disc21spark.matching.oracle import bootstrap as spec
 from disc21spark.matching.oracle import spec as matching_spec
 from disc21spark.matching.stats import compare, weighted, weights
@@ -168,6 +169,15 @@ def test_a_ground_truths_keys_and_weights_are_drawn_once_as_a_value():
     np.testing.assert_array_equal(drawn.table.weights, poisson_weights(drawn.table.keys, 0, 30))
     assert drawn.fits(gt, Resampling(30, 0.95, 3))  # the confidence draws nothing
     assert not drawn.fits(gt, Resampling(30, 0.9, 4)) and not drawn.fits(make_gt(41, 5), drawn.r)
+    other = GroundTruth(
+        "gt", gt.query_ids[::-1].copy(), gt.positive_queries, gt.positive_references
+    )
+    assert not drawn.fits(other, drawn.r)  # the same counts, other queries' keys
+    # handed down with settings, the settings' own resampling (its confidence) is used
+    asked = Settings(0, 10, Resampling(30, 0.95, 3), drawn=drawn)
+    assert weighted.drawn_for(gt, asked).r is asked.resampling
+    with pytest.raises(ValueError, match="another ground truth"):
+        weighted.drawn_for(other, asked)
     # no resample: nothing hashed, nothing drawn
     none = weighted.Drawn.of(gt, Resampling(0, 0.9, 3))
     assert none.table is None and not none.keys.any() and len(none.keys) == 40

@@ -228,8 +228,8 @@ def pool_engine(engine: Any, request: Any) -> Any:
     """The command line's decision for a pool of files (``request``: the command's typed
     request) when it is this machine's worker processes, no JVM (local files the
     in-process engine reads as Spark does); None when the pool goes to Spark (a
-    SparkSession, ``engine="spark"``, a remote path, a file past ``local_max_bytes``),
-    whose plan the pool job settles. InputError when ``engine="local"`` cannot score it."""
+    SparkSession, ``engine="spark"``, a remote path, a file past ``local_max_bytes``,
+    one file alone), whose plan the pool job settles. InputError when ``engine="local"`` cannot score it."""
     if type(engine).__name__ == "SparkSession":
         return None
     r = request
@@ -243,7 +243,9 @@ def pool_engine(engine: Any, request: Any) -> Any:
         predictions_format=r.predictions_format,
         side=(r.query_groups, r.private_queries),
     )
-    return None if choice.needs_spark else choice
+    # one file is not a pool to the decision (it scores it as one submission): the pool
+    # job lists it on Spark, as before
+    return None if choice.needs_spark or choice.kind != "pool" else choice
 
 
 def _chosen(paths: Any, **asked: Any) -> Any:

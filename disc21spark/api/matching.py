@@ -162,10 +162,12 @@ def _score_one(
     predictions: Any,
     name: str = "predictions",
     groups: Any = None,
+    drawn: Any = None,
 ) -> MatchingMetrics:
     """One submission on the chosen engine, through the command line's functions;
     ``name``: how a table names itself in messages; ``groups``: the query groups read
-    against ``gt`` (None: ``request.query_groups`` read against it, if any)."""
+    against ``gt`` (None: ``request.query_groups`` read against it, if any); ``drawn``:
+    a pool's resample weights of ``gt``, drawn once for its tables (``_drawn``)."""
     job = MatchingJob.from_options(request, engine.choice)
     if kind(predictions) == PATH:  # the command's sequence, its ground truth read here
         job, gt, _ = first_steps(engine.spark, job, Phases(), gt, groups)
@@ -178,7 +180,7 @@ def _score_one(
         # a table gets what a file gets: the intervals, and with resamples=0 the
         # optimistic μAP (tie sensitivity needs no resample)
         limits = (job.max_results, job.curve_points)
-        return score_table(predictions, source, gt, limits, job.resampling, job.per_query)
+        return score_table(predictions, source, gt, limits, job.resampling, job.per_query, drawn)
     read = (_spark_raw(engine.spark, predictions, source), source, "csv")
     return score_frame(engine.spark, read, gt, job, Phases())
 
@@ -272,14 +274,15 @@ def _pool_of_tables(
     with ``private_queries`` among ``options``, both boards."""
     request, chosen, gt = _prepared(ground_truth, tables, engine, local_max_bytes, options, True)
     groups = groups_phase(chosen.spark, request.query_groups, gt, Phases())  # once for all
+    drawn = _drawn(request, chosen, gt)
     if request.private_queries is None:
         return Leaderboard(
-            [_submission(chosen, gt, t, request, n, groups) for n, t in tables.items()]
+            [_submission(chosen, gt, t, request, n, (groups, drawn)) for n, t in tables.items()]
         )
     # validity on the tables as given: the boards' figures replace these, so no per-query
     # or group tables here (as the pool job's first pass)
     judged = replace(request, per_query=False, query_groups=None)
-    scored = [_submission(chosen, gt, t, judged, n) for n, t in tables.items()]
+    scored = [_submission(chosen, gt, t, judged, n, (None, drawn)) for n, t in tables.items()]
     return _boards_of_tables(chosen, gt, tables, request, scored, groups)
 
 
@@ -295,26 +298,37 @@ def _boards_of_tables(
     split = read_split(request.private_queries, gt, engine.spark)
 
     def board(name: str, board_gt: GroundTruth, ids: list[str], valid: list[Submission]) -> None:
-        mine = split.groups(groups, name)
+        mine, drawn = split.groups(groups, name), _drawn(request, engine, board_gt)
         for s in valid:
             rows = inputs.rows_of_queries(tables[s.name], ids)
-            s.metrics = _score_one(request, engine, board_gt, rows, s.name, mine)
+            s.metrics = _score_one(request, engine, board_gt, rows, s.name, mine, drawn)
 
     private = boards.score_boards(gt, split, subs, subs, board)
     return Leaderboard(subs, Leaderboard(private))
 
 
 def _submission(
-    engine: Engine, gt: GroundTruth, table: Any, request: Any, name: str, groups: Any = None
+    engine: Engine, gt: GroundTruth, table: Any, request: Any, name: str, shared: tuple = ()
 ) -> Submission:
-    """One table of a pool scored (``groups``: as ``_score_one`` takes them), or marked
-    invalid with its message."""
+    """One table of a pool scored (``shared``: the pool's groups and drawn weights, as
+    ``_score_one`` takes them), or marked invalid with its message."""
     s = Submission(name, label(name, table))
     try:
-        s.metrics = _score_one(request, engine, gt, table, name, groups)
+        s.metrics = _score_one(request, engine, gt, table, name, *shared)
     except InputError as error:
         s.invalid(error)
     return s
+
+
+def _drawn(request: Any, engine: Engine, gt: GroundTruth) -> Any:
+    """A pool's resample weights of ``gt`` (``stats.weighted.Drawn``), drawn once for all
+    its tables scored in this process; None on Spark or without resampling."""
+    from disc21spark.matching.stats import weighted
+
+    resampling = MatchingJob.from_options(request, engine.choice).resampling
+    if engine.choice.needs_spark or resampling is None:
+        return None
+    return weighted.Drawn.of(gt, resampling)
 
 
 def _named_tables(predictions: Any, submission: str | None) -> dict[str, Any]:

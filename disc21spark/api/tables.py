@@ -48,14 +48,16 @@ def score_table(
     limits: tuple[int, int],
     resampling: Resampling | None = None,
     per_query: bool = False,
+    drawn: Any = None,
 ) -> MatchingMetrics:
     """One submission in memory scored as ``local.score_file`` scores a file, by the same
     passes (``batched.score_source``): the same checks in the same order (bad row,
     --max-results, a repeated pair, named by the rows' labels), the same counts, the
     same warnings (returned, not printed); with ``resampling``, the intervals (and its
     query groups' table) too; ``limits``: (max_results, curve_points); ``per_query``: the
-    per-query table (``metrics.queries``)."""
+    per-query table (``metrics.queries``); ``drawn``: the resample weights of ``gt``
+    drawn once for a pool's tables (``stats.weighted.Drawn``; None: drawn here)."""
     pairs, index = table_pairs(value, source)
     table = Source.of_table(source, pairs, index)
-    settings = Settings(*limits, resampling, per_query)
+    settings = Settings(*limits, resampling, per_query, drawn=drawn)
     return score_source(table, gt, settings, announce=False)

@@ -11,7 +11,8 @@ typed request) and hands it here:
 3. ``job.execute(spark)``, then ``job.summary(result)`` printed on stdout.
 
 Exit codes: 0 done, 2 bad input (InputError, OutputError: one ``error:`` line), 1 a bug of
-ours (one ``internal error:`` line, the trace with --debug), 130 interrupted (SIGINT,
+ours (one ``internal error:`` line, the trace with --debug) or a pool's worker process
+killed from outside (WorkersLost: one ``error:`` line), 130 interrupted (SIGINT,
 Ctrl-C), 143 terminated (SIGTERM: a scheduler stopping the task). On either signal the
 staging folder is removed, the previous output is left as it was and Spark is stopped.
 """
@@ -31,7 +32,7 @@ from collections.abc import Callable
 from typing import Any, ClassVar, Protocol
 
 from disc21spark.core import config, fs, gateway, lock, paths, record, signals
-from disc21spark.core.errors import InputError, OutputError
+from disc21spark.core.errors import InputError, OutputError, WorkersLost
 from disc21spark.core.output import claim
 from disc21spark.core.signals import Terminated
 
@@ -152,6 +153,9 @@ def run(
         if memory is not None:  # a setting to raise: the same run again cannot help
             print(f"error: {memory}", file=sys.stderr)
             return EXIT_INPUT
+        if isinstance(exc, WorkersLost):  # killed from outside: said plainly, not a bug
+            print(f"error: {exc}", file=sys.stderr)
+            return EXIT_INTERNAL
         print(internal_error_line(exc), file=sys.stderr)
         return EXIT_INTERNAL
     finally:

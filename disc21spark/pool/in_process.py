@@ -58,8 +58,7 @@ def _lost_because() -> str:
     script.py`` first (Python's rule for processes a fork server starts), so a script
     with no ``if __name__ == "__main__":`` starts the pool again in each: said then."""
     said = "a worker process of the pool ended before its file was scored"
-    main = sys.modules.get("__main__")
-    script = getattr(main, "__file__", None) if getattr(main, "__spec__", None) is None else None
+    script = getattr(sys.modules.get("__main__"), "__file__", None)
     try:
         guarded = script is None or "__main__" in Path(script).read_text(errors="replace")
     except OSError:
@@ -120,11 +119,11 @@ def _run(inputs: Sequence[Any], gt: GroundTruth, settings: Settings, state: dict
     )
     try:
         return list(workers.map(task, inputs))
-    except (BrokenProcessPool, BrokenPipeError) as exc:
-        raise WorkersLost(_lost_because()) from exc
-    except BaseException:
+    except BaseException as exc:
         for process in list((workers._processes or {}).values()):
             process.terminate()  # a task under way is not waited for
+        if isinstance(exc, (BrokenProcessPool, BrokenPipeError)):
+            raise WorkersLost(_lost_because()) from exc
         raise
     finally:
         workers.shutdown(wait=True, cancel_futures=True)

@@ -8,7 +8,7 @@ them: the in-process engine on its chunks, the Spark plan on its executors' bloc
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -193,6 +193,8 @@ class Drawn:
     keys: np.ndarray
     positive_keys: np.ndarray
     table: weights.Table | None = None
+    # the ground truth's query ids these keys are of (None: rows carrying their own keys)
+    query_ids: Any = field(default=None, compare=False, repr=False)
 
     @classmethod
     def of(cls, gt: GroundTruth, r: Resampling) -> Drawn:
@@ -201,18 +203,20 @@ class Drawn:
         ids was a tenth of a 500,000-pair run's scoring)."""
         if not r.resamples:
             zero = np.zeros(len(gt.query_ids), np.uint64)
-            return cls(r, zero, np.zeros(gt.n_positives, np.uint64))
+            return cls(r, zero, np.zeros(gt.n_positives, np.uint64), None, gt.query_ids)
         keys = query_keys(gt.query_ids, r.seed)
-        return cls(r, keys, positive_keys(gt, r.seed), weights.Table.draw(keys, r.resamples))
+        table = weights.Table.draw(keys, r.resamples)
+        return cls(r, keys, positive_keys(gt, r.seed), table, gt.query_ids)
 
     def fits(self, gt: GroundTruth, r: Resampling) -> bool:
-        """Whether these are ``gt``'s keys under ``r`` (its queries and positives, the
-        same resamples and seed): what a caller hands down must be."""
-        same = (self.r.resamples, self.r.seed) == (r.resamples, r.seed)
-        return same and (len(self.keys), len(self.positive_keys)) == (
-            len(gt.query_ids),
-            gt.n_positives,
-        )
+        """Whether these are ``gt``'s keys under ``r``'s draws (its query ids, the same
+        resamples and seed; the confidence and groups draw nothing): what a caller
+        hands down must be."""
+        if (self.r.resamples, self.r.seed) != (r.resamples, r.seed):
+            return False
+        ids = self.query_ids
+        same = ids is gt.query_ids or (ids is not None and np.array_equal(ids, gt.query_ids))
+        return same and len(self.positive_keys) == gt.n_positives
 
 
 def with_weights(gt: GroundTruth, settings: Any) -> Any:
@@ -235,7 +239,7 @@ def drawn_for(gt: GroundTruth, settings: Any) -> Drawn | None:
         return Drawn.of(gt, r)
     if not settings.drawn.fits(gt, r):
         raise ValueError("the settings' resample weights were drawn for another ground truth")
-    return settings.drawn
+    return replace(settings.drawn, r=r)  # the settings' confidence and groups
 
 
 def positive_keys(gt: GroundTruth, seed: int) -> np.ndarray:
