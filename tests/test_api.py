@@ -314,9 +314,12 @@ def test_pools_in_memory_and_on_spark_give_the_command_lines_leaderboard(spark, 
     assert type(boards[0].plot()).__name__ == "Figure"
 
 
-def test_a_pool_of_tables_draws_its_resample_weights_once(case, monkeypatch):
+@pytest.mark.parametrize("engine", ["local", "spark"])
+def test_a_pool_of_tables_draws_its_resample_weights_once(case, monkeypatch, request, engine):
     """Every table of a pool in memory meets the same queries: their weights are drawn
-    once for the pool (once more for each board), not once per table."""
+    once for the pool, in this process or for Spark's plan, not once per table."""
+    if engine == "spark":
+        request.getfixturevalue("spark")
     from disc21spark.matching.stats import weights
 
     draws = []
@@ -328,9 +331,9 @@ def test_a_pool_of_tables_draws_its_resample_weights_once(case, monkeypatch):
 
     monkeypatch.setattr(weights.Table, "draw", classmethod(counted))
     tables = {f"t{i}": case["frames"]["team_a"].iloc[i * 500 :] for i in range(4)}
-    board = ds.evaluate_pool(case["gt_path"], tables, resamples=40, engine="local")
+    board = ds.evaluate_pool(case["gt_path"], tables, resamples=40, engine=engine)
     assert len(draws) == 1 and sorted(board.table.submission) == sorted(tables)
-    alone = ds.evaluate(case["gt_path"], tables["t2"], resamples=40, engine="local")
+    alone = ds.evaluate(case["gt_path"], tables["t2"], resamples=40, engine=engine)
     assert board["t2"].uncertainty.interval("micro_ap") == alone.uncertainty.interval("micro_ap")
 
 

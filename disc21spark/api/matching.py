@@ -182,7 +182,7 @@ def _score_one(
         limits = (job.max_results, job.curve_points)
         return score_table(predictions, source, gt, limits, job.resampling, job.per_query, drawn)
     read = (_spark_raw(engine.spark, predictions, source), source, "csv")
-    return score_frame(engine.spark, read, gt, job, Phases())
+    return score_frame(engine.spark, read, gt, job, Phases(), drawn)
 
 
 def _spark_raw(spark: Any, value: Any, source: str, keep: tuple[str, ...] = ()) -> Any:
@@ -322,13 +322,11 @@ def _submission(
 
 def _drawn(request: Any, engine: Engine, gt: GroundTruth) -> Any:
     """A pool's resample weights of ``gt`` (``stats.weighted.Drawn``), drawn once for all
-    its tables scored in this process; None on Spark or without resampling."""
+    its tables, in this process or on Spark; None without resampling."""
     from disc21spark.matching.stats import weighted
 
     resampling = MatchingJob.from_options(request, engine.choice).resampling
-    if engine.choice.needs_spark or resampling is None:
-        return None
-    return weighted.Drawn.of(gt, resampling)
+    return None if resampling is None else weighted.Drawn.of(gt, resampling)
 
 
 def _named_tables(predictions: Any, submission: str | None) -> dict[str, Any]:

@@ -135,12 +135,19 @@ def _distributed(
 
 
 def score_frame(
-    spark: SparkSession, read: tuple, gt: GroundTruth, job: MatchingJob, phases: Phases
+    spark: SparkSession,
+    read: tuple,
+    gt: GroundTruth,
+    job: MatchingJob,
+    phases: Phases,
+    drawn: Any = None,
 ):
     """One submission's raw predictions checked and scored on Spark. ``read``: (the
     DataFrame of ``read.read_predictions`` or ``read.typed_table`` of a caller's
     DataFrame, the name messages give it, the format it was read in: csv or parquet, as
-    resolved). What the scorer caches is released before it returns."""
+    resolved); ``drawn``: the resample weights of ``gt``, drawn once for a pool of
+    tables (``stats.weighted.Drawn``; None: drawn by the bootstrap). What the scorer
+    caches is released before it returns."""
     raw, source, fmt = read
     from pyspark.sql import functions as F
 
@@ -156,6 +163,7 @@ def score_frame(
         sources={0: source},
         resampling=job.resampling,
         per_query=job.per_query,
+        drawn=drawn,
     )
     try:
         scored = score(spark, pairs, [0], scoring, phases)

@@ -17,6 +17,7 @@ partitioning. The true pairs and their ranks in their queries are the metrics' o
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 from pyspark.sql import DataFrame, SparkSession
@@ -37,17 +38,20 @@ def attach(
     rows: DataFrame,
     metrics: dict[int, MatchingMetrics],
     true_pairs: dict[int, RankedTruth],
-    gt: GroundTruth,
-    r: Resampling,
+    scoring: Any,
     phases: Phases,
 ) -> dict[int, MatchingMetrics]:
-    """``metrics`` with each submission's Uncertainty (and group table, with ``r.groups``).
+    """``metrics`` with each submission's Uncertainty (and group table, with groups).
     ``rows``: the scored submissions' compact labelled rows (``submission int, query_index
     long, label boolean, score double``: ``matching/labels.labelled``), query_index < 0 for
-    an unknown query; ``true_pairs``: each one's, from the metrics (``plan.score_rows``)."""
-
+    an unknown query; ``true_pairs``: each one's, from the metrics (``plan.score_rows``);
+    ``scoring``: ``score.Scoring``, its ground truth, resampling and the weights it carries
+    (drawn here when it carries none)."""
+    drawn = weighted.drawn_for(scoring.gt, scoring)
+    r = drawn.r
     with phases.phase("bootstrap") as note:
-        found = measure(rows.sparkSession, rows, {s: true_pairs[s] for s in metrics}, gt, r)
+        true = {s: true_pairs[s] for s in metrics}
+        found = measure(rows.sparkSession, rows, true, scoring.gt, drawn)
         note["rows"] = sum(m.n_predictions for m in metrics.values())
         passes = "one counting pass" if r.resamples or r.groups else "no pass over the rows"
         note["detail"] = f"{r.resamples:,} resamples, {passes}"
@@ -59,14 +63,14 @@ def measure(
     rows: DataFrame,
     true: dict[int, RankedTruth],
     gt: GroundTruth,
-    r: Resampling,
+    drawn: weighted.Drawn,
 ) -> dict[int, tuple[Uncertainty, GroupTable | None]]:
     """The Uncertainty of each submission of ``true`` (its true pairs and their ranks),
     equal to ``stats.spec.bootstrap`` bit for bit, and its group table (None without
-    ``r.groups``), equal to ``groups_spec.group_table``."""
-    # every query's keys and weights drawn once here, broadcast with the counting
-    drawn = weighted.Drawn.of(gt, r)
-    keys = drawn.keys
+    groups), equal to ``groups_spec.group_table``; ``drawn``: the resampling and the
+    weights of ``gt``'s queries (``weighted.Drawn``)."""
+    # every query's keys and weights, drawn once, broadcast with the counting
+    r, keys = drawn.r, drawn.keys
     subs = list(true)
     levels = {s: weighted.levels_of(true[s].score) for s in subs}
     codes = r.groups.codes if r.groups is not None else None

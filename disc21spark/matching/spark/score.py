@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
@@ -64,6 +65,9 @@ class Scoring:
     resampling: Resampling | None = None
     # each submission's per-query table (metrics.queries): a pass of its own over ``pairs``
     per_query: bool = False
+    # the resample weights of ``gt`` drawn once for many calls (stats.weighted.Drawn, a
+    # pool of tables); None: the bootstrap draws them
+    drawn: Any = None
 
 
 @dataclass
@@ -110,7 +114,7 @@ def score(
                 result.metrics = _with_queries(result.metrics, pairs, true_pairs, scoring, phases)
             if scoring.resampling is not None and not scoring.ground_truths:
                 result.metrics = stats_spark.attach(
-                    sorted_rows, result.metrics, true_pairs, scoring.gt, scoring.resampling, phases
+                    sorted_rows, result.metrics, true_pairs, scoring, phases
                 )
         return result
     finally:
