@@ -136,6 +136,25 @@ def test_a_pool_of_local_files_from_python_starts_no_jvm(case, tmp_path):
     assert jvm == "False"
 
 
+def test_a_script_read_from_standard_input_scores_its_pool_on_spark(case, monkeypatch):
+    """Workers cannot import a script read from standard input (``__file__`` is
+    ``<stdin>``): such a pool goes to Spark, and ``engine="local"`` is refused in one
+    line; a script file is scored in process."""
+    from disc21spark.api import inputs
+
+    request = inputs.request(
+        "evaluate",
+        ground_truth=str(case["gt_path"]),
+        predictions=[str(case["root"] / "pool" / "*.csv")],
+        output=None,
+    )
+    assert inputs.pool_engine("auto", request).engine == "local"
+    monkeypatch.setattr(sys.modules["__main__"], "__file__", "<stdin>", raising=False)
+    assert inputs.pool_engine("auto", request) is None
+    with pytest.raises(ds.InputError, match="standard input cannot be"):
+        inputs.pool_engine("local", request)
+
+
 def test_a_script_scoring_a_pool_without_a_main_guard_is_told_why_it_failed(case, tmp_path):
     """Each worker imports the script first; one with no ``__main__`` guard would start the
     pool again in each: one line says so, naming the script."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -229,8 +230,17 @@ def pool_engine(engine: Any, request: Any) -> Any:
     request) when it is this machine's worker processes, no JVM (local files the
     in-process engine reads as Spark does); None when the pool goes to Spark (a
     SparkSession, ``engine="spark"``, a remote path, a file past ``local_max_bytes``,
-    one file alone), whose plan the pool job settles. InputError when ``engine="local"`` cannot score it."""
+    one file alone, a main script the workers cannot import), whose plan the pool job
+    settles. InputError when ``engine="local"`` cannot score it."""
     if type(engine).__name__ == "SparkSession":
+        return None
+    if not _importable_main():
+        if engine == "local":
+            raise InputError(
+                "engine='local'",
+                "a pool's worker processes import the main script, and one read from "
+                "standard input cannot be: run it from a file, or use engine='spark'",
+            )
         return None
     r = request
     choice = _chosen(
@@ -246,6 +256,14 @@ def pool_engine(engine: Any, request: Any) -> Any:
     # one file is not a pool to the decision (it scores it as one submission): the pool
     # job lists it on Spark, as before
     return None if choice.needs_spark or choice.kind != "pool" else choice
+
+
+def _importable_main() -> bool:
+    """Whether worker processes can import this process's main script first, as a fork
+    server's do: not a script read from standard input (``python - < script.py``, whose
+    ``__file__`` is ``<stdin>``); a notebook or ``python -c`` has none to import."""
+    path = getattr(sys.modules.get("__main__"), "__file__", None)
+    return path is None or os.path.isfile(path)
 
 
 def _chosen(paths: Any, **asked: Any) -> Any:
