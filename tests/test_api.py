@@ -153,6 +153,8 @@ def test_a_script_read_from_standard_input_scores_its_pool_on_spark(case, monkey
     assert inputs.pool_engine("auto", request) is None
     with pytest.raises(ds.InputError, match="standard input cannot be"):
         inputs.pool_engine("local", request)
+    with pytest.raises(ds.InputError, match="engine='sparks': give 'auto'"):
+        inputs.pool_engine("sparks", request)  # refused, not sent to Spark
 
 
 def test_a_script_scoring_a_pool_without_a_main_guard_is_told_why_it_failed(case, tmp_path):

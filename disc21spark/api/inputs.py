@@ -234,6 +234,7 @@ def pool_engine(engine: Any, request: Any) -> Any:
     settles. InputError when ``engine="local"`` cannot score it."""
     if type(engine).__name__ == "SparkSession":
         return None
+    _named(engine)  # a name no engine has is refused, wherever the pool would go
     if not _importable_main():
         if engine == "local":
             raise InputError(
@@ -246,7 +247,7 @@ def pool_engine(engine: Any, request: Any) -> Any:
     choice = _chosen(
         r.predictions,
         ground_truth=r.ground_truth,
-        engine=_named(engine),
+        engine=engine,
         plan=r.pool_plan,
         local_max_bytes=r.local_max_bytes,
         submission_column=r.submission_column,
