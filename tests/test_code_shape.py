@@ -165,6 +165,7 @@ RESOLVERS = {
     "unsupported",
     "sized_files",
     "check_writable",
+    "codec",
 }
 # the calls still made below the decision (issue 45 took the last ones away: the ground
 # truth is read from its resolved input, the engine handed down as a value, a hand-built

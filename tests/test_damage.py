@@ -48,6 +48,7 @@ def test_a_damaged_arrow_schema_is_left_out_as_spark_leaves_it_out():
 
     from disc21spark.core.errors import InputError
     from disc21spark.matching.inprocess.source import ARROW_SCHEMA, Source, parquet_table
+    from disc21spark.resolve import resolve
 
     table = pa.table(
         {"query_id": ["ARROW:schema", "Q2"], "reference_id": ["R1", "R2"], "score": [0.5, 0.25]}
@@ -60,12 +61,14 @@ def test_a_damaged_arrow_schema_is_left_out_as_spark_leaves_it_out():
     damaged = data[:value] + b"!" + data[value + 1 :]  # not base64: Arrow refuses the key
     with pytest.raises(pa.ArrowInvalid):
         pq.read_table(pa.BufferReader(damaged))
-    assert parquet_table(Source.of_bytes("/x/p.parquet", damaged, "parquet")).equals(table)
+    assert parquet_table(Source.of_bytes("/x/p.parquet", damaged, resolve("/x/p.parquet"))).equals(
+        table
+    )
     # and with a column name that is not UTF-8 as well: damaged either way, in our words
     start = len(data) - 8 - int.from_bytes(data[-8:-4], "little")
     worse = damaged[:start] + damaged[start:].replace(b"reference_id", b"\xffeference_id")
     with pytest.raises(InputError) as info:
-        parquet_table(Source.of_bytes("/x/p.parquet", worse, "parquet"))
+        parquet_table(Source.of_bytes("/x/p.parquet", worse, resolve("/x/p.parquet")))
     assert str(info.value) == (
         "/x/p.parquet: cannot be read as Parquet (damaged: its metadata "
         "or data pages cannot be decoded)"

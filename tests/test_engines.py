@@ -320,7 +320,7 @@ def test_the_in_process_engine_scores_bytes_as_it_scores_the_file(tmp_path, suff
         uri = f"viewfs://t/x/{path.name}"
         for source in (
             Source.of_input(resolve(str(path))),
-            Source.of_bytes(uri, path.read_bytes(), resolve(uri).format),
+            Source.of_bytes(uri, path.read_bytes(), resolve(uri)),
         ):
             try:
                 outcomes.append(local.score_source(source, gt, Settings(0, 100), announce=False))
@@ -335,7 +335,9 @@ def test_the_in_process_engine_scores_bytes_as_it_scores_the_file(tmp_path, suff
         with pytest.raises(
             InputError, match=r"^viewfs://t/x/cut.csv.gz: cannot be read as gzip \(truncated"
         ):
-            source = Source.of_bytes("viewfs://t/x/cut.csv.gz", cut, "csv")
+            source = Source.of_bytes(
+                "viewfs://t/x/cut.csv.gz", cut, resolve("viewfs://t/x/cut.csv.gz")
+            )
             local.score_source(source, gt, Settings(0, 100))
 
 

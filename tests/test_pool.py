@@ -24,6 +24,7 @@ from disc21spark.matching.model import Settings, Submission
 from disc21spark.matching.oracle.spec import evaluate
 from disc21spark.matching.spark import per_file
 from disc21spark.pool import job as pool
+from disc21spark.resolve import resolve
 from tests.conftest import ROOT, cli_env
 from tests.pool_helpers import GT, ground_truth, mount, random_submission
 from tests.running import in_process, succeed
@@ -296,7 +297,8 @@ def test_odd_parquet_types_send_the_pool_to_the_distributed_plan(spark, tmp_path
         folder / "ints.parquet"
     )
     subs = [Submission("ints", str(folder / "ints.parquet"))]
-    source = Source.of_bytes(subs[0].source, Path(subs[0].source).read_bytes(), "parquet")
+    path = subs[0].source
+    source = Source.of_bytes(path, Path(path).read_bytes(), resolve(path))
     assert per_file.task_outcome(source, ground_truth(), Settings(10, 10)).needs_spark
     result = pool.run(spark, pool.PoolJob(gt_file, [str(folder)], None, pool_plan="auto"))
     by_name = {s.name: s for s in result.submissions}

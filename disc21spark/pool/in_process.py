@@ -172,7 +172,7 @@ def _read(resolved: Any) -> Source | Outcome:
             data = fh.read()
     except OSError as exc:
         return Outcome(error=(display_path(path), f"cannot be read ({exc.strerror or exc})", None))
-    return Source.of_bytes(path, data, resolved.format)
+    return Source.of_bytes(path, data, resolved)
 
 
 def _one(resolved: Any) -> Outcome:

@@ -257,7 +257,7 @@ def _utf8(data: bytes) -> bool:
 def _damaged_stream(source: Source) -> InputError | None:
     """A damaged ``.gz`` file in ``core/damage.py``'s words (Spark's side gives the same),
     before any line of it is looked at: on Spark too a damaged stream fails the read."""
-    if not source.where.lower().endswith(".gz"):
+    if source.codec != ".gz":
         return None
     with source.open_raw() as raw:
         reason = damage.gzip_reason(raw)

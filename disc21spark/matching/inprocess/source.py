@@ -2,9 +2,9 @@
 
 The per-file plan reads a submission's bytes on an executor through Spark (the
 ``binaryFile`` source serves every Hadoop path: hdfs://, s3a://, gs://, abfs://,
-viewfs://...), so the in-process reader takes either a local path or those bytes, and
-the name of the file decides its format and codec as Spark's readers decide them.
-Nothing here imports PySpark.
+viewfs://...), so the in-process reader takes either a local path or those bytes, with
+the format and codec the decision resolved from the file's name as Spark's readers go
+by it (``resolve.ResolvedInput``). Nothing here imports PySpark.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ import io
 import os
 import zlib
 from dataclasses import dataclass
-from pathlib import PurePosixPath
 from typing import IO, Any
 
 from disc21spark.core import damage
@@ -30,7 +29,9 @@ _OPENERS = {".gz": gzip.open, ".bz2": bz2.open}
 @dataclass(frozen=True)
 class Source:
     """A file's bytes (``path`` on this machine, else ``data`` as stored) and ``where``,
-    the name every message gives it."""
+    the name every message gives it; ``codec`` the Hadoop codec suffix the decision
+    resolved (``resolve.ResolvedInput.codec``: ``.gz``, ``.bz2`` are decompressed here;
+    None: stored as is)."""
 
     where: str
     path: str | None = None
@@ -41,18 +42,22 @@ class Source:
     row_labels: list | None = None
     # how it is read: csv, parquet (as the decision resolved it), or table (in memory)
     format: str = "csv"
+    codec: str | None = None
 
     @classmethod
     def of_input(cls, resolved: Any) -> Source:
         """A local file resolved by the decision (``resolve.ResolvedInput`` whose
         ``local`` is set), named by its full path as the Spark job names files."""
-        return cls(os.path.abspath(resolved.local), path=resolved.local, format=resolved.format)
+        where = os.path.abspath(resolved.local)
+        return cls(where, path=resolved.local, format=resolved.format, codec=resolved.codec)
 
     @classmethod
-    def of_bytes(cls, uri: str, data: bytes, fmt: str) -> Source:
-        """Bytes read through Spark, in ``fmt`` (csv or parquet, as resolved); ``uri`` as
-        Spark lists the file (file:/x is /x)."""
-        return cls(display_path(uri), data=data, format=fmt)
+    def of_bytes(cls, uri: str, data: bytes, resolved: Any) -> Source:
+        """The bytes of a file the decision resolved (``resolve.ResolvedInput``: its format
+        and codec), read through Spark or by a pool's worker; ``uri`` as Spark lists the
+        file (file:/x is /x)."""
+        where = display_path(uri)
+        return cls(where, data=data, format=resolved.format, codec=resolved.codec)
 
     @classmethod
     def of_table(cls, where: str, pairs: Any, row_labels: list) -> Source:
@@ -60,8 +65,8 @@ class Source:
         checked (``local_read.Pairs``); ``where`` names it in messages."""
         return cls(where, pairs=pairs, row_labels=row_labels, format="table")
 
-    def _codec(self):
-        return _OPENERS.get(PurePosixPath(self.where.lower()).suffix)
+    def _opener(self):
+        return _OPENERS.get(self.codec)
 
     def arrow_input(self):
         """What pyarrow's readers take: the local path (Arrow decompresses by the name),
@@ -70,9 +75,9 @@ class Source:
 
         if self.path is not None:
             return self.path
-        codec = self._codec()
+        opener = self._opener()
         try:
-            data = self.data if codec is None else codec(io.BytesIO(self.data)).read()
+            data = self.data if opener is None else opener(io.BytesIO(self.data)).read()
         except (EOFError, zlib.error) as exc:  # a truncated or damaged stream
             raise OSError(f"{type(exc).__name__}: {exc}") from None
         return pa.BufferReader(data)
@@ -82,10 +87,10 @@ class Source:
         return open(self.path, "rb") if self.path is not None else io.BytesIO(self.data)
 
     def open_binary(self) -> IO[bytes]:
-        """The decompressed bytes as a stream (.gz, .bz2 by the name, as Spark's codecs)."""
+        """The decompressed bytes as a stream (.gz, .bz2: the codec resolved)."""
         raw = self.open_raw()
-        codec = self._codec()
-        return raw if codec is None else codec(raw)
+        opener = self._opener()
+        return raw if opener is None else opener(raw)
 
     def open_text(self) -> IO[str]:
         # utf-8-sig: a leading byte-order mark is dropped, as Hadoop's line reader and Arrow do
@@ -101,7 +106,7 @@ def local_lines(gt: Any) -> list[str] | None:
     try:
         if gt.local is None or gt.format == "parquet" or gt.unread is not None:
             return None
-        with Source(gt.given, path=gt.local).open_text() as fh:
+        with Source(gt.given, path=gt.local, codec=gt.codec).open_text() as fh:
             return fh.read().splitlines()
     except Exception:  # local_table_rows reads it again and names the problem
         return None
@@ -119,14 +124,14 @@ def local_table_rows(gt: Any, columns: tuple[str, ...]) -> list[Row]:
         if gt.unread is not None:  # a name Arrow does not read as Spark does
             raise ValueError(gt.unread)
         if gt.format == "parquet":
-            table = parquet_table(Source(path, path=gt.local))
+            table = parquet_table(Source(path, path=gt.local, format="parquet"))
             missing = [c for c in columns if c not in table.column_names]
             if missing:
                 has = column_list(table.column_names)
                 raise InputError(path, f"missing column {missing[0]!r} (has: {has})")
             values = [table.column(c).cast("string").to_pylist() for c in columns]
             return [Row(f"row {i}", fields) for i, fields in enumerate(zip(*values), start=1)]
-        with Source(path, path=gt.local).open_text() as fh:
+        with Source(path, path=gt.local, codec=gt.codec).open_text() as fh:
             lines = fh.read().splitlines()
     except InputError:
         raise

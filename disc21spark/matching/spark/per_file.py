@@ -66,7 +66,7 @@ def score_files(
     from disc21spark.core.spark import spark_conf
 
     files = [one.given for one in inputs]
-    formats = {display_path(unquote(one.given)): one.format for one in inputs}
+    resolved = {display_path(unquote(one.given)): one for one in inputs}
     sc = spark.sparkContext
     # the ground truth and the resample weights, drawn once here, travel once per executor
     settings = weighted.with_weights(gt, settings)
@@ -79,8 +79,8 @@ def score_files(
 
         def one(row) -> tuple[str, Outcome]:
             faults.in_task()
-            fmt = formats[display_path(unquote(row.path))]
-            source = Source.of_bytes(row.path, bytes(row.content), fmt)
+            listed = resolved[display_path(unquote(row.path))]
+            source = Source.of_bytes(row.path, bytes(row.content), listed)
             return row.path, task_outcome(source, *truth.value)
 
         with spark_conf(spark, ONE_FILE_PER_TASK):
@@ -93,7 +93,7 @@ def score_files(
     return [
         by_name.get(display_path(unquote(one.given)))
         or (
-            task_outcome(Source.of_bytes(one.given, b"", one.format), gt, settings)
+            task_outcome(Source.of_bytes(one.given, b"", one), gt, settings)
             if one.size == 0
             else Outcome(needs_spark=True)
         )

@@ -11,7 +11,6 @@ from pyspark.sql import functions as F
 from disc21spark.core import damage
 from disc21spark.core.errors import InputError, column_list, first_line
 from disc21spark.core.fs import data_files
-from disc21spark.core.paths import codec, display_path
 from disc21spark.matching.rows import (
     PREDICTION_COLUMNS,
     WHITESPACE,
@@ -111,7 +110,7 @@ def spark_table_rows(spark: SparkSession, gt: Any, columns: tuple[str, ...]) -> 
                 rows.append(Row(f"row {i}", tuple(rec)))
             return rows
         for file in files:
-            lines = _small_text(spark, file)
+            lines = _small_text(spark, file, gt)
             prefix = f"{file.rsplit('/', 1)[-1]} line" if len(files) > 1 else "line"
             for i, line in enumerate(lines, start=1):
                 if line.strip():
@@ -123,13 +122,14 @@ def spark_table_rows(spark: SparkSession, gt: Any, columns: tuple[str, ...]) -> 
     return rows
 
 
-def _small_text(spark: SparkSession, file: str) -> list[str]:
-    """Lines of a small text file: directly when local, else through Spark (any codec)."""
-    local = display_path(file)
-    if local.startswith("/") and codec(local) is None:
+def _small_text(spark: SparkSession, file: str, gt: Any) -> list[str]:
+    """Lines of a small text file (``file``, as Spark lists ``gt``, the input the decision
+    resolved): directly when ``gt`` is one local file stored as is, else through Spark
+    (a folder's parts, any codec)."""
+    if gt.local is not None and gt.codec is None:
         # as textFile reads: no byte-order mark in the first id, U+FFFD for a byte that is
         # not UTF-8 (refused by name in parse_ground_truth)
-        with open(local, encoding="utf-8-sig", errors="replace", newline="") as fh:
+        with open(gt.local, encoding="utf-8-sig", errors="replace", newline="") as fh:
             return fh.read().splitlines()
     # textFile keeps line order (partitions follow offsets) and reads any Hadoop codec
     return spark.sparkContext.textFile(file).collect()
