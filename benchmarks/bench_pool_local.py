@@ -1,7 +1,8 @@
 """make bench (a pool of local files): the pool scored in worker processes with no JVM,
 beside DuckDB's one query over the pool, the official scorer once per file, the
 per-file plan on Spark and ``ds.evaluate_pool`` from a script, interleaved, medians of
-N (issue 46's pool rows).
+N (issue 46's pool rows); then one more file's cost on Spark and in process, in one
+warm session (``per_file_cost.py``).
 
     BENCH_POOL=20 BENCH_POOL_ROWS=500000 BENCH_REPEAT=3 ISC2021_REPO=<isc2021 checkout>
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -131,7 +133,34 @@ def main() -> None:
             lines.append(f"- {peer} ÷ {mine}: {med[peer] / med[mine]:.2f}×")
     lines += ["", *figures_agree(stdout)]
     lines += ["", "Commands:", *(f"- {n}: `{' '.join(c)}`" for n, c in commands.items())]
+    lines += one_more_file(folder, env, repeat)
     report("pool_local", lines, results)
+
+
+def one_more_file(folder: Path, env: dict, repeat: int) -> list[str]:
+    """One more file's cost on Spark's per-file plan and in process, in one warm session
+    (``per_file_cost.py``, docs/benchmarks.md [O]): the pool, then the pool beside a copy
+    of each of its files (hard links, under other names)."""
+    twice = folder.parent / f"{folder.name}_twice"
+    twice.mkdir(exist_ok=True)
+    for file in sorted(folder.glob("*.csv")):
+        for name in (file.name, f"copy_{file.name}"):
+            if not (twice / name).exists():
+                os.link(file, twice / name)
+    script = ROOT / "benchmarks" / "per_file_cost.py"
+    pools = [f"{folder}/*.csv", f"{twice}/*.csv"]
+    done = subprocess.run(
+        [str(BIN / "python"), str(script), str(GT), *pools],
+        env={**env, "BENCH_REPEAT": str(repeat)},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return [
+        "",
+        f"One more file, one warm session (`{script.name}`):",
+        *done.stdout.strip().splitlines(),
+    ]
 
 
 if __name__ == "__main__":

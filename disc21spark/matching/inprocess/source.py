@@ -14,7 +14,7 @@ import gzip
 import io
 import os
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import IO, Any
 
 from disc21spark.core import damage
@@ -42,7 +42,8 @@ class Source:
     row_labels: list | None = None
     # how it is read: csv, parquet (as the decision resolved it), or table (in memory)
     format: str = "csv"
-    codec: str | None = None
+    # always named: a Source made without it would read compressed bytes as text
+    codec: str | None = field(kw_only=True)
 
     @classmethod
     def of_input(cls, resolved: Any) -> Source:
@@ -63,7 +64,7 @@ class Source:
     def of_table(cls, where: str, pairs: Any, row_labels: list) -> Source:
         """A table in memory (a pandas DataFrame, a pyarrow Table), its pairs already
         checked (``local_read.Pairs``); ``where`` names it in messages."""
-        return cls(where, pairs=pairs, row_labels=row_labels, format="table")
+        return cls(where, pairs=pairs, row_labels=row_labels, format="table", codec=None)
 
     def _opener(self):
         return _OPENERS.get(self.codec)
@@ -124,7 +125,7 @@ def local_table_rows(gt: Any, columns: tuple[str, ...]) -> list[Row]:
         if gt.unread is not None:  # a name Arrow does not read as Spark does
             raise ValueError(gt.unread)
         if gt.format == "parquet":
-            table = parquet_table(Source(path, path=gt.local, format="parquet"))
+            table = parquet_table(Source(path, path=gt.local, format="parquet", codec=gt.codec))
             missing = [c for c in columns if c not in table.column_names]
             if missing:
                 has = column_list(table.column_names)

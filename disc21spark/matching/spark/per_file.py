@@ -7,7 +7,8 @@ two submissions. Here each task
 gets one whole file's bytes from Spark's ``binaryFile`` source (any path Spark reads:
 local, hdfs://, s3a://, gs://, abfs://, viewfs://...), scores them with the in-process
 engine (``matching/inprocess/local.py``: Arrow reading from memory, .gz and .bz2 decompressed by
-the name as Hadoop's codecs do, integer codes, the numpy specification) and sends back
+the codec the decision resolved from the name as Hadoop does, integer codes, the numpy
+specification) and sends back
 its metrics or its one-line error; the ground truth travels once per executor as a
 broadcast. The figures are the specification's, the same function the distributed plan is
 held equal to, so both plans give the same leaderboard to the last digit.

@@ -11,6 +11,7 @@ from pyspark.sql import functions as F
 from disc21spark.core import damage
 from disc21spark.core.errors import InputError, column_list, first_line
 from disc21spark.core.fs import data_files
+from disc21spark.core.paths import codec, display_path
 from disc21spark.matching.rows import (
     PREDICTION_COLUMNS,
     WHITESPACE,
@@ -110,7 +111,7 @@ def spark_table_rows(spark: SparkSession, gt: Any, columns: tuple[str, ...]) -> 
                 rows.append(Row(f"row {i}", tuple(rec)))
             return rows
         for file in files:
-            lines = _small_text(spark, file, gt)
+            lines = _small_text(spark, file)
             prefix = f"{file.rsplit('/', 1)[-1]} line" if len(files) > 1 else "line"
             for i, line in enumerate(lines, start=1):
                 if line.strip():
@@ -122,14 +123,15 @@ def spark_table_rows(spark: SparkSession, gt: Any, columns: tuple[str, ...]) -> 
     return rows
 
 
-def _small_text(spark: SparkSession, file: str, gt: Any) -> list[str]:
-    """Lines of a small text file (``file``, as Spark lists ``gt``, the input the decision
-    resolved): directly when ``gt`` is one local file stored as is, else through Spark
-    (a folder's parts, any codec)."""
-    if gt.local is not None and gt.codec is None:
+def _small_text(spark: SparkSession, file: str) -> list[str]:
+    """Lines of a small text file: directly when local, else through Spark (any codec)."""
+    local = display_path(file)
+    # a folder's parts are listed here, as Spark reads them: the decision resolved the
+    # folder, not each part, so a part's codec is told from its name here (issue 45)
+    if local.startswith("/") and codec(local) is None:
         # as textFile reads: no byte-order mark in the first id, U+FFFD for a byte that is
         # not UTF-8 (refused by name in parse_ground_truth)
-        with open(gt.local, encoding="utf-8-sig", errors="replace", newline="") as fh:
+        with open(local, encoding="utf-8-sig", errors="replace", newline="") as fh:
             return fh.read().splitlines()
     # textFile keeps line order (partitions follow offsets) and reads any Hadoop codec
     return spark.sparkContext.textFile(file).collect()
