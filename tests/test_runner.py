@@ -87,6 +87,11 @@ ERRORS = [
     (ValueError("a bug of ours"), 1,
      "internal error: ValueError: a bug of ours (rerun with --debug for the trace)"),
     (KeyError("k"), 1, "internal error: KeyError: 'k' (rerun with --debug for the trace)"),
+    # a command run with a Python that lacks a dependency: the fix, not a bug
+    (ModuleNotFoundError("No module named 'pyarrow'", name="pyarrow"), 1,
+     f"error: this Python ({sys.executable}) has no pyarrow, which disc21spark needs: run the "
+     "project's virtualenv (make venv, then .venv/bin/python), or install the project into "
+     "this Python (pip install -e .)"),
     # a Py4JJavaError's text: the JVM's trace under "An error occurred while calling"
     (RuntimeError("An error occurred while calling o81.collectToPython.\n: org.apache.spark."
                   "SparkException: Job aborted due to stage failure: Lost task 0.0 (TID 149): "

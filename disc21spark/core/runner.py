@@ -145,25 +145,34 @@ def run(
     except KeyboardInterrupt as exc:
         return _interrupted(exc, files)
     except Exception as exc:  # a bug of ours: still one line, the trace on request
-        if signals.received() is not None:  # a py4j call the signal broke, not a bug
-            return _signalled(files)
-        if debug:
-            traceback.print_exc()
-        memory = out_of_memory_line(exc)
-        if memory is not None:  # a setting to raise: the same run again cannot help
-            print(f"error: {memory}", file=sys.stderr)
-            return EXIT_INPUT
-        if isinstance(exc, WorkersLost):  # killed from outside: said plainly, not a bug
-            print(f"error: {exc}", file=sys.stderr)
-            return EXIT_INTERNAL
-        print(internal_error_line(exc), file=sys.stderr)
-        return EXIT_INTERNAL
+        return _failed(exc, files, debug)
     finally:
         record.end()
         lock.release_all()
         restore()
         signals.reset()
     return EXIT_OK
+
+
+def _failed(exc: Exception, files: Any, debug: bool) -> int:
+    """The exit code of a run that raised ``exc`` (no input or output error), its one line
+    said: a py4j call a signal broke, Spark out of memory, a worker killed from outside, a
+    package the running Python lacks, else a bug of ours (the trace with ``debug``)."""
+    if signals.received() is not None:  # a py4j call the signal broke, not a bug
+        return _signalled(files)
+    if debug:
+        traceback.print_exc()
+    memory = out_of_memory_line(exc)
+    if memory is not None:  # a setting to raise: the same run again cannot help
+        print(f"error: {memory}", file=sys.stderr)
+        return EXIT_INPUT
+    # a worker killed from outside, or an install step not taken: said plainly, not a bug
+    plain = str(exc) if isinstance(exc, WorkersLost) else missing_package_line(exc)
+    if plain is not None:
+        print(f"error: {plain}", file=sys.stderr)
+        return EXIT_INTERNAL
+    print(internal_error_line(exc), file=sys.stderr)
+    return EXIT_INTERNAL
 
 
 def _print_summary(lines: list[str]) -> None:
@@ -272,6 +281,20 @@ def _jvm_gone(exc: BaseException) -> bool:
     names = {type(e).__name__ for e in (exc, exc.__cause__, exc.__context__) if e is not None}
     lost = {"Py4JNetworkError", "Py4JError", "ConnectionRefusedError", "ConnectionResetError"}
     return bool(names & lost) or ("Answer from Java side is empty" in str(exc))
+
+
+def missing_package_line(exc: BaseException) -> str | None:
+    """The sentence for a package this project needs that the running Python lacks (a
+    ``ModuleNotFoundError`` of a module not of this package: a command run outside the
+    virtualenv it was installed in), else None."""
+    name = getattr(exc, "name", None) if isinstance(exc, ModuleNotFoundError) else None
+    if not name or name.split(".")[0] == "disc21spark":
+        return None
+    return (
+        f"this Python ({sys.executable}) has no {name.split('.')[0]}, which disc21spark "
+        "needs: run the project's virtualenv (make venv, then .venv/bin/python), or "
+        "install the project into this Python (pip install -e .)"
+    )
 
 
 def internal_error_line(exc: BaseException) -> str:
