@@ -117,6 +117,7 @@ bench: venv
 	$(BIN)/python benchmarks/bench_queries.py
 	$(BIN)/python benchmarks/bench_ranks.py
 	$(BIN)/python benchmarks/bench_stats.py
+	$(BIN)/python benchmarks/spark_fixed_costs.py
 	@if [ -n "$(BENCH_LARGE)" ]; then $(BIN)/python benchmarks/bench_soak.py; fi
 
 # the wheel and dist/disc21spark-env.tar.gz, the executors' Python environment (README: On a cluster)

@@ -1,0 +1,96 @@
+"""Spark's fixed costs of a tiny run (issue 47): a 400-pair ``ds.evaluate`` on a warm
+``local[2]`` session, its Spark jobs, its py4j round trips and its median time.
+
+    python benchmarks/spark_fixed_costs.py            # BENCH_REPEAT runs, default 15
+
+The inputs are those of ``tests/test_spark_fixed_costs.py`` (60 queries, 400 pairs with
+true pairs and ties). Three warm-up runs come first; the figures are checked against the
+in-process engine's. To compare two checkouts, run it with each one's ``PYTHONPATH``,
+in turn.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from py4j import clientserver, java_gateway
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import disc21spark as ds  # noqa: E402
+from disc21spark.core.session import spark_session  # noqa: E402
+from tests.helpers import gt_csv, make_gt  # noqa: E402
+
+REPEAT = int(os.environ.get("BENCH_REPEAT", "15"))
+
+
+def tiny_inputs(folder: Path) -> tuple[str, str]:
+    """The fixed-cost test's ground truth and 400 pairs, written to ``folder``."""
+    rng = np.random.default_rng(47)
+    query, reference = rng.integers(0, 60, 400), rng.integers(0, 50, 400)
+    frame = pd.DataFrame(
+        {
+            "query_id": [f"Q{i:03d}" for i in query],
+            "reference_id": [f"R{i:03d}" for i in reference],
+            "score": rng.integers(0, 40, 400) / 40,
+        }
+    ).drop_duplicates(["query_id", "reference_id"])
+    frame.to_csv(folder / "predictions.csv", index=False)
+    return str(gt_csv(folder / "gt.csv", make_gt(60, 40))), str(folder / "predictions.csv")
+
+
+def counting_calls() -> list[int]:
+    """py4j round trips counted from now on (a call inside another counted once)."""
+    count, inside = [0], threading.local()
+    for cls in (clientserver.ClientServerConnection, java_gateway.GatewayConnection):
+        send = cls.send_command
+
+        def counted(connection, command, *args, _send=send, **kwargs):
+            if getattr(inside, "busy", False):
+                return _send(connection, command, *args, **kwargs)
+            count[0] += 1
+            inside.busy = True
+            try:
+                return _send(connection, command, *args, **kwargs)
+            finally:
+                inside.busy = False
+
+        cls.send_command = counted
+    return count
+
+
+def main() -> None:
+    spark = spark_session(master="local[2]")
+    gt, predictions = tiny_inputs(Path(tempfile.mkdtemp()))
+    wanted = ds.evaluate(gt, predictions, engine="local").to_dict()
+    for _ in range(3):
+        assert ds.evaluate(gt, predictions, engine=spark).to_dict() == wanted
+    tracker = spark.sparkContext.statusTracker()
+    before = set(tracker.getJobIdsForGroup())
+    calls = counting_calls()
+    ds.evaluate(gt, predictions, engine=spark)
+    n_calls = calls[0]
+    jobs = len(set(tracker.getJobIdsForGroup()) - before)
+    seconds = []
+    for _ in range(REPEAT):
+        start = time.perf_counter()
+        ds.evaluate(gt, predictions, engine=spark)
+        seconds.append(time.perf_counter() - start)
+    print(
+        f"{ds.__file__}: {jobs} Spark jobs, {n_calls:,} py4j calls; "
+        f"median {statistics.median(seconds):.3f} s of {REPEAT} "
+        f"(min {min(seconds):.3f}, max {max(seconds):.3f})"
+    )
+
+
+if __name__ == "__main__":
+    main()
