@@ -3,14 +3,17 @@
 
     python benchmarks/spark_fixed_costs.py            # BENCH_REPEAT runs, default 15
 
-The inputs are those of ``tests/test_spark_fixed_costs.py`` (60 queries, 400 pairs with
-true pairs and ties). Three warm-up runs come first; the figures are checked against the
-in-process engine's. To compare two checkouts, run it with each one's ``PYTHONPATH``,
-in turn.
+The inputs and the session's settings are those of ``tests/test_spark_fixed_costs.py``
+(60 queries, 400 pairs with true pairs and ties; 4 shuffle partitions), and the calls
+are counted as it counts them (proxies released by a collection counted too). Three
+warm-up runs come first; the figures are checked against the in-process engine's. To
+compare two checkouts, run it with each one's ``PYTHONPATH``, in turn: the code is the
+one ``PYTHONPATH`` names, and the script prints which.
 """
 
 from __future__ import annotations
 
+import gc
 import os
 import statistics
 import sys
@@ -24,7 +27,7 @@ import pandas as pd
 from py4j import clientserver, java_gateway
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path.append(str(ROOT))  # PYTHONPATH first: the checkout compared
 
 import disc21spark as ds  # noqa: E402
 from disc21spark.core.session import spark_session  # noqa: E402
@@ -48,11 +51,13 @@ def tiny_inputs(folder: Path) -> tuple[str, str]:
     return str(gt_csv(folder / "gt.csv", make_gt(60, 40))), str(folder / "predictions.csv")
 
 
-def counting_calls() -> list[int]:
-    """py4j round trips counted from now on (a call inside another counted once)."""
-    count, inside = [0], threading.local()
+def counting_calls() -> tuple[list[int], list]:
+    """py4j round trips counted from now on (a call inside another counted once), and
+    what ``stop_counting`` puts back."""
+    count, inside, saved = [0], threading.local(), []
     for cls in (clientserver.ClientServerConnection, java_gateway.GatewayConnection):
         send = cls.send_command
+        saved.append((cls, send))
 
         def counted(connection, command, *args, _send=send, **kwargs):
             if getattr(inside, "busy", False):
@@ -65,20 +70,28 @@ def counting_calls() -> list[int]:
                 inside.busy = False
 
         cls.send_command = counted
-    return count
+    return count, saved
+
+
+def stop_counting(saved: list) -> None:
+    for cls, send in saved:
+        cls.send_command = send
 
 
 def main() -> None:
-    spark = spark_session(master="local[2]")
+    conf = {"spark.sql.shuffle.partitions": "4", "spark.default.parallelism": "2"}
+    spark = spark_session(master="local[2]", conf=conf)
     gt, predictions = tiny_inputs(Path(tempfile.mkdtemp()))
     wanted = ds.evaluate(gt, predictions, engine="local").to_dict()
     for _ in range(3):
         assert ds.evaluate(gt, predictions, engine=spark).to_dict() == wanted
     tracker = spark.sparkContext.statusTracker()
     before = set(tracker.getJobIdsForGroup())
-    calls = counting_calls()
+    calls, saved = counting_calls()
     ds.evaluate(gt, predictions, engine=spark)
+    gc.collect()  # proxies in reference cycles released now, counted with the run
     n_calls = calls[0]
+    stop_counting(saved)
     jobs = len(set(tracker.getJobIdsForGroup()) - before)
     seconds = []
     for _ in range(REPEAT):

@@ -321,7 +321,8 @@ NO_RETRY = {2: "bad input or output (exit 2): retrying cannot help; fix what the
 RETRY = {
     143: "terminated (exit 143: a timeout, a lost machine or executor): will retry",
     130: "interrupted (exit 130): will retry",
-    1: "failed (exit 1: an internal error, or an executor lost under it): will retry",
+    1: "failed (exit 1: an internal error, an executor lost under it, or a package missing "
+    "from the Python that ran it): will retry",
 }
 _CODE = re.compile(r"Error code is: (-?\d+)")
 

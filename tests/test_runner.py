@@ -87,11 +87,21 @@ ERRORS = [
     (ValueError("a bug of ours"), 1,
      "internal error: ValueError: a bug of ours (rerun with --debug for the trace)"),
     (KeyError("k"), 1, "internal error: KeyError: 'k' (rerun with --debug for the trace)"),
-    # a command run with a Python that lacks a dependency: the fix, not a bug
-    (ModuleNotFoundError("No module named 'pyarrow'", name="pyarrow"), 1,
-     f"error: this Python ({sys.executable}) has no pyarrow, which disc21spark needs: run the "
-     "project's virtualenv (make venv, then .venv/bin/python), or install the project into "
-     "this Python (pip install -e .)"),
+    # a command run with a Python that lacks a package (here one no Python has): the fix
+    (ModuleNotFoundError("No module named 'nosuchpackage'", name="nosuchpackage"), 1,
+     f"error: this Python ({sys.executable}) has no nosuchpackage, which disc21spark needs: "
+     "run the project's virtualenv (make venv, then .venv/bin/python, or scripts/spark-submit), "
+     "or install the project into this Python (pip install -e .)"),
+    # a part of an installed package, the standard library's, or ours: bugs, said as such
+    (ModuleNotFoundError("No module named 'scipy.sparse._x'", name="scipy.sparse._x"), 1,
+     "internal error: ModuleNotFoundError: No module named 'scipy.sparse._x' (rerun with --debug "
+     "for the trace)"),
+    (ModuleNotFoundError("No module named '_bz2'", name="_bz2"), 1,
+     "internal error: ModuleNotFoundError: No module named '_bz2' (rerun with --debug for the "
+     "trace)"),
+    (ModuleNotFoundError("No module named 'disc21spark.x'", name="disc21spark.x"), 1,
+     "internal error: ModuleNotFoundError: No module named 'disc21spark.x' (rerun with --debug "
+     "for the trace)"),
     # a Py4JJavaError's text: the JVM's trace under "An error occurred while calling"
     (RuntimeError("An error occurred while calling o81.collectToPython.\n: org.apache.spark."
                   "SparkException: Job aborted due to stage failure: Lost task 0.0 (TID 149): "
@@ -118,7 +128,9 @@ def test_errors_become_one_line_and_an_exit_code(no_java_check, capsys, step, er
         assert not any(c.startswith("spark") for c in job.calls)  # Spark never started
 
 
-@pytest.mark.parametrize("error,code,line", ERRORS[:5])
+@pytest.mark.parametrize(
+    "error,code,line", ERRORS[:5] + [e for e in ERRORS if isinstance(e[0], ModuleNotFoundError)]
+)
 def test_debug_adds_the_trace(no_java_check, capsys, error, code, line):
     assert run_fake(FakeJob(fail_in="execute", error=error), debug=True) == code
     err = capsys.readouterr().err

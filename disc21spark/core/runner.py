@@ -20,6 +20,7 @@ staging folder is removed, the previous output is left as it was and Spark is st
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import logging
 import os
 import re
@@ -144,7 +145,7 @@ def run(
         return EXIT_INPUT
     except KeyboardInterrupt as exc:
         return _interrupted(exc, files)
-    except Exception as exc:  # a bug of ours: still one line, the trace on request
+    except Exception as exc:  # a bug of ours, or what _failed names: one line either way
         return _failed(exc, files, debug)
     finally:
         record.end()
@@ -156,8 +157,9 @@ def run(
 
 def _failed(exc: Exception, files: Any, debug: bool) -> int:
     """The exit code of a run that raised ``exc`` (no input or output error), its one line
-    said: a py4j call a signal broke, Spark out of memory, a worker killed from outside, a
-    package the running Python lacks, else a bug of ours (the trace with ``debug``)."""
+    said. It may be a py4j call a signal broke, Spark out of memory, a worker killed from
+    outside or a package the running Python lacks. Else it is a bug of ours (the trace
+    with ``debug``)."""
     if signals.received() is not None:  # a py4j call the signal broke, not a bug
         return _signalled(files)
     if debug:
@@ -284,16 +286,21 @@ def _jvm_gone(exc: BaseException) -> bool:
 
 
 def missing_package_line(exc: BaseException) -> str | None:
-    """The sentence for a package this project needs that the running Python lacks (a
-    ``ModuleNotFoundError`` of a module not of this package: a command run outside the
-    virtualenv it was installed in), else None."""
+    """The sentence for a package the running Python lacks, else None. That is a
+    ``ModuleNotFoundError`` of a package this Python cannot find at all: a command run
+    outside the virtualenv it was installed in. Not this package's own modules, a
+    missing part of an installed package, or the standard library's (a Python built
+    without one): those stay internal errors."""
     name = getattr(exc, "name", None) if isinstance(exc, ModuleNotFoundError) else None
-    if not name or name.split(".")[0] == "disc21spark":
+    top = (name or "").split(".")[0]
+    if not top or top == "disc21spark" or top in sys.stdlib_module_names:
+        return None
+    if importlib.util.find_spec(top) is not None:  # installed: a part of it is missing
         return None
     return (
-        f"this Python ({sys.executable}) has no {name.split('.')[0]}, which disc21spark "
-        "needs: run the project's virtualenv (make venv, then .venv/bin/python), or "
-        "install the project into this Python (pip install -e .)"
+        f"this Python ({sys.executable}) has no {top}, which disc21spark needs: run the "
+        "project's virtualenv (make venv, then .venv/bin/python, or scripts/spark-submit), "
+        "or install the project into this Python (pip install -e .)"
     )
 
 

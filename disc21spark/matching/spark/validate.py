@@ -20,18 +20,24 @@ from disc21spark.matching.spark.read import find_lines
 
 
 def _text(value: str) -> str:
-    """``value`` as a Spark SQL string literal (its backslashes and quotes escaped)."""
-    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    """``value``, one of this module's fixed words, as a Spark SQL string literal. It may
+    hold no quote, backslash or ``${``: escapes read differently under
+    ``spark.sql.parser.escapedStringLiterals``, and ``${...}`` may be substituted."""
+    if any(s in value for s in ("'", "\\", "${")):
+        raise ValueError(f"not a plain SQL literal: {value!r}")
+    return f"'{value}'"
 
 
-# The checks are SQL text, parsed in the JVM in one call each: built as Column objects,
-# every column, literal and operator was a py4j round trip (about a thousand of a tiny
-# run's 3,800; issue 47). The same expressions, operator for operator.
+# The checks are SQL text, each parsed in the JVM in one call. Built as Column objects,
+# every column, literal and operator was a py4j round trip: 1,100 to 1,400 of a tiny
+# run's 3,600 to 4,000 (issue 47). The same expressions, operator for operator.
 _REPLACED = (
     f"contains(concat_ws('', query_id, reference_id, score_raw, extra), {_text(REPLACEMENT)})"
 )
-_NO_SCORE = "concat('score \\'', score_raw, '\\' is not a number')"
-_NOT_FINITE = "concat('score \\'', coalesce(score_raw, CAST(score AS STRING)), '\\' is not finite')"
+# the quotes around a score are char(39): no escape for the parser to read either way
+_NO_SCORE = "concat('score ', char(39), score_raw, char(39), ' is not a number')"
+_SCORE_TEXT = "coalesce(score_raw, CAST(score AS STRING))"
+_NOT_FINITE = f"concat('score ', char(39), {_SCORE_TEXT}, char(39), ' is not finite')"
 # what is wrong with a prediction row (evaluated only for rows that are not fine)
 PROBLEM = f"""CASE
     WHEN from_csv AND {_REPLACED} THEN {_text(NOT_UTF8)}
