@@ -22,8 +22,6 @@ import threading
 import time
 from pathlib import Path
 
-import numpy as np
-import pandas as pd
 from py4j import clientserver, java_gateway
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -31,24 +29,9 @@ sys.path.append(str(ROOT))  # PYTHONPATH first: the checkout compared
 
 import disc21spark as ds  # noqa: E402
 from disc21spark.core.session import spark_session  # noqa: E402
-from tests.helpers import gt_csv, make_gt  # noqa: E402
+from tests.helpers import tiny_inputs  # noqa: E402
 
 REPEAT = int(os.environ.get("BENCH_REPEAT", "15"))
-
-
-def tiny_inputs(folder: Path) -> tuple[str, str]:
-    """The fixed-cost test's ground truth and 400 pairs, written to ``folder``."""
-    rng = np.random.default_rng(47)
-    query, reference = rng.integers(0, 60, 400), rng.integers(0, 50, 400)
-    frame = pd.DataFrame(
-        {
-            "query_id": [f"Q{i:03d}" for i in query],
-            "reference_id": [f"R{i:03d}" for i in reference],
-            "score": rng.integers(0, 40, 400) / 40,
-        }
-    ).drop_duplicates(["query_id", "reference_id"])
-    frame.to_csv(folder / "predictions.csv", index=False)
-    return str(gt_csv(folder / "gt.csv", make_gt(60, 40))), str(folder / "predictions.csv")
 
 
 def counting_calls() -> tuple[list[int], list]:

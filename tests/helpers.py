@@ -141,3 +141,21 @@ def weighing(r, keys=None):
 
     empty = np.zeros(0, np.uint64)
     return Drawn(r, empty if keys is None else keys, empty)
+
+
+def tiny_inputs(folder: Path) -> tuple[str, str]:
+    """A 60-query ground truth and 400 well-named pairs (every query known, true pairs
+    among them, tied scores): what a user's first try on Spark looks like."""
+    gt = make_gt(60, 40)
+    rng = np.random.default_rng(47)
+    query = rng.integers(0, 60, 400)
+    reference = rng.integers(0, 50, 400)
+    frame = pd.DataFrame(
+        {
+            "query_id": [f"Q{i:03d}" for i in query],
+            "reference_id": [f"R{i:03d}" for i in reference],
+            "score": rng.integers(0, 40, 400) / 40,
+        }
+    ).drop_duplicates(["query_id", "reference_id"])
+    frame.to_csv(folder / "predictions.csv", index=False)
+    return str(gt_csv(folder / "gt.csv", gt)), str(folder / "predictions.csv")

@@ -9,13 +9,11 @@ from __future__ import annotations
 import gc
 import threading
 
-import numpy as np
-import pandas as pd
 import pytest
 from py4j import clientserver, java_gateway
 
 import disc21spark as ds
-from tests.helpers import gt_csv, make_gt
+from tests.helpers import tiny_inputs
 
 MAX_JOBS = 3
 MAX_CALLS = 200
@@ -44,24 +42,6 @@ class Calls:
             return send(connection, command, *args, **kwargs)
 
         return counted
-
-
-def tiny_inputs(folder) -> tuple[str, str]:
-    """A 60-query ground truth and 400 well-named pairs (every query known, true pairs
-    among them, tied scores): what a user's first try on Spark looks like."""
-    gt = make_gt(60, 40)
-    rng = np.random.default_rng(47)
-    query = rng.integers(0, 60, 400)
-    reference = rng.integers(0, 50, 400)
-    frame = pd.DataFrame(
-        {
-            "query_id": [f"Q{i:03d}" for i in query],
-            "reference_id": [f"R{i:03d}" for i in reference],
-            "score": rng.integers(0, 40, 400) / 40,
-        }
-    ).drop_duplicates(["query_id", "reference_id"])
-    frame.to_csv(folder / "predictions.csv", index=False)
-    return str(gt_csv(folder / "gt.csv", gt)), str(folder / "predictions.csv")
 
 
 @pytest.mark.xfail(
