@@ -38,15 +38,15 @@ from disc21spark.resolve import resolve
 REPEAT = int(os.environ.get("BENCH_REPEAT", "3"))
 
 
-def timed(work) -> tuple[float, object]:
-    """The median seconds of REPEAT runs of ``work()`` after one warm-up, and its result."""
+def timed(work, repeat: int = REPEAT) -> tuple[list[float], object]:
+    """The seconds of ``repeat`` runs of ``work()`` after one warm-up, and its result."""
     result = work()
     seconds = []
-    for _ in range(REPEAT):
+    for _ in range(repeat):
         start = time.perf_counter()
         result = work()
         seconds.append(time.perf_counter() - start)
-    return statistics.median(seconds), result
+    return seconds, result
 
 
 def figures(outcomes) -> list[tuple]:
@@ -80,6 +80,7 @@ def main(gt_path: str, pools: list[str]) -> None:
         ship_s, _ = timed(ship)
         spark_s, on_spark = timed(lambda i=inputs: per_file.score_files(spark, i, gt, settings))
         local_s, here = timed(lambda i=inputs: in_process.score_files(i, gt, settings))
+        ship_s, spark_s, local_s = map(statistics.median, (ship_s, spark_s, local_s))
         if figures(on_spark) != figures(here):
             sys.exit(f"{pattern}: the engines' figures differ")
         rows.append((len(paths), ship_s, spark_s, local_s))

@@ -18,47 +18,18 @@ import os
 import statistics
 import sys
 import tempfile
-import threading
-import time
 from pathlib import Path
-
-from py4j import clientserver, java_gateway
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.append(str(ROOT))  # PYTHONPATH first: the checkout compared
 
+from per_file_cost import timed  # noqa: E402
+
 import disc21spark as ds  # noqa: E402
 from disc21spark.core.session import spark_session  # noqa: E402
-from tests.helpers import tiny_inputs  # noqa: E402
+from tests.helpers import py4j_calls, tiny_inputs  # noqa: E402
 
 REPEAT = int(os.environ.get("BENCH_REPEAT", "15"))
-
-
-def counting_calls() -> tuple[list[int], list]:
-    """py4j round trips counted from now on (a call inside another counted once), and
-    what ``stop_counting`` puts back."""
-    count, inside, saved = [0], threading.local(), []
-    for cls in (clientserver.ClientServerConnection, java_gateway.GatewayConnection):
-        send = cls.send_command
-        saved.append((cls, send))
-
-        def counted(connection, command, *args, _send=send, **kwargs):
-            if getattr(inside, "busy", False):
-                return _send(connection, command, *args, **kwargs)
-            count[0] += 1
-            inside.busy = True
-            try:
-                return _send(connection, command, *args, **kwargs)
-            finally:
-                inside.busy = False
-
-        cls.send_command = counted
-    return count, saved
-
-
-def stop_counting(saved: list) -> None:
-    for cls, send in saved:
-        cls.send_command = send
 
 
 def main() -> None:
@@ -70,19 +41,13 @@ def main() -> None:
         assert ds.evaluate(gt, predictions, engine=spark).to_dict() == wanted
     tracker = spark.sparkContext.statusTracker()
     before = set(tracker.getJobIdsForGroup())
-    calls, saved = counting_calls()
-    ds.evaluate(gt, predictions, engine=spark)
-    gc.collect()  # proxies in reference cycles released now, counted with the run
-    n_calls = calls[0]
-    stop_counting(saved)
-    jobs = len(set(tracker.getJobIdsForGroup()) - before)
-    seconds = []
-    for _ in range(REPEAT):
-        start = time.perf_counter()
+    with py4j_calls() as calls:
         ds.evaluate(gt, predictions, engine=spark)
-        seconds.append(time.perf_counter() - start)
+        gc.collect()  # proxies in reference cycles released now, counted with the run
+    jobs = len(set(tracker.getJobIdsForGroup()) - before)
+    seconds, _ = timed(lambda: ds.evaluate(gt, predictions, engine=spark), REPEAT)
     print(
-        f"{ds.__file__}: {jobs} Spark jobs, {n_calls:,} py4j calls; "
+        f"{ds.__file__}: {jobs} Spark jobs, {calls[0]:,} py4j calls; "
         f"median {statistics.median(seconds):.3f} s of {REPEAT} "
         f"(min {min(seconds):.3f}, max {max(seconds):.3f})"
     )

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -159,3 +162,33 @@ def tiny_inputs(folder: Path) -> tuple[str, str]:
     ).drop_duplicates(["query_id", "reference_id"])
     frame.to_csv(folder / "predictions.csv", index=False)
     return str(gt_csv(folder / "gt.csv", gt)), str(folder / "predictions.csv")
+
+
+@contextmanager
+def py4j_calls() -> Iterator[list[int]]:
+    """The py4j round trips (``send_command``) made inside the block, whatever the thread
+    (a released proxy is a call too), as ``[count]``; a call made inside another is not
+    counted again. py4j's own sending is put back when the block ends."""
+    from py4j import clientserver, java_gateway
+
+    count, inside, saved = [0], threading.local(), []
+    for cls in (clientserver.ClientServerConnection, java_gateway.GatewayConnection):
+        send = cls.send_command
+        saved.append((cls, send))
+
+        def counted(connection, command, *args, _send=send, **kwargs):
+            if getattr(inside, "busy", False):
+                return _send(connection, command, *args, **kwargs)
+            count[0] += 1
+            inside.busy = True
+            try:
+                return _send(connection, command, *args, **kwargs)
+            finally:
+                inside.busy = False
+
+        cls.send_command = counted
+    try:
+        yield count
+    finally:
+        for cls, send in saved:
+            cls.send_command = send

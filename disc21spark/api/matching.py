@@ -321,12 +321,11 @@ def _submission(
 
 
 def _drawn(request: Any, engine: Engine, gt: GroundTruth) -> Any:
-    """A pool's resample weights of ``gt`` (``stats.weighted.Drawn``), drawn once for all
-    its tables, in this process or on Spark; None without resampling."""
+    """A pool's resample weights of ``gt`` (``stats.weighted.Drawn``; none drawn with
+    ``resamples=0``), drawn once for all its tables, in this process or on Spark."""
     from disc21spark.matching.stats import weighted
 
-    resampling = MatchingJob.from_options(request, engine.choice).resampling
-    return None if resampling is None else weighted.Drawn.of(gt, resampling)
+    return weighted.Drawn.of(gt, MatchingJob.from_options(request, engine.choice).resampling)
 
 
 def _named_tables(predictions: Any, submission: str | None) -> dict[str, Any]:
