@@ -263,14 +263,16 @@ def test_the_engine_and_the_plan_are_decided_in_engine_py_alone():
 
 
 # one run of one submission is one sequence (docs/design.md, "One run, step by step"):
-# matching.ground_truth.first_steps settles the job, reads the ground truth, then the query groups; the
-# command's job, the pool and the API call it, and none of them takes these steps itself
+# matching.ground_truth.first_steps settles the job, reads the ground truth, then the query groups;
+# matching.job.score_one (the command's and the API's run of one file) and the pool call it, and
+# none of them takes these steps itself
 SEQUENCE = ("settle", "ground_truth_phase", "groups_phase")
 SEQUENCE_CALLERS = {
-    ("matching/job.py", "run"),
+    ("matching/job.py", "score_one"),
     ("pool/job.py", "run"),
-    ("api/matching.py", "_score_one"),
 }
+# one file's run, first steps to metrics: the command's job and the API's call it, nothing else
+ONE_FILE_CALLERS = {("matching/job.py", "run"), ("api/matching.py", "_score_one")}
 # the pool's own decision (a pool kind, its plan) before the sequence takes it
 OWN_STEPS = {("pool/job.py", "_settled", "settle")}
 
@@ -285,7 +287,7 @@ def _calls_in_order(function: ast.AST) -> list[str]:
 
 
 def test_one_run_is_one_sequence():
-    steps, callers, found = None, set(), set()
+    steps, callers, found, one_file = None, set(), set(), set()
     for path in modules():
         where = str(path.relative_to(PACKAGE))
         if not where.startswith(("matching/", "pool/", "api/")):
@@ -299,7 +301,10 @@ def test_one_run_is_one_sequence():
                 continue
             if "first_steps" in names:
                 callers.add((where, function.name))
+            if "score_one" in names:
+                one_file.add((where, function.name))
             found |= {(where, function.name, n) for n in names if n in SEQUENCE[:2]}
     assert steps == list(SEQUENCE), steps
     assert callers == SEQUENCE_CALLERS, callers
+    assert one_file == ONE_FILE_CALLERS, one_file
     assert found == OWN_STEPS, f"a step of the one sequence taken outside it: {found - OWN_STEPS}"

@@ -5,7 +5,6 @@ metrics.json and the leaderboard (also when a submission is reused)."""
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +13,7 @@ import pytest
 from disc21spark import engine
 from disc21spark.core.phases import Phases
 from disc21spark.matching import coverage
-from disc21spark.matching.job import MatchingJob, score_predictions
+from disc21spark.matching.job import MatchingJob, score_one
 from disc21spark.matching.job import run as run_matching
 from disc21spark.matching.model import GroundTruth
 from disc21spark.matching.oracle.spec import evaluate
@@ -112,8 +111,7 @@ def test_spark_single_file_and_pool_give_the_same_warnings(spark, tmp_path, caps
     gt_file.write_text(GT_CSV)
     # one file on Spark: the single-submission job's hook
     job = MatchingJob(str(gt_file), paths["query_paths"], None)
-    settled = engine.settle(spark, job.choice, [job.predictions], given=job)  # as run() does
-    metrics = score_predictions(spark, replace(job, choice=settled), GT, Phases())
+    metrics = score_one(spark, job, Phases(), GT).metrics  # as run() does
     assert metrics.warnings == CASES["query_paths"][1]
     # the pool: every case in one plan, the leaderboard keeps them
     out = tmp_path / "out"

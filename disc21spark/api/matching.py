@@ -1,6 +1,6 @@
 """The matching track from Python: ``evaluate`` (one submission) and ``evaluate_pool``.
 
-Both call the functions the command line's jobs call (``matching.job.score_predictions``
+Both call the functions the command line's jobs call (``matching.job.score_one``
 for a file, ``score_frame`` for a Spark DataFrame, ``pool.job.run`` for a pool of files,
 the in-process engine's for a table in memory), so their figures are the command line's
 to the last digit; they write nothing, print nothing and log through ``logging``
@@ -23,8 +23,8 @@ from disc21spark.core import config
 from disc21spark.core.errors import InputError, column_list
 from disc21spark.core.phases import Phases
 from disc21spark.engine import LOCAL_MAX_BYTES
-from disc21spark.matching.ground_truth import first_steps, groups_phase
-from disc21spark.matching.job import MatchingJob, score_frame, score_predictions
+from disc21spark.matching.ground_truth import groups_phase
+from disc21spark.matching.job import MatchingJob, score_frame, score_one
 from disc21spark.matching.model import GroundTruth, MatchingMetrics, Submission
 
 _MAX_RESULTS = config.value("evaluate", "max_results", int)
@@ -170,8 +170,7 @@ def _score_one(
     a pool's resample weights of ``gt``, drawn once for its tables (``_drawn``)."""
     job = MatchingJob.from_options(request, engine.choice)
     if kind(predictions) == PATH:  # the command's sequence, its ground truth read here
-        job, gt, _ = first_steps(engine.spark, job, Phases(), gt, groups)
-        return score_predictions(engine.spark, job, gt, Phases())
+        return score_one(engine.spark, job, Phases(), gt, groups).metrics
     if groups is None:
         groups = groups_phase(engine.spark, job.query_groups, gt, Phases())
     job = replace(job, groups=groups)

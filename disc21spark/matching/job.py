@@ -70,20 +70,14 @@ class MatchingJob(ScoringJob):
         return lines
 
 
-def score_predictions(
-    spark: SparkSession | None, job: MatchingJob, gt: GroundTruth, phases: Phases
-) -> MatchingMetrics:
-    """The submission's metrics, or the InputError naming its first problem, on the
-    plan ``job.choice`` names (settled by ``engine.settle``)."""
-    return _scored(spark, job, gt, phases)[0]
-
-
 def _scored(
     spark: SparkSession | None, job: MatchingJob, gt: GroundTruth, phases: Phases
 ) -> tuple[MatchingMetrics, engine.Choice]:
-    """``score_predictions``, and the choice as it ran: a file the per-file plan finds
-    Arrow reads otherwise than Spark (Parquet ids that are not strings: its footer is
-    read only by the task) is read by the distributed plan, and the reason recorded."""
+    """The submission's metrics, or the InputError naming its first problem, on the
+    plan ``job.choice`` names (settled by ``engine.settle``), and the choice as it ran:
+    a file the per-file plan finds Arrow reads otherwise than Spark (Parquet ids that
+    are not strings: its footer is read only by the task) is read by the distributed
+    plan, and the reason recorded."""
     if job.choice.plan == "per-file":
         metrics = _in_process(spark, job, gt, phases)
         if metrics is not None:
@@ -175,15 +169,46 @@ def score_frame(
     return coverage.check_spark(spark, pairs, gt, scored.metrics, {0: source}, False)[0]
 
 
-def run(spark: SparkSession | None, job: MatchingJob) -> MatchingMetrics:
-    """Score one submission; writes job.output (when given) whole or not at all."""
-    phases = Phases()
-    job, gt, files = first_steps(spark, job, phases)
+@dataclass(frozen=True)
+class Scored:
+    """One submission's run up to its report: the job with its settled choice and query
+    groups, the ground truth, the run's files (``core.fs.files_of``), the metrics and
+    the choice as it ran (``engine.Choice``: a per-file run that fell to the
+    distributed plan says so)."""
+
+    job: MatchingJob
+    gt: GroundTruth
+    files: Any
+    metrics: MatchingMetrics
+    ran: engine.Choice
+
+
+def score_one(
+    spark: SparkSession | None,
+    job: MatchingJob,
+    phases: Phases,
+    gt: GroundTruth | None = None,
+    groups: Any = None,
+) -> Scored:
+    """One run of one submission file, the command's and the API's: the first steps
+    (``first_steps``: the choice settled, the ground truth and the query groups read;
+    ``gt``, ``groups``: the API's, read at its entry), then the counts on the plan the
+    choice names. Raises InputError, OutputError."""
+    job, gt, files = first_steps(spark, job, phases, gt, groups)
     metrics, ran = _scored(spark, job, gt, phases)
+    return Scored(job, gt, files, metrics, ran)
+
+
+def run(spark: SparkSession | None, job: MatchingJob) -> MatchingMetrics:
+    """Score one submission (``score_one``); writes job.output (when given) whole or
+    not at all."""
+    phases = Phases()
+    one = score_one(spark, job, phases)
+    job, ran = one.job, one.ran
     if job.output:
         with phases.phase("report"), staged_output(job.output, job.overwrite) as stage:
             run_info = report.run_document(
-                files,
+                one.files,
                 ground_truth=job.ground_truth,
                 predictions=job.predictions,
                 max_results=job.max_results,
@@ -194,5 +219,5 @@ def run(spark: SparkSession | None, job: MatchingJob) -> MatchingMetrics:
                 resolved=ran.record(),
             )
             title = job.title or f"DISC21 matching track: {Path(job.predictions).name}"
-            report.write_matching_report(stage, metrics, run_info, title)
-    return metrics
+            report.write_matching_report(stage, one.metrics, run_info, title)
+    return one.metrics
