@@ -1,5 +1,5 @@
 """Small Spark idioms every stage uses: one frame from several, a setting for a while,
-and the output columns of a mapInArrow function."""
+the output columns of a mapInArrow function, and an aggregation written as SQL text."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from functools import reduce
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
 
@@ -38,3 +39,13 @@ def arrow_output(fields: list[tuple[str, pa.DataType]]) -> tuple[pa.Schema, Stru
     built with, and the same columns as the Spark schema the call names."""
     schema = pa.schema(fields)
     return schema, from_arrow_schema(schema)
+
+
+def aggregated(rows: DataFrame, keys: list[str], named: dict[str, str]) -> DataFrame:
+    """``rows`` grouped by ``keys`` (SQL text each), the ``named`` aggregates (name → SQL
+    text): each expression parsed by Spark in one call, not a Column object built a py4j
+    call at a time (issue 47). Not ``spark.sql`` over a temporary view: tried for the
+    census, the count that followed read the file again, not the cached rows."""
+    grouped = rows.groupBy(*(F.expr(k) for k in keys))
+    # the name in the text: Column.alias alone costs more round trips than the parse
+    return grouped.agg(*(F.expr(f"{text} AS `{name}`") for name, text in named.items()))

@@ -21,9 +21,9 @@ from typing import Any
 
 import numpy as np
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 
 from disc21spark.core.phases import Phases
+from disc21spark.core.spark import aggregated
 from disc21spark.matching.model import GroundTruth, MatchingMetrics
 from disc21spark.matching.spark.labels import SUBMISSION
 from disc21spark.matching.spark.plan import Grid, RankedTruth
@@ -147,16 +147,14 @@ def _miss_counts(
 
     # the non-matches counted per (submission, query, bucket of the grid) in the JVM:
     # what reaches Python is those counts, whatever the number of rows
-    score = (F.col("score") + F.lit(0.0)).alias("score")
-    misses = rows.where(~F.col("label")).select(SUBMISSION, "query_index", score)
+    # (SQL text, parsed by Spark in one call each: issue 47)
+    misses = rows.where("NOT label").selectExpr(SUBMISSION, "query_index", "score + 0.0D AS score")
     bucketed = (
-        grid.bucketed(misses) if len(grid.splits) > 2 else misses.withColumn("bucket", F.lit(0))
+        grid.bucketed(misses) if len(grid.splits) > 2 else misses.selectExpr("*", "0 AS bucket")
     )
-    grouped = bucketed.groupBy(
-        SUBMISSION, "query_index", F.col("bucket").cast("int").alias("bucket")
-    )
+    keys = [SUBMISSION, "query_index", "CAST(bucket AS INT) AS bucket"]
     try:
-        counted = grouped.agg(F.count(F.lit(1)).alias("n")).mapInArrow(count, BLOCKS_SCHEMA)
+        counted = aggregated(bucketed, keys, {"n": "count(1)"}).mapInArrow(count, BLOCKS_SCHEMA)
         # each block added up on the executors: the driver receives it once
         counted = counted.groupBy(SUBMISSION, "block").applyInArrow(_add_blocks, BLOCKS_SCHEMA)
         sent: dict[tuple[int, int], list[bytes]] = {}

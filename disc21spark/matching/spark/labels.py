@@ -17,21 +17,18 @@ from disc21spark.matching.model import GroundTruth
 SUBMISSION = "submission"
 
 
-def unknown_query_key() -> Column:
-    """An unknown query's negative key from its hash (only grouping and messages use it)."""
-    return F.lit(-1) - F.pmod(F.xxhash64("query_id"), F.lit(2**62))
+# an unknown query's negative key from its hash (only grouping and messages use it) and
+# the repeated-pair check's 64-bit key of (query_id, reference_id), as SQL text: the
+# labelling parses them with the rest of its columns, in one call
+UNKNOWN_QUERY_KEY = f"-1 - pmod(xxhash64(query_id), {2**62})"
+PAIR_HASH = "xxhash64(query_id, reference_id)"
 
 
 def query_key(query_index: int, gt: GroundTruth) -> Column:
     """A predicate on string rows selecting the query whose ``query_index`` is given."""
     if query_index >= 0:
         return F.col("query_id") == F.lit(str(gt.query_ids[query_index]))
-    return unknown_query_key() == F.lit(query_index)
-
-
-def pair_hash() -> Column:
-    """64-bit hash of (query_id, reference_id): the repeated-pair check's key."""
-    return F.xxhash64("query_id", "reference_id")
+    return F.expr(UNKNOWN_QUERY_KEY) == F.lit(query_index)
 
 
 def ground_truth_table(spark: SparkSession, gt: GroundTruth) -> DataFrame:
@@ -59,16 +56,16 @@ def labelled(pairs: DataFrame, gt: GroundTruth, *keep: str) -> DataFrame:
     ``score`` and the ``keep`` columns): ``submission int, query_index long, label
     boolean, score double, pair long, *keep``. Labelled in the JVM by one broadcast hash
     join with the ground truth's queries (each with its positive references), so no row
-    crosses into Python; an unknown query gets its negative key (``unknown_query_key``),
+    crosses into Python; an unknown query gets its negative key (``UNKNOWN_QUERY_KEY``),
     a missing score NaN, and -0.0 becomes 0.0 (they tie in the official sort)."""
     queries = ground_truth_table(pairs.sparkSession, gt)
     joined = pairs.join(F.broadcast(queries), "query_id", "left")
-    label = F.array_contains(F.col("positives"), F.col("reference_id"))
-    return joined.select(
-        F.col(SUBMISSION).cast("int").alias(SUBMISSION),
-        F.coalesce(F.col("query_index"), unknown_query_key()).alias("query_index"),
-        F.coalesce(label, F.lit(False)).alias("label"),
-        (F.coalesce(F.col("score"), F.lit(float("nan"))) + F.lit(0.0)).alias("score"),
-        pair_hash().alias("pair"),
+    # SQL text, parsed by Spark in one call (issue 47); 0.0D: a double, as the score
+    return joined.selectExpr(
+        f"CAST({SUBMISSION} AS INT) AS {SUBMISSION}",
+        f"coalesce(query_index, {UNKNOWN_QUERY_KEY}) AS query_index",
+        "coalesce(array_contains(positives, reference_id), false) AS label",
+        "coalesce(score, CAST('NaN' AS DOUBLE)) + 0.0D AS score",
+        f"{PAIR_HASH} AS pair",
         *keep,
     )

@@ -32,6 +32,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from disc21spark.core.phases import Phases
+from disc21spark.core.spark import aggregated
 from disc21spark.matching import positions
 from disc21spark.matching.model import GroundTruth, MatchingMetrics
 from disc21spark.matching.positions import Counts, QueryStats, TrueScores, metrics_from_parts
@@ -110,30 +111,27 @@ MISSES, RANKS = 0, 1  # the two kinds of counts ``counted`` returns
 
 def counted(rows: DataFrame, grid: Grid, truths: dict[int, TrueScores]) -> DataFrame:
     """One frame of COUNTED: (submission, MISSES, bucket, non-matching rows) and
-    (submission, RANKS, true pair j of its ``truths``, rows of its query scoring ≥ it)."""
+    (submission, RANKS, true pair j of its ``truths``, rows of its query scoring ≥ it).
+    Expressions as SQL text, parsed by Spark in one call each (issue 47)."""
     # + 0.0: -0.0 ties with 0.0 (the Bucketizer's binary search would put it below)
-    score = (F.col("score") + F.lit(0.0)).alias("score")
-    scored = rows.select(SUBMISSION, "query_index", "label", score)
-    missed = scored.where(~F.col("label"))
+    scored = rows.selectExpr(SUBMISSION, "query_index", "label", "score + 0.0D AS score")
+    missed = scored.where("NOT label")
     # without a true score anywhere there is one bucket (and a Bucketizer needs two)
     missed = (
-        grid.bucketed(missed) if len(grid.splits) > 2 else missed.withColumn("bucket", F.lit(0))
+        grid.bucketed(missed) if len(grid.splits) > 2 else missed.selectExpr("*", "0 AS bucket")
     )
-    misses = (
-        missed.groupBy(SUBMISSION, F.col("bucket").cast("long").alias("at"))
-        .agg(F.count(F.lit(1)).alias("n"))
-        .select(SUBMISSION, F.lit(MISSES).alias("kind"), "at", "n")
-    )
+    at_bucket = [SUBMISSION, "CAST(bucket AS BIGINT) AS at"]
+    misses = aggregated(missed, at_bucket, {"n": "count(1)"})
+    misses = misses.selectExpr(SUBMISSION, f"{MISSES} AS kind", "at", "n")
     pairs = _true_pairs_table(rows.sparkSession, truths)
     if pairs is None:
         return misses
-    reached = (
-        scored.join(F.broadcast(pairs), [SUBMISSION, "query_index"])
-        .where(F.col("score") >= F.col("true_score"))
-        .groupBy(SUBMISSION, F.col("j").alias("at"))
-        .agg(F.count(F.lit(1)).alias("n"))
-        .select(SUBMISSION, F.lit(RANKS).alias("kind"), "at", "n")
+    # a broadcast hash join with the true pairs on (submission, query)
+    joined = scored.join(F.broadcast(pairs), [SUBMISSION, "query_index"])
+    reached = aggregated(
+        joined.where("score >= true_score"), [SUBMISSION, "j AS at"], {"n": "count(1)"}
     )
+    reached = reached.selectExpr(SUBMISSION, f"{RANKS} AS kind", "at", "n")
     return misses.unionByName(reached)
 
 
