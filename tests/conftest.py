@@ -46,12 +46,16 @@ os.environ.setdefault("SPARK_DAEMON_JAVA_OPTS", JVM_OPTIONS)  # the standalone c
 # pytest-xdist one worker runs them all, as one unit, while the others take the rest test
 # by test. (xdist's own xdist_group mark groups nothing under pytest 9.2: xdist#1386.)
 ONE_WORKER = ("test_cluster.py", "test_cluster_archive.py")
+# files whose module fixtures take long to build (a wheel installed into a fresh
+# virtualenv; two pools scored to boards): each file one unit, so one worker builds them
+# once, where two workers each built their own (24 s and 11 s, twice)
+ONE_UNIT = ("test_wheel.py", "test_board_files.py")
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):
     """``-n N`` (xdist's ``load``): every test its own unit, but ``ONE_WORKER``'s files one
-    unit together; the largest unit goes first (xdist's loadscope reorder), so the cluster
+    unit together and each of ``ONE_UNIT``'s files a unit; the largest unit goes first (xdist's loadscope reorder), so the cluster
     tests start at once instead of ending the run."""
     if config.getoption("dist") not in ("load", "loadgroup"):
         return None
@@ -59,7 +63,10 @@ def pytest_xdist_make_scheduler(config, log):
 
     class Scheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            return "cluster" if Path(nodeid.split("::", 1)[0]).name in ONE_WORKER else nodeid
+            name = Path(nodeid.split("::", 1)[0]).name
+            if name in ONE_WORKER:
+                return "cluster"
+            return name if name in ONE_UNIT else nodeid
 
     return Scheduling(config, log)
 

@@ -49,3 +49,12 @@ def aggregated(rows: DataFrame, keys: list[str], named: dict[str, str]) -> DataF
     grouped = rows.groupBy(*(F.expr(k) for k in keys))
     # the name in the text: Column.alias alone costs more round trips than the parse
     return grouped.agg(*(F.expr(f"{text} AS `{name}`") for name, text in named.items()))
+
+
+def sql_text(value: str) -> str:
+    """``value``, one of the package's fixed words, as a Spark SQL string literal. It may
+    hold no quote, backslash or ``${``: escapes read differently under
+    ``spark.sql.parser.escapedStringLiterals``, and ``${...}`` may be substituted."""
+    if any(s in value for s in ("'", "\\", "${")):
+        raise ValueError(f"not a plain SQL literal: {value!r}")
+    return f"'{value}'"

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from disc21spark import engine
-from disc21spark.core import config, damage
+from disc21spark.core import config, damage, fs
 from disc21spark.core.errors import InputError
 from disc21spark.core.output import staged_output
 from disc21spark.core.phases import Phases
@@ -170,7 +170,7 @@ def score_frame(
 
 
 @dataclass(frozen=True)
-class Scored:
+class OneRun:
     """One submission's run up to its report: the job with its settled choice and query
     groups, the ground truth, the run's files (``core.fs.files_of``), the metrics and
     the choice as it ran (``engine.Choice``: a per-file run that fell to the
@@ -178,7 +178,7 @@ class Scored:
 
     job: MatchingJob
     gt: GroundTruth
-    files: Any
+    files: fs.LocalFiles
     metrics: MatchingMetrics
     ran: engine.Choice
 
@@ -189,14 +189,14 @@ def score_one(
     phases: Phases,
     gt: GroundTruth | None = None,
     groups: Any = None,
-) -> Scored:
+) -> OneRun:
     """One run of one submission file, the command's and the API's: the first steps
     (``first_steps``: the choice settled, the ground truth and the query groups read;
     ``gt``, ``groups``: the API's, read at its entry), then the counts on the plan the
     choice names. Raises InputError, OutputError."""
     job, gt, files = first_steps(spark, job, phases, gt, groups)
     metrics, ran = _scored(spark, job, gt, phases)
-    return Scored(job, gt, files, metrics, ran)
+    return OneRun(job, gt, files, metrics, ran)
 
 
 def run(spark: SparkSession | None, job: MatchingJob) -> MatchingMetrics:

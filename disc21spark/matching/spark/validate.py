@@ -7,6 +7,7 @@ from pyspark.sql import functions as F
 
 from disc21spark.core.errors import InputError
 from disc21spark.core.paths import display_path
+from disc21spark.core.spark import sql_text
 from disc21spark.matching.rows import (
     MISSING_SCORE,
     MORE_FIELDS,
@@ -18,21 +19,11 @@ from disc21spark.matching.rows import (
 )
 from disc21spark.matching.spark.read import find_lines
 
-
-def _text(value: str) -> str:
-    """``value``, one of this module's fixed words, as a Spark SQL string literal. It may
-    hold no quote, backslash or ``${``: escapes read differently under
-    ``spark.sql.parser.escapedStringLiterals``, and ``${...}`` may be substituted."""
-    if any(s in value for s in ("'", "\\", "${")):
-        raise ValueError(f"not a plain SQL literal: {value!r}")
-    return f"'{value}'"
-
-
 # The checks are SQL text, each parsed in the JVM in one call. Built as Column objects,
 # every column, literal and operator was a py4j round trip: 1,100 to 1,400 of a tiny
 # run's 3,600 to 4,000 (issue 47). The same expressions, operator for operator.
 _REPLACED = (
-    f"contains(concat_ws('', query_id, reference_id, score_raw, extra), {_text(REPLACEMENT)})"
+    f"contains(concat_ws('', query_id, reference_id, score_raw, extra), {sql_text(REPLACEMENT)})"
 )
 # the quotes around a score are char(39): no escape for the parser to read either way
 _NO_SCORE = "concat('score ', char(39), score_raw, char(39), ' is not a number')"
@@ -40,26 +31,26 @@ _SCORE_TEXT = "coalesce(score_raw, CAST(score AS STRING))"
 _NOT_FINITE = f"concat('score ', char(39), {_SCORE_TEXT}, char(39), ' is not finite')"
 # what is wrong with a prediction row (evaluated only for rows that are not fine)
 PROBLEM = f"""CASE
-    WHEN from_csv AND {_REPLACED} THEN {_text(NOT_UTF8)}
-    WHEN extra IS NOT NULL THEN {_text(MORE_FIELDS)}
+    WHEN from_csv AND {_REPLACED} THEN {sql_text(NOT_UTF8)}
+    WHEN extra IS NOT NULL THEN {sql_text(MORE_FIELDS)}
     WHEN query_id IS NULL OR query_id = '' THEN 'empty query_id'
     WHEN reference_id IS NULL OR reference_id = '' THEN 'empty reference_id'
-    WHEN from_csv AND score_raw IS NULL THEN {_text(MISSING_SCORE)}
-    WHEN NOT from_csv AND score IS NULL THEN {_text(NON_NUMERIC)}
+    WHEN from_csv AND score_raw IS NULL THEN {sql_text(MISSING_SCORE)}
+    WHEN NOT from_csv AND score IS NULL THEN {sql_text(NON_NUMERIC)}
     WHEN score IS NULL THEN {_NO_SCORE}
     ELSE {_NOT_FINITE}
 END"""
 # one cheap conjunction per row; the wording of a problem is built for bad rows only (a
 # replaced byte in the score already makes it no number)
 FINE = f"""coalesce(
-    (NOT from_csv OR NOT (contains(query_id, {_text(REPLACEMENT)})
-        OR contains(reference_id, {_text(REPLACEMENT)})))
+    (NOT from_csv OR NOT (contains(query_id, {sql_text(REPLACEMENT)})
+        OR contains(reference_id, {sql_text(REPLACEMENT)})))
     AND query_id != '' AND reference_id != '' AND extra IS NULL
     AND NOT isnan(score) AND abs(score) != CAST('Infinity' AS DOUBLE),
     false)"""
 HEADER = " AND ".join(
     [
-        f"{c} = {_text(name)}"
+        f"{c} = {sql_text(name)}"
         for c, name in zip(("query_id", "reference_id", "score_raw"), PREDICTION_COLUMNS)
     ]
     + ["extra IS NULL"]
