@@ -55,8 +55,9 @@ ONE_UNIT = ("test_wheel.py", "test_board_files.py")
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):
     """``-n N`` (xdist's ``load``): every test its own unit, but ``ONE_WORKER``'s files one
-    unit together and each of ``ONE_UNIT``'s files a unit; the largest unit goes first (xdist's loadscope reorder), so the cluster
-    tests start at once instead of ending the run."""
+    unit together and each of ``ONE_UNIT``'s files a unit. The unit of most tests goes
+    first (xdist's loadscope reorder): the cluster's, while it holds more tests than any
+    file of ``ONE_UNIT``, so the cluster tests start at once instead of ending the run."""
     if config.getoption("dist") not in ("load", "loadgroup"):
         return None
     from xdist.scheduler import LoadScopeScheduling

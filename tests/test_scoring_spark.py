@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -9,12 +11,15 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from pyspark.sql import functions as F
 
+import disc21spark as ds
+from disc21spark.core.errors import InputError
+from disc21spark.core.spark import spark_conf
 from disc21spark.matching.model import GroundTruth
 from disc21spark.matching.oracle.spec import evaluate
 from disc21spark.matching.spark import labels
 from disc21spark.matching.spark import plan as scoring
 from disc21spark.matching.spark.score import Scoring, score
-from tests.helpers import assert_same, make_gt, random_submission
+from tests.helpers import assert_same, make_gt, random_submission, tiny_inputs
 
 
 def pairs_frame(spark, frame: pd.DataFrame):
@@ -263,3 +268,22 @@ def test_labels_are_the_ground_truths(spark):
     assert got["query_index"].tolist() == [index.get(x, u) for x, u in zip(q, unknown)]
     assert got["label"].tolist() == [(x, y) in true for x, y in zip(q, r)]
     assert np.signbit(got["score"]).sum() == 0 and got["score"][5] == 0.0
+
+
+def test_the_plans_sql_text_parses_where_ansi_reserved_words_are_enforced(spark, tmp_path):
+    """The distributed plan's SQL text quotes a column named by an ANSI SQL reserved word
+    (``order``) or by a literal's word (``true``): a session that enforces reserved words
+    (``spark.sql.ansi.enforceReservedKeywords``) scores a file as any other, intervals
+    and a bad row's message included."""
+    gt, predictions = tiny_inputs(tmp_path)
+    bad = tmp_path / "bad.csv"
+    bad.write_text(Path(predictions).read_text() + "Q001,R999,0.5x\n")
+    wanted = ds.evaluate(gt, predictions, engine="local").to_dict()
+    with pytest.raises(InputError) as here:
+        ds.evaluate(gt, str(bad), engine="local")
+    strict = {"spark.sql.ansi.enabled": "true", "spark.sql.ansi.enforceReservedKeywords": "true"}
+    with spark_conf(spark, strict):
+        assert ds.evaluate(gt, predictions, engine=spark).to_dict() == wanted
+        with pytest.raises(InputError) as there:
+            ds.evaluate(gt, str(bad), engine=spark)
+    assert str(there.value) == str(here.value)

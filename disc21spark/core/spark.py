@@ -1,5 +1,6 @@
 """Small Spark idioms every stage uses: one frame from several, a setting for a while,
-the output columns of a mapInArrow function, and an aggregation written as SQL text."""
+the output columns of a mapInArrow function, an aggregation written as SQL text, and a
+word as an SQL literal."""
 
 from __future__ import annotations
 

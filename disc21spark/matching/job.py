@@ -204,11 +204,11 @@ def run(spark: SparkSession | None, job: MatchingJob) -> MatchingMetrics:
     not at all."""
     phases = Phases()
     one = score_one(spark, job, phases)
-    job, ran = one.job, one.ran
+    job, ran, files = one.job, one.ran, one.files
     if job.output:
         with phases.phase("report"), staged_output(job.output, job.overwrite) as stage:
             run_info = report.run_document(
-                one.files,
+                files,
                 ground_truth=job.ground_truth,
                 predictions=job.predictions,
                 max_results=job.max_results,

@@ -49,12 +49,12 @@ def read_predictions(
         f"split(trim({strip} value), ',', -1) AS fields",
         # nondeterministic, so no filter is pushed below this projection: each line is
         # split once (a filter pushed down would split it again for every field it reads)
-        "monotonically_increasing_id() AS order",
+        "monotonically_increasing_id() AS `order`",  # ORDER: reserved in ANSI SQL
     )
     field = lambda i: f"nullif(trim({strip} get(fields, {i})), '')"  # noqa: E731
     return lines.where("size(fields) > 1 OR get(fields, 0) != ''").selectExpr(
         "file",
-        "order",
+        "`order`",
         "true AS from_csv",
         f"{field(0)} AS query_id",
         f"{field(1)} AS reference_id",
