@@ -24,7 +24,6 @@ import numpy as np
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from disc21spark.core.spark import aggregated
 from disc21spark.matching.positions import EMPTY, TrueScores
 from disc21spark.matching.spark.labels import SUBMISSION
 
@@ -62,8 +61,8 @@ def census(
     execution sizes the aggregation's). ``pairs``: the parsed predictions the rows come
     from, when they need checking: then the rows carry ``bad`` (a boolean) and the first
     bad row of a submission is looked up in ``pairs`` (its ``bad`` struct)."""
-    flag = "bad" if pairs is not None else "false"
-    keys = rows.selectExpr(SUBMISSION, "query_index", "label", "score", "pair", f"{flag} AS is_bad")
+    flag = F.col("bad") if pairs is not None else F.lit(False)
+    keys = rows.select(SUBMISSION, "query_index", "label", "score", "pair", flag.alias("is_bad"))
     if partitions:
         # beyond 64 tasks a core, more partitions only add tasks (a value larger than the
         # rows, say, would schedule that many empty ones)
@@ -76,50 +75,41 @@ def census(
 
 def _per_query(keys: DataFrame) -> DataFrame:
     """One row per (submission, query): rows, bad rows, lowest score, repeats and the
-    scores of its true pairs, summed over slices of its pair hashes (a slice's repeats:
-    its list's values less its distinct values)."""
-    hashes = "collect_list(pair)"
-    slices = aggregated(
-        keys,
-        [SUBMISSION, "query_index", f"pmod(pair, {SLICES}) AS slice"],
-        {
-            "n": "count(1)",
-            "bad": "count_if(is_bad)",
-            "bottom": "min(score)",
-            "repeats": f"size({hashes}) - size(array_distinct({hashes}))",
-            # collect_list leaves the nulls out: the scores of the true pairs only
-            "true": "collect_list(CASE WHEN label THEN score END)",
-        },
+    scores of its true pairs."""
+    hashes = F.collect_list("pair")
+    slices = keys.groupBy(
+        SUBMISSION, "query_index", F.pmod("pair", F.lit(SLICES)).alias("slice")
+    ).agg(
+        F.count(F.lit(1)).alias("n"),
+        F.count_if("is_bad").alias("bad"),
+        F.min("score").alias("bottom"),
+        (F.size(hashes) - F.size(F.array_distinct(hashes))).alias("repeats"),
+        # collect_list leaves the nulls out: the scores of the true pairs only
+        F.collect_list(F.when(F.col("label"), F.col("score"))).alias("true"),
     )
-    return aggregated(
-        slices,
-        [SUBMISSION, "query_index"],
-        {
-            "n": "sum(n)",
-            "bad": "sum(bad)",
-            "bottom": "min(bottom)",
-            "repeats": "sum(repeats)",
-            "true": "flatten(collect_list(`true`))",
-        },
+    return slices.groupBy(SUBMISSION, "query_index").agg(
+        F.sum("n").alias("n"),
+        F.sum("bad").alias("bad"),
+        F.min("bottom").alias("bottom"),
+        F.sum("repeats").alias("repeats"),
+        F.flatten(F.collect_list("true")).alias("true"),
     )
 
 
 def _per_submission(queries: DataFrame) -> DataFrame:
     """One row per submission from its queries' rows (``_per_query``)."""
-    return aggregated(
-        queries,
-        [SUBMISSION],
-        {
-            "n": "sum(n)",
-            "bad": "sum(bad)",
-            "unknown": "sum(CASE WHEN NOT (query_index >= 0) THEN n ELSE 0 END)",
-            "known_queries": "count_if(query_index >= 0)",
-            "repeats": "sum(repeats)",
-            "repeating": "min(CASE WHEN repeats > 0 THEN query_index END)",
-            "bottom": "min(bottom)",
-            "truths": "collect_list(CASE WHEN size(`true`) > 0 "
-            "THEN struct(query_index AS q, `true`) END)",
-        },
+    known = F.col("query_index") >= 0
+    return queries.groupBy(SUBMISSION).agg(
+        F.sum("n").alias("n"),
+        F.sum("bad").alias("bad"),
+        F.sum(F.when(~known, F.col("n")).otherwise(0)).alias("unknown"),
+        F.count_if(known).alias("known_queries"),
+        F.sum("repeats").alias("repeats"),
+        F.min(F.when(F.col("repeats") > 0, F.col("query_index"))).alias("repeating"),
+        F.min("bottom").alias("bottom"),
+        F.collect_list(
+            F.when(F.size("true") > 0, F.struct(F.col("query_index").alias("q"), "true"))
+        ).alias("truths"),
     )
 
 
