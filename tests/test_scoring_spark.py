@@ -176,7 +176,9 @@ def test_counts_of_a_pool_mixed_over_partitions_equal_the_specification(spark):
     )
     rows = spark.createDataFrame(frame).repartition(3)
     censuses = census(rows)
-    totals, optimistic = scoring.counts_of(rows, censuses)
+    found = scoring.counts_of(rows, censuses)
+    totals, optimistic = found.totals, found.optimistic
+    assert found.kept is None  # nothing kept unless asked for
     for k, c in censuses.items():
         mine = sub == k
         s = score[mine] + 0.0
@@ -191,6 +193,43 @@ def test_counts_of_a_pool_mixed_over_partitions_equal_the_specification(spark):
         by_hand = np.bincount(ahead, minlength=len(levels) + 1)
         np.testing.assert_array_equal(optimistic[k], by_hand[: len(levels)])
         assert totals[k].n == mine.sum() and totals[k].bottom == s.min()
+
+
+def test_the_counts_kept_per_query_add_up_to_the_counts_on_local_disk(spark):
+    """With intervals, the count job also keeps the non-matches per (submission, query,
+    bucket) on local disk for the bootstrap, which then reads no row again: the same
+    counts as without, and the kept ones add up to them; released, they are gone."""
+    from disc21spark.matching.spark.census import census
+
+    gt = make_gt(40, 25)
+    frames = [random_submission(np.random.default_rng(s), gt, 300, 20) for s in (1, 2)]
+    for k, frame in enumerate(frames):
+        frame["submission"] = k
+    schema = "query_id string, reference_id string, score double, submission int"
+    rows = labels.labelled(spark.createDataFrame(pd.concat(frames), schema), gt).repartition(3)
+    censuses = census(rows)
+    plain, found = scoring.counts_of(rows, censuses), scoring.counts_of(rows, censuses, True)
+    assert plain.kept is None and found.kept is not None
+    assert set(censuses) == {0, 1}
+    for k in censuses:
+        a, b = found.totals[k], plain.totals[k]
+        assert (a.n, a.bottom) == (b.n, b.bottom)
+        np.testing.assert_array_equal(a.misses_ge, b.misses_ge)
+        np.testing.assert_array_equal(a.ranks_ge, b.ranks_ge)
+        np.testing.assert_array_equal(found.optimistic[k], plain.optimistic[k])
+    level = found.kept.frame.storageLevel
+    assert level.useDisk and not level.useMemory
+    kept = found.kept.frame.toPandas()
+    assert list(kept.columns) == ["submission", "query_index", "bucket", "n"]
+    assert not kept.duplicated(["submission", "query_index", "bucket"]).any()
+    for k, frame in enumerate(frames):
+        mine = kept[kept["submission"] == k]
+        assert mine["n"].sum() == len(frame) - len(censuses[k].truth)
+        # a query's non-matches, bucket by bucket, as the grid puts each score
+        splits = found.kept.grid.splits
+        assert (mine["bucket"] >= 0).all() and (mine["bucket"] < len(splits) - 1).all()
+    found.kept.release()
+    assert not found.kept.frame.is_cached
 
 
 @settings(

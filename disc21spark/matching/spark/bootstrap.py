@@ -1,9 +1,11 @@
-"""The bootstrap on Spark: one counting pass over the labelled rows.
+"""The bootstrap on Spark: the non-matches' counts per query, weighed, no pass over the rows.
 
 The true pairs are few (at most the ground truth's positives per submission): they are
-collected, and their levels (distinct scores) broadcast. Each partition then puts its
-non-matching rows into the levels' buckets (``searchsorted``), weighs them by their
-query's resample weights, drawn once on the driver for every query of the ground truth
+collected, and their levels (distinct scores) broadcast. The metrics' counting job has
+already counted the non-matching rows per (submission, query, bucket of the grid of every
+true score) and kept those counts (``plan.QueryBuckets``). Each partition of them is put
+into each submission's levels (``searchsorted``), weighed by its query's resample
+weights, drawn once on the driver for every query of the ground truth
 and broadcast with the levels (``weighted.Drawn``; a table past ``TABLE_MAX_BYTES`` is not
 drawn ahead, and a partition draws its rows' own from the seed and the query id,
 ``weights.py``), and counts per (submission, bucket, resample); those integer counts
@@ -20,13 +22,11 @@ from dataclasses import replace
 from typing import Any
 
 import numpy as np
-from pyspark.sql import DataFrame, SparkSession
 
 from disc21spark.core.phases import Phases
-from disc21spark.core.spark import aggregated
 from disc21spark.matching.model import GroundTruth, MatchingMetrics
 from disc21spark.matching.spark.labels import SUBMISSION
-from disc21spark.matching.spark.plan import Grid, RankedTruth
+from disc21spark.matching.spark.plan import QueryBuckets, RankedTruth
 from disc21spark.matching.stats import groups, payload, weighted
 from disc21spark.matching.stats.groups_table import GroupTable
 from disc21spark.matching.stats.model import Resampling, Uncertainty
@@ -35,32 +35,30 @@ BLOCKS_SCHEMA = "submission int, block int, counts binary"
 
 
 def attach(
-    rows: DataFrame,
+    kept: QueryBuckets | None,
     metrics: dict[int, MatchingMetrics],
     true_pairs: dict[int, RankedTruth],
     scoring: Any,
     phases: Phases,
 ) -> dict[int, MatchingMetrics]:
     """``metrics`` with each submission's Uncertainty (and group table, with groups).
-    ``rows``: the scored submissions' compact labelled rows (``submission int, query_index
-    long, label boolean, score double``: ``matching/labels.labelled``), query_index < 0 for
-    an unknown query; ``true_pairs``: each one's, from the metrics (``plan.score_rows``);
+    ``kept``: the scored submissions' non-matches counted per query by the metrics'
+    counting job (``plan.counts_of``; query_index < 0 for an unknown query), None when
+    there are neither resamples nor groups (``needs_query_counts``); ``true_pairs``: each one's, from the metrics (``plan.score_rows``);
     ``scoring``: ``score.Scoring``, its ground truth, resampling and the weights it carries
     (drawn here when it carries none)."""
     drawn = weighted.drawn_for(scoring.gt, scoring)
     r = drawn.r
     with phases.phase("bootstrap") as note:
         true = {s: true_pairs[s] for s in metrics}
-        found = measure(rows.sparkSession, rows, true, scoring.gt, drawn)
+        found = measure(kept, true, scoring.gt, drawn)
         note["rows"] = sum(m.n_predictions for m in metrics.values())
-        passes = "one counting pass" if r.resamples or r.groups else "no pass over the rows"
-        note["detail"] = f"{r.resamples:,} resamples, {passes}"
+        note["detail"] = f"{r.resamples:,} resamples of the counts per query, no pass over the rows"
     return {s: replace(m, uncertainty=found[s][0], groups=found[s][1]) for s, m in metrics.items()}
 
 
 def measure(
-    spark: SparkSession,
-    rows: DataFrame,
+    kept: QueryBuckets | None,
     true: dict[int, RankedTruth],
     gt: GroundTruth,
     drawn: weighted.Drawn,
@@ -81,8 +79,8 @@ def measure(
             s: groups.code_levels(true[s].score, codes[true[s].query], r.groups.none) for s in subs
         }
     )
-    if r.resamples or codes is not None:
-        counts, code_counts = _miss_counts(spark, rows, levels, by_code, drawn)
+    if needs_query_counts(r):
+        counts, code_counts = _miss_counts(kept, levels, by_code, drawn)
     else:  # no resample, no group: the plan's own counts hold the optimistic buckets
         counts = {s: (np.zeros((len(levels[s]), 0), np.int64), true[s].optimistic) for s in subs}
         code_counts = {}
@@ -108,9 +106,14 @@ def measure(
     return out
 
 
+def needs_query_counts(r: Resampling | None) -> bool:
+    """Whether the bootstrap weighs the non-matches per query: with resamples or groups
+    (without either, the metrics' own counts hold the optimistic buckets it needs)."""
+    return r is not None and bool(r.resamples or r.groups is not None)
+
+
 def _miss_counts(
-    spark: SparkSession,
-    rows: DataFrame,
+    kept: QueryBuckets,
     levels: dict,
     by_code: dict,
     drawn: weighted.Drawn,
@@ -122,9 +125,9 @@ def _miss_counts(
     wanted = {s: lv for s, lv in levels.items() if len(lv) or s in by_code}
     if not wanted:
         return {}, {}
-    grid = Grid.of_levels(list(wanted.values()))
+    frame = kept.frame
     # the table of weights travels once per executor with the keys: no partition draws
-    shared = spark.sparkContext.broadcast((wanted, by_code, drawn, grid.splits))
+    shared = frame.sparkSession.sparkContext.broadcast((wanted, by_code, drawn, kept.grid.splits))
 
     def count(batches):
         import pyarrow as pa
@@ -145,16 +148,9 @@ def _miss_counts(
         if found:
             yield _blocks_batch(found)
 
-    # the non-matches counted per (submission, query, bucket of the grid) in the JVM:
-    # what reaches Python is those counts, whatever the number of rows
-    # (SQL text, parsed by Spark in one call each: issue 47)
-    misses = rows.where("NOT label").selectExpr(SUBMISSION, "query_index", "score + 0.0D AS score")
-    bucketed = (
-        grid.bucketed(misses) if len(grid.splits) > 2 else misses.selectExpr("*", "0 AS bucket")
-    )
-    keys = [SUBMISSION, "query_index", "CAST(bucket AS INT) AS bucket"]
     try:
-        counted = aggregated(bucketed, keys, {"n": "count(1)"}).mapInArrow(count, BLOCKS_SCHEMA)
+        # the counts per query reach Python, whatever the number of rows
+        counted = frame.mapInArrow(count, BLOCKS_SCHEMA)
         # each block added up on the executors: the driver receives it once
         counted = counted.groupBy(SUBMISSION, "block").applyInArrow(_add_blocks, BLOCKS_SCHEMA)
         sent: dict[tuple[int, int], list[bytes]] = {}

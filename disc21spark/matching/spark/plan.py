@@ -14,7 +14,9 @@ So, after ``census.census`` (the checks, and each submission's true pairs):
 2. ``counted``: one Spark job, two aggregations: the non-matching rows per (submission,
    bucket), and for each true pair the rows of its query scoring at least as high (a
    broadcast hash join of the rows with the true pairs on (submission, query)): the
-   rank behind recall@1/@10;
+   rank behind recall@1/@10. When intervals are wanted, the first aggregation counts
+   per (submission, query, bucket), keeps those counts on local disk (``QueryBuckets``)
+   and sums them: the bootstrap weighs them and reads no row again;
 3. the driver turns the few counts (buckets and true pairs, never rows) into positions,
    and ``positions.finish`` into figures, term by term as ``spec.py`` does.
 
@@ -28,6 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
@@ -80,9 +83,12 @@ class Grid:
 
     def bucketed(self, rows: DataFrame) -> DataFrame:
         """``rows`` with ``bucket`` (double) from a Bucketizer whose splits travel to the
-        JVM as bytes in one call (not one py4j call a split)."""
+        JVM as bytes in one call (not one py4j call a split); without a true score there is
+        one bucket, 0 (and a Bucketizer needs two)."""
         from pyspark.ml.feature import Bucketizer
 
+        if len(self.splits) <= 2:
+            return rows.selectExpr("*", "0D AS bucket")
         spark = rows.sparkSession
         gateway = spark.sparkContext._gateway
         splits = gateway.new_array(gateway.jvm.double, len(self.splits))
@@ -109,19 +115,58 @@ COUNTED = f"{SUBMISSION} int, kind int, at long, n long"
 MISSES, RANKS = 0, 1  # the two kinds of counts ``counted`` returns
 
 
-def counted(rows: DataFrame, grid: Grid, truths: dict[int, TrueScores]) -> DataFrame:
+@dataclass(frozen=True)
+class QueryBuckets:
+    """The non-matching rows counted per (submission, query, bucket of ``grid``):
+    ``frame`` is ``submission int, query_index long, bucket int, n long``, persisted on
+    local disk by the counting job. The bootstrap weighs these counts, so it does not
+    read the rows again (issue 47). ``release`` drops them."""
+
+    frame: DataFrame
+    grid: Grid
+
+    def release(self) -> None:
+        self.frame.unpersist()
+
+
+@dataclass(frozen=True)
+class Counted:
+    """What the counting job found: each submission's Counts and optimistic bucket
+    counts (``counts_of``), and the misses per query it kept for the bootstrap (None
+    when not asked for)."""
+
+    totals: dict[int, Counts]
+    optimistic: dict[int, np.ndarray]
+    kept: QueryBuckets | None = None
+
+
+def _scored(rows: DataFrame) -> DataFrame:
+    """The columns the counts need; + 0.0: -0.0 ties with 0.0 (the Bucketizer's binary
+    search would put it below)."""
+    return rows.selectExpr(SUBMISSION, "query_index", "label", "score + 0.0D AS score")
+
+
+def misses_by_query(rows: DataFrame, grid: Grid) -> DataFrame:
+    """The non-matching rows of compact ``rows`` counted per (submission, query_index,
+    bucket of ``grid``): the frame of ``QueryBuckets``, not yet persisted."""
+    missed = grid.bucketed(_scored(rows).where("NOT label"))
+    keys = [SUBMISSION, "query_index", "CAST(bucket AS INT) AS bucket"]
+    return aggregated(missed, keys, {"n": "count(1)"})
+
+
+def counted(
+    rows: DataFrame, grid: Grid, truths: dict[int, TrueScores], by_query: DataFrame | None = None
+) -> DataFrame:
     """One frame of COUNTED: (submission, MISSES, bucket, non-matching rows) and
     (submission, RANKS, true pair j of its ``truths``, rows of its query scoring ≥ it).
-    Expressions as SQL text, parsed by Spark in one call each (issue 47)."""
-    # + 0.0: -0.0 ties with 0.0 (the Bucketizer's binary search would put it below)
-    scored = rows.selectExpr(SUBMISSION, "query_index", "label", "score + 0.0D AS score")
-    missed = scored.where("NOT label")
-    # without a true score anywhere there is one bucket (and a Bucketizer needs two)
-    missed = (
-        grid.bucketed(missed) if len(grid.splits) > 2 else missed.selectExpr("*", "0 AS bucket")
-    )
+    ``by_query``: the misses already counted per query (``misses_by_query``), summed here
+    instead of the rows. Expressions as SQL text, parsed by Spark in one call each."""
+    scored = _scored(rows)
     at_bucket = [SUBMISSION, "CAST(bucket AS BIGINT) AS at"]
-    misses = aggregated(missed, at_bucket, {"n": "count(1)"})
+    if by_query is None:
+        misses = aggregated(grid.bucketed(scored.where("NOT label")), at_bucket, {"n": "count(1)"})
+    else:
+        misses = aggregated(by_query, at_bucket, {"n": "sum(n)"})
     misses = misses.selectExpr(SUBMISSION, f"{MISSES} AS kind", "at", "n")
     pairs = _true_pairs_table(rows.sparkSession, truths)
     if pairs is None:
@@ -154,16 +199,24 @@ def _true_pairs_table(spark, truths: dict[int, TrueScores]) -> DataFrame | None:
     return spark.createDataFrame(table)
 
 
-def counts_of(
-    rows: DataFrame, censuses: dict[int, Census]
-) -> tuple[dict[int, Counts], dict[int, np.ndarray]]:
+def counts_of(rows: DataFrame, censuses: dict[int, Census], by_query: bool = False) -> Counted:
     """Every submission's Counts, and its optimistic bucket counts (``RankedTruth``), from
-    one Spark job over ``rows`` against the true pairs of ``censuses``."""
+    one Spark job over ``rows`` against the true pairs of ``censuses``; with ``by_query``,
+    also the misses per query that job counted and kept (the caller releases them)."""
     truths = {s: c.truth for s, c in censuses.items()}
     grid = Grid.of(truths)
+    kept = None
+    if by_query:
+        kept = QueryBuckets(misses_by_query(rows, grid).persist(StorageLevel.DISK_ONLY), grid)
     buckets = {s: np.zeros(len(grid.splits) - 1, np.int64) for s in censuses}
     ranks_ge = {s: np.zeros(len(t), np.int64) for s, t in truths.items()}
-    for r in counted(rows, grid, truths).collect():
+    try:
+        found = counted(rows, grid, truths, kept.frame if kept else None).collect()
+    except BaseException:
+        if kept is not None:
+            kept.release()
+        raise
+    for r in found:
         target = buckets if r["kind"] == MISSES else ranks_ge
         target[r[SUBMISSION]][r["at"]] += r["n"]
     totals, optimistic = {}, {}
@@ -174,7 +227,7 @@ def counts_of(
         # the optimistic bucket i (levels decreasing) holds the scores in (l_i, l_(i-1)]
         higher = grid.above(ascending, buckets[s])[::-1]
         optimistic[s] = np.diff(np.r_[0, higher]).astype(np.int64)
-    return totals, optimistic
+    return Counted(totals, optimistic, kept)
 
 
 def unknown_query_counts(pairs: DataFrame, gt: GroundTruth) -> dict[int, int]:
@@ -208,39 +261,44 @@ def query_stats(
     }
 
 
-def score_rows(
-    rows: DataFrame,
+def count_phase(
+    rows: DataFrame, censuses: dict[int, Census], by_query: bool, phases: Phases
+) -> Counted:
+    """The count phase: ``counts_of`` over compact rows (``labels.labelled``) against the
+    census's true pairs; ``by_query``: keep the misses per query (the bootstrap's)."""
+    with phases.phase("count") as note:
+        found = counts_of(rows, censuses, by_query)
+        note["rows"] = sum(c.n for c in found.totals.values())
+        true_scores = sum(len(c.truth.ascending) for c in censuses.values())
+        note["detail"] = f"rows bucketed in the JVM against {true_scores:,} true scores" + (
+            ", counted per query for the bootstrap" if by_query else ", no row shuffled"
+        )
+    return found
+
+
+def aggregate_phase(
     truths: dict[int, GroundTruth],
     max_curve_points: int,
     stats: dict[int, QueryStats],
     censuses: dict[int, Census],
-    phases: Phases | None = None,
+    found: Counted,
+    phases: Phases,
 ) -> tuple[dict[int, MatchingMetrics], dict[int, RankedTruth]]:
     """Metrics of every submission of ``censuses`` (its true pairs, rows and lowest
-    score) from compact rows (``labels.labelled``) by counting positions; ``stats`` from
-    the census. ``truths``: each submission's ground truth (the one its rows were
-    labelled on, or its own part of it: rank evaluation scores each test alone, and the
-    labels are the same). Also each submission's true pairs with their ranks, which the
-    bootstrap needs."""
-    phases = phases or Phases()
-    with phases.phase("count") as note:
-        totals, optimistic = counts_of(rows, censuses)
-        note["rows"] = sum(c.n for c in totals.values())
-        note["detail"] = (
-            f"rows bucketed in the JVM against "
-            f"{sum(len(c.truth.ascending) for c in censuses.values()):,} true scores, no row shuffled"
-        )
+    score) from the counting job's ``found``; ``stats`` from the census. ``truths``: each
+    submission's ground truth (the one its rows were labelled on, or its own part of it:
+    rank evaluation scores each test alone, and the labels are the same). Also each
+    submission's true pairs with their ranks, which the bootstrap needs."""
     with phases.phase("aggregate") as note:
         results, ranked = {}, {}
         for sub, sub_stats in stats.items():
-            truth = censuses[sub].truth
+            truth, counts = censuses[sub].truth, found.totals[sub]
             results[sub] = metrics_from_parts(
-                truths[sub], truth, totals[sub], sub_stats, max_curve_points
+                truths[sub], truth, counts, sub_stats, max_curve_points
             )
-            ranks = positions.ranks(totals[sub])
-            counts = totals[sub]
+            ranks = positions.ranks(counts)
             ranked[sub] = RankedTruth(
-                truth.query, truth.score, ranks, optimistic[sub], counts.misses_ge
+                truth.query, truth.score, ranks, found.optimistic[sub], counts.misses_ge
             )
         note["rows"] = sum(m.n_true_positives for m in results.values())
         note["detail"] = "true positives"

@@ -29,6 +29,7 @@ from pyspark.sql import functions as F
 from disc21spark.core.errors import InputError, is_read_failure
 from disc21spark.core.phases import Phases
 from disc21spark.matching.model import GroundTruth, MatchingMetrics
+from disc21spark.matching.positions import QueryStats
 from disc21spark.matching.rows import max_results_error
 from disc21spark.matching.spark import bootstrap as stats_spark
 from disc21spark.matching.spark import census, labels, plan, validate
@@ -94,6 +95,7 @@ def score(
     flagged = pairs.withColumn("bad", F.col("bad").isNotNull()) if checked else pairs
     rows = labels.labelled(flagged, scoring.gt, *(("bad",) if checked else ()))
     rows = rows.persist(StorageLevel.DISK_ONLY)
+    kept = None  # the counts per query the bootstrap weighs, kept by the count phase
     try:
         censuses = _census(rows, submissions, pairs if checked else None, scoring, phases)
         result = Scored()
@@ -109,16 +111,22 @@ def score(
             if len(valid) < len(censuses):
                 sorted_rows = sorted_rows.where(F.col(labels.SUBMISSION).isin(list(valid)))
                 pairs = pairs.where(F.col(labels.SUBMISSION).isin(list(valid)))
-            result.metrics, true_pairs = _metrics(spark, sorted_rows, pairs, valid, scoring, phases)
+            stats = _query_stats(pairs, valid, scoring, phases)
+            found = plan.count_phase(sorted_rows, valid, _by_query(scoring), phases)
+            kept = found.kept
+            truths = {s: scoring.ground_truths.get(s, scoring.gt) for s in stats}
+            result.metrics, true_pairs = plan.aggregate_phase(
+                truths, scoring.curve_points, stats, valid, found, phases
+            )
             if scoring.per_query:
                 result.metrics = _with_queries(result.metrics, pairs, true_pairs, scoring, phases)
-            if scoring.resampling is not None and not scoring.ground_truths:
+            if _bootstrapped(scoring):
                 result.metrics = stats_spark.attach(
-                    sorted_rows, result.metrics, true_pairs, scoring, phases
+                    kept, result.metrics, true_pairs, scoring, phases
                 )
         return result
     finally:
-        _release(rows)
+        _release(rows, kept)
 
 
 def _with_queries(
@@ -135,10 +143,25 @@ def _with_queries(
     return out
 
 
-def _release(rows: DataFrame) -> None:
-    """Unpersist the cached rows; a failure to do so while another error is on its way
-    (a JVM that ran out of heap fails this call too) must not hide that error."""
+def _bootstrapped(scoring: Scoring) -> bool:
+    """Whether the intervals are computed here (not when each submission has its own
+    ground truth: rank evaluation)."""
+    return scoring.resampling is not None and not scoring.ground_truths
+
+
+def _by_query(scoring: Scoring) -> bool:
+    """Whether the count phase keeps the non-matches counted per query: when the
+    bootstrap weighs them, so that it reads no row again."""
+    return _bootstrapped(scoring) and stats_spark.needs_query_counts(scoring.resampling)
+
+
+def _release(rows: DataFrame, kept: plan.QueryBuckets | None) -> None:
+    """Unpersist the cached rows and the counts kept per query; a failure to do so while
+    another error is on its way (a JVM that ran out of heap fails this call too) must not
+    hide that error."""
     try:
+        if kept is not None:
+            kept.release()
         rows.unpersist()
     except Exception as exc:
         if exc.__context__ is None:  # nothing else on its way: this is the error
@@ -194,14 +217,10 @@ def _problems(
     return errors
 
 
-def _metrics(
-    spark: SparkSession,
-    rows: DataFrame,
-    pairs: DataFrame,
-    censuses: dict[int, census.Census],
-    scoring: Scoring,
-    phases: Phases,
-) -> tuple[dict[int, MatchingMetrics], dict[int, plan.RankedTruth]]:
+def _query_stats(
+    pairs: DataFrame, censuses: dict[int, census.Census], scoring: Scoring, phases: Phases
+) -> dict[int, QueryStats]:
+    """The label phase: each submission's pairs, pairs of unknown queries and queries."""
     with phases.phase("label") as note:
         stats = plan.query_stats(censuses, pairs, scoring.gt)
         note["rows"] = sum(s.n_predictions for s in stats.values())
@@ -212,5 +231,4 @@ def _metrics(
                 f"{found:,} true pairs found, "
                 f"{only.n_unknown_query_predictions:,} predictions for unknown queries"
             )
-    truths = {s: scoring.ground_truths.get(s, scoring.gt) for s in stats}
-    return plan.score_rows(rows, truths, scoring.curve_points, stats, censuses, phases)
+    return stats
