@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -83,7 +84,7 @@ def counted_rows(rows):
 
     truths = {s: c.truth for s, c in census(rows).items()}
     grid = scoring.Grid.of(truths)
-    return scoring.counted(rows, grid, truths), truths, grid
+    return scoring.counted(scoring.misses_by_query(rows, grid), grid, truths), truths, grid
 
 
 def test_all_equal_scores_count_against_one_true_score(spark):
@@ -118,11 +119,12 @@ def test_positions_are_counted_in_the_jvm_without_shuffling_the_rows(spark):
     # no row crosses into Python: no Python UDF, no mapInArrow, no Arrow evaluation
     assert "Python" not in plan and "Arrow" not in plan
     # what the aggregations shuffle is their partial counts (the other exchanges are the
-    # test's own repartition(5), once per branch of the job)
+    # test's own repartition(5), once per branch of the job): the misses per (submission,
+    # bucket), per (submission, query, bucket), and the latter summed per true pair
     lines = [line.strip(" :+-") for line in plan.splitlines()]
     hashed = [i for i, line in enumerate(lines) if line.startswith("Exchange hashpartitioning")]
-    assert len(hashed) == 2
-    assert all("partial_count" in lines[i + 1] for i in hashed)
+    assert len(hashed) == 3
+    assert all(re.search(r"functions=\[partial_(count|sum)\(", lines[i + 1]) for i in hashed)
     # the driver receives counts: buckets and true pairs, never rows
     assert counts.count() <= len(grid.splits) + len(truths[0])
 

@@ -66,6 +66,21 @@ class TrueScores:
     def __len__(self) -> int:
         return len(self.query)
 
+    def true_at_least(self) -> np.ndarray:
+        """int64 (len,): for each true pair, the true pairs of its query scoring at least
+        as high, itself included (the rest of its rank is the query's non-matches)."""
+        n = len(self.query)
+        if not n:
+            return np.zeros(0, np.int64)
+        # sorted by (query, score): a pair's query ends at its group's end, and the pairs
+        # tying it begin at the first of its (query, score)
+        group = np.searchsorted(self.starts, np.arange(n), side="right") - 1
+        tie_start = np.r_[
+            True, (self.query[1:] != self.query[:-1]) | (self.score[1:] != self.score[:-1])
+        ]
+        first = np.maximum.accumulate(np.where(tie_start, np.arange(n), 0))
+        return (self.starts[group + 1] - first).astype(np.int64)
+
     @property
     def levels(self) -> np.ndarray:
         """float64 (T,): the distinct true scores, decreasing (the kernel's levels)."""

@@ -11,17 +11,18 @@ So, after ``census.census`` (the checks, and each submission's true pairs):
 1. ``Grid``: the true scores of every submission, and the smallest double above each,
    as the splits of one Spark ML ``Bucketizer`` (a binary search per row in the JVM): a
    row's bucket says which true scores it reaches and whether it ties one;
-2. ``counted``: one Spark job, two aggregations: the non-matching rows per (submission,
-   bucket), and for each true pair the rows of its query scoring at least as high (a
-   broadcast hash join of the rows with the true pairs on (submission, query)): the
-   rank behind recall@1/@10. When intervals are wanted, the first aggregation counts
-   per (submission, query, bucket), keeps those counts on local disk (``QueryBuckets``)
-   and sums them: the bootstrap weighs them and reads no row again;
+2. ``counts_of``: one Spark job reads the rows once and counts the non-matching ones
+   per (submission, query, bucket) (``misses_by_query``); ``counted`` sums those per
+   (submission, bucket), and for each true pair those of its query from its own bucket
+   up (a broadcast hash join with the true pairs on (submission, query)), to which the
+   true pairs of its query scoring as high are added: the rank behind recall@1/@10.
+   With intervals, the counts per query are kept on local disk (``QueryBuckets``): the
+   bootstrap weighs them and reads no row again;
 3. the driver turns the few counts (buckets and true pairs, never rows) into positions,
    and ``positions.finish`` into figures, term by term as ``spec.py`` does.
 
-No row crosses into Python and no row is shuffled: the aggregations shuffle their
-partial counts only. Integer counts add up the same in any order, so the figures are the
+No row crosses into Python and no row is shuffled: the aggregation shuffles its partial
+counts only. Integer counts add up the same in any order, so the figures are the
 same bits for any number of partitions; tests hold them equal to the specification.
 """
 
@@ -35,7 +36,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from disc21spark.core.phases import Phases
-from disc21spark.core.spark import aggregated
+from disc21spark.core.spark import aggregated, spark_conf
 from disc21spark.matching import positions
 from disc21spark.matching.model import GroundTruth, MatchingMetrics
 from disc21spark.matching.positions import Counts, QueryStats, TrueScores, metrics_from_parts
@@ -113,6 +114,7 @@ class Grid:
 
 COUNTED = f"{SUBMISSION} int, kind int, at long, n long"
 MISSES, RANKS = 0, 1  # the two kinds of counts ``counted`` returns
+CACHED_PARTITIONS = "spark.sql.optimizer.canChangeCachedPlanOutputPartitioning"
 
 
 @dataclass(frozen=True)
@@ -140,82 +142,78 @@ class Counted:
     kept: QueryBuckets | None = None
 
 
-def _scored(rows: DataFrame) -> DataFrame:
-    """The columns the counts need; + 0.0: -0.0 ties with 0.0 (the Bucketizer's binary
-    search would put it below)."""
-    return rows.selectExpr(SUBMISSION, "query_index", "label", "score + 0.0D AS score")
-
-
 def misses_by_query(rows: DataFrame, grid: Grid) -> DataFrame:
     """The non-matching rows of compact ``rows`` counted per (submission, query_index,
-    bucket of ``grid``): the frame of ``QueryBuckets``, not yet persisted."""
-    missed = grid.bucketed(_scored(rows).where("NOT label"))
+    bucket of ``grid``): ``submission int, query_index long, bucket int, n long``. + 0.0:
+    -0.0 ties with 0.0 (the Bucketizer's binary search would put it below)."""
+    missed = rows.where("NOT label").selectExpr(SUBMISSION, "query_index", "score + 0.0D AS score")
     keys = [SUBMISSION, "query_index", "CAST(bucket AS INT) AS bucket"]
-    return aggregated(missed, keys, {"n": "count(1)"})
+    return aggregated(grid.bucketed(missed), keys, {"n": "count(1)"})
 
 
-def counted(
-    rows: DataFrame, grid: Grid, truths: dict[int, TrueScores], by_query: DataFrame | None = None
-) -> DataFrame:
-    """One frame of COUNTED: (submission, MISSES, bucket, non-matching rows) and
-    (submission, RANKS, true pair j of its ``truths``, rows of its query scoring ≥ it).
-    ``by_query``: the misses already counted per query (``misses_by_query``), summed here
-    instead of the rows. Expressions as SQL text, parsed by Spark in one call each."""
-    scored = _scored(rows)
-    at_bucket = [SUBMISSION, "CAST(bucket AS BIGINT) AS at"]
-    if by_query is None:
-        misses = aggregated(grid.bucketed(scored.where("NOT label")), at_bucket, {"n": "count(1)"})
-    else:
-        misses = aggregated(by_query, at_bucket, {"n": "sum(n)"})
+def counted(by_query: DataFrame, grid: Grid, truths: dict[int, TrueScores]) -> DataFrame:
+    """One frame of COUNTED from the non-matches per query (``misses_by_query``):
+    (submission, MISSES, bucket, non-matching rows) and (submission, RANKS, true pair j of
+    its ``truths``, non-matching rows of its query scoring ≥ it). Expressions as SQL
+    text, parsed by Spark in one call each (issue 47)."""
+    misses = aggregated(by_query, [SUBMISSION, "CAST(bucket AS BIGINT) AS at"], {"n": "sum(n)"})
     misses = misses.selectExpr(SUBMISSION, f"{MISSES} AS kind", "at", "n")
-    pairs = _true_pairs_table(rows.sparkSession, truths)
+    pairs = _true_pairs_table(by_query.sparkSession, grid, truths)
     if pairs is None:
         return misses
-    # a broadcast hash join with the true pairs on (submission, query)
-    joined = scored.join(F.broadcast(pairs), [SUBMISSION, "query_index"])
+    # a broadcast hash join with the true pairs on (submission, query): a query's buckets
+    # from its true pair's own up (a bucket that starts at a true score holds it alone)
+    joined = by_query.join(F.broadcast(pairs), [SUBMISSION, "query_index"])
     reached = aggregated(
-        joined.where("score >= true_score"), [SUBMISSION, "j AS at"], {"n": "count(1)"}
+        joined.where("bucket >= at_bucket"), [SUBMISSION, "j AS at"], {"n": "sum(n)"}
     )
     reached = reached.selectExpr(SUBMISSION, f"{RANKS} AS kind", "at", "n")
     return misses.unionByName(reached)
 
 
-def _true_pairs_table(spark, truths: dict[int, TrueScores]) -> DataFrame | None:
-    """Every true pair as (submission, query_index, true_score, j), built from Arrow in one
-    call; None without any."""
+def _true_pairs_table(spark, grid: Grid, truths: dict[int, TrueScores]) -> DataFrame | None:
+    """Every true pair as (submission, query_index, at_bucket: the grid's bucket of its
+    score, j), built from Arrow in one call; None without any."""
     import pyarrow as pa
 
     subs = [s for s, t in truths.items() if len(t)]
     if not subs:
         return None
+    scores = np.concatenate([truths[s].score for s in subs])
     table = pa.table(
         {
             SUBMISSION: pa.array(np.repeat(subs, [len(truths[s]) for s in subs]), pa.int32()),
             "query_index": pa.array(np.concatenate([truths[s].query for s in subs]), pa.int64()),
-            "true_score": pa.array(np.concatenate([truths[s].score for s in subs]), pa.float64()),
+            "at_bucket": pa.array(np.searchsorted(grid.splits, scores), pa.int32()),
             "j": pa.array(np.concatenate([np.arange(len(truths[s])) for s in subs]), pa.int64()),
         }
     )
     return spark.createDataFrame(table)
 
 
-def counts_of(rows: DataFrame, censuses: dict[int, Census], by_query: bool = False) -> Counted:
+def counts_of(rows: DataFrame, censuses: dict[int, Census], keep: bool = False) -> Counted:
     """Every submission's Counts, and its optimistic bucket counts (``RankedTruth``), from
-    one Spark job over ``rows`` against the true pairs of ``censuses``; with ``by_query``,
-    also the misses per query that job counted and kept (the caller releases them)."""
+    one Spark job over compact ``rows`` (``labels.labelled``) against the true pairs of
+    ``censuses``: the rows are read once, counted per query. ``keep``: those counts per
+    query are also kept on local disk for the bootstrap (the caller releases them)."""
     truths = {s: c.truth for s, c in censuses.items()}
     grid = Grid.of(truths)
-    kept = None
-    if by_query:
-        kept = QueryBuckets(misses_by_query(rows, grid).persist(StorageLevel.DISK_ONLY), grid)
     buckets = {s: np.zeros(len(grid.splits) - 1, np.int64) for s in censuses}
-    ranks_ge = {s: np.zeros(len(t), np.int64) for s, t in truths.items()}
-    try:
-        found = counted(rows, grid, truths, kept.frame if kept else None).collect()
-    except BaseException:
-        if kept is not None:
-            kept.release()
-        raise
+    ranks_ge = {s: t.true_at_least() for s, t in truths.items()}
+    # the kept counts sized by adaptive execution, as any aggregation's output is (else a
+    # cached plan keeps the session's shuffle partitions: 16 small ones here, each
+    # weighing its queries' counts on its own); set when the cache is defined
+    with spark_conf(rows.sparkSession, {CACHED_PARTITIONS: "true"}):
+        by_query = misses_by_query(rows, grid)
+        kept = None
+        if keep:
+            kept = QueryBuckets(by_query.persist(StorageLevel.DISK_ONLY), grid)
+        try:
+            found = counted(by_query, grid, truths).collect()
+        except BaseException:
+            if kept is not None:
+                kept.release()
+            raise
     for r in found:
         target = buckets if r["kind"] == MISSES else ranks_ge
         target[r[SUBMISSION]][r["at"]] += r["n"]
