@@ -84,7 +84,7 @@ def counted_rows(rows):
 
     truths = {s: c.truth for s, c in census(rows).items()}
     grid = scoring.Grid.of(truths)
-    return scoring.counted(scoring.misses_by_query(rows, grid), grid, truths), truths, grid
+    return scoring.counted(rows, grid, truths), truths, grid
 
 
 def test_all_equal_scores_count_against_one_true_score(spark):

@@ -11,18 +11,19 @@ So, after ``census.census`` (the checks, and each submission's true pairs):
 1. ``Grid``: the true scores of every submission, and the smallest double above each,
    as the splits of one Spark ML ``Bucketizer`` (a binary search per row in the JVM): a
    row's bucket says which true scores it reaches and whether it ties one;
-2. ``counts_of``: one Spark job reads the rows once and counts the non-matching ones
-   per (submission, query, bucket) (``misses_by_query``); ``counted`` sums those per
-   (submission, bucket), and for each true pair those of its query from its own bucket
-   up (a broadcast hash join with the true pairs on (submission, query)), to which the
-   true pairs of its query scoring as high are added: the rank behind recall@1/@10.
-   With intervals, the counts per query are kept on local disk (``QueryBuckets``): the
-   bootstrap weighs them and reads no row again;
+2. ``counts_of``: one Spark job counts the non-matching rows per (submission, bucket),
+   and per (submission, query, bucket) for the queries holding a true pair
+   (``misses_by_query``); joined with the true pairs on (submission, query) (a broadcast
+   hash join), from each true pair's own bucket up, and with the true pairs of its query
+   scoring as high added, those give the rank behind recall@1/@10. With intervals, the
+   non-matches of every query are counted per bucket once and kept on local disk
+   (``QueryBuckets``): both sums come from them, and the bootstrap weighs them and reads
+   no row again;
 3. the driver turns the few counts (buckets and true pairs, never rows) into positions,
    and ``positions.finish`` into figures, term by term as ``spec.py`` does.
 
-No row crosses into Python and no row is shuffled: the aggregation shuffles its partial
-counts only. Integer counts add up the same in any order, so the figures are the
+No row crosses into Python and no row is shuffled: the aggregations shuffle their
+partial counts only. Integer counts add up the same in any order, so the figures are the
 same bits for any number of partitions; tests hold them equal to the specification.
 """
 
@@ -142,28 +143,43 @@ class Counted:
     kept: QueryBuckets | None = None
 
 
-def misses_by_query(rows: DataFrame, grid: Grid) -> DataFrame:
-    """The non-matching rows of compact ``rows`` counted per (submission, query_index,
-    bucket of ``grid``): ``submission int, query_index long, bucket int, n long``. + 0.0:
+def _missed(rows: DataFrame, grid: Grid) -> DataFrame:
+    """The non-matching rows of compact ``rows`` with their ``bucket`` of ``grid``. + 0.0:
     -0.0 ties with 0.0 (the Bucketizer's binary search would put it below)."""
     missed = rows.where("NOT label").selectExpr(SUBMISSION, "query_index", "score + 0.0D AS score")
+    return grid.bucketed(missed)
+
+
+def misses_by_query(rows: DataFrame, grid: Grid) -> DataFrame:
+    """The non-matching rows of compact ``rows`` counted per (submission, query_index,
+    bucket of ``grid``): ``submission int, query_index long, bucket int, n long``."""
     keys = [SUBMISSION, "query_index", "CAST(bucket AS INT) AS bucket"]
-    return aggregated(grid.bucketed(missed), keys, {"n": "count(1)"})
+    return aggregated(_missed(rows, grid), keys, {"n": "count(1)"})
 
 
-def counted(by_query: DataFrame, grid: Grid, truths: dict[int, TrueScores]) -> DataFrame:
-    """One frame of COUNTED from the non-matches per query (``misses_by_query``):
-    (submission, MISSES, bucket, non-matching rows) and (submission, RANKS, true pair j of
-    its ``truths``, non-matching rows of its query scoring ≥ it). Expressions as SQL
-    text, parsed by Spark in one call each (issue 47)."""
-    misses = aggregated(by_query, [SUBMISSION, "CAST(bucket AS BIGINT) AS at"], {"n": "sum(n)"})
+def counted(
+    rows: DataFrame, grid: Grid, truths: dict[int, TrueScores], kept: DataFrame | None = None
+) -> DataFrame:
+    """One frame of COUNTED: (submission, MISSES, bucket, non-matching rows) and
+    (submission, RANKS, true pair j of its ``truths``, non-matching rows of its query
+    scoring ≥ it), both from the non-matches per query (``misses_by_query``): ``kept``
+    (all of them, already counted), else counted here from ``rows``, where the ranks need
+    only the queries holding a true pair. SQL text, parsed by Spark in one call each."""
+    at_bucket = [SUBMISSION, "CAST(bucket AS BIGINT) AS at"]
+    pairs = _true_pairs_table(rows.sparkSession, grid, truths)
+    if kept is None:
+        misses = aggregated(_missed(rows, grid), at_bucket, {"n": "count(1)"})
+        if pairs is not None:
+            mine = rows.join(F.broadcast(pairs), [SUBMISSION, "query_index"], "left_semi")
+            kept = misses_by_query(mine, grid)
+    else:
+        misses = aggregated(kept, at_bucket, {"n": "sum(n)"})
     misses = misses.selectExpr(SUBMISSION, f"{MISSES} AS kind", "at", "n")
-    pairs = _true_pairs_table(by_query.sparkSession, grid, truths)
     if pairs is None:
         return misses
     # a broadcast hash join with the true pairs on (submission, query): a query's buckets
     # from its true pair's own up (a bucket that starts at a true score holds it alone)
-    joined = by_query.join(F.broadcast(pairs), [SUBMISSION, "query_index"])
+    joined = kept.join(F.broadcast(pairs), [SUBMISSION, "query_index"])
     reached = aggregated(
         joined.where("bucket >= at_bucket"), [SUBMISSION, "j AS at"], {"n": "sum(n)"}
     )
@@ -204,12 +220,12 @@ def counts_of(rows: DataFrame, censuses: dict[int, Census], keep: bool = False) 
     # cached plan keeps the session's shuffle partitions: 16 small ones here, each
     # weighing its queries' counts on its own); set when the cache is defined
     with spark_conf(rows.sparkSession, {CACHED_PARTITIONS: "true"}):
-        by_query = misses_by_query(rows, grid)
         kept = None
         if keep:
-            kept = QueryBuckets(by_query.persist(StorageLevel.DISK_ONLY), grid)
+            frame = misses_by_query(rows, grid).persist(StorageLevel.DISK_ONLY)
+            kept = QueryBuckets(frame, grid)
         try:
-            found = counted(by_query, grid, truths).collect()
+            found = counted(rows, grid, truths, kept.frame if kept else None).collect()
         except BaseException:
             if kept is not None:
                 kept.release()
