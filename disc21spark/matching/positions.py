@@ -66,21 +66,6 @@ class TrueScores:
     def __len__(self) -> int:
         return len(self.query)
 
-    def true_at_least(self) -> np.ndarray:
-        """int64 (len,): for each true pair, the true pairs of its query scoring at least
-        as high, itself included (the rest of its rank is the query's non-matches)."""
-        n = len(self.query)
-        if not n:
-            return np.zeros(0, np.int64)
-        # sorted by (query, score): a pair's query ends at its group's end, and the pairs
-        # tying it begin at the first of its (query, score)
-        group = np.searchsorted(self.starts, np.arange(n), side="right") - 1
-        tie_start = np.r_[
-            True, (self.query[1:] != self.query[:-1]) | (self.score[1:] != self.score[:-1])
-        ]
-        first = np.maximum.accumulate(np.where(tie_start, np.arange(n), 0))
-        return (self.starts[group + 1] - first).astype(np.int64)
-
     @property
     def levels(self) -> np.ndarray:
         """float64 (T,): the distinct true scores, decreasing (the kernel's levels)."""
@@ -144,11 +129,13 @@ def count_rows(
     misses_ge = np.cumsum(hist[::-1])[::-1][1:].astype(np.int64)
     # + 0.0: a lowest score of -0.0 is reported as 0.0, as the specification does
     bottom = float(score.min()) + 0.0 if len(score) else float("inf")
-    return Counts(len(score), bottom, misses_ge, _ranks_ge(truth, query, score))
+    return Counts(len(score), bottom, misses_ge, ranks_ge(truth, query, score))
 
 
-def _ranks_ge(truth: TrueScores, query: np.ndarray, score: np.ndarray) -> np.ndarray:
-    """For each true pair, the rows of its query scoring ≥ it."""
+def ranks_ge(truth: TrueScores, query: np.ndarray, score: np.ndarray) -> np.ndarray:
+    """int64 (len(truth),): for each true pair, the rows (int64 query codes, float64
+    scores) of its query scoring ≥ it. The distributed plan gives it the true pairs
+    themselves, and counts the non-matches in the JVM."""
     if not len(truth) or not len(query):
         return np.zeros(len(truth), dtype=np.int64)
     g = _group_of(truth.groups, query)

@@ -215,7 +215,9 @@ def counts_of(rows: DataFrame, censuses: dict[int, Census], keep: bool = False) 
     truths = {s: c.truth for s, c in censuses.items()}
     grid = Grid.of(truths)
     buckets = {s: np.zeros(len(grid.splits) - 1, np.int64) for s in censuses}
-    ranks_ge = {s: t.true_at_least() for s, t in truths.items()}
+    # the true pairs of a pair's query scoring as high, itself included; the non-matches
+    # come from the job
+    ranks_ge = {s: positions.ranks_ge(t, t.query, t.score) for s, t in truths.items()}
     # the kept counts sized by adaptive execution, as any aggregation's output is (else a
     # cached plan keeps the session's shuffle partitions: 16 small ones here, each
     # weighing its queries' counts on its own); set when the cache is defined
