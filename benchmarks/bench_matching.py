@@ -10,8 +10,7 @@
         jobs/evaluate.py --resamples 0 against DuckDB (goal ≥ 1.0×, also at 5M) and with
         its defaults against the official scorer (goal ≥ 4×); each row prints its command
 
-Spark's CSV source makes one bare pass over the file (benchmarks/bare_read.py): the
-distributed plan's row phases are printed against it (issue 47's goal: at most 2×).
+The distributed plan's row phases are printed against one bare pass (bare_read.py).
 disc21spark runs five times: spark-submit with its defaults (one local file is scored in
 process, a file past --local-max-bytes in batches), spark-submit with --engine spark (the
 distributed plan, forced), the same with --resamples 0 (no bootstrap: the official scorer
@@ -37,6 +36,7 @@ import time
 from pathlib import Path
 
 import psutil
+from bare_read import BARE, RESAMPLES_0, bare_read_lines, pass_seconds
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -137,9 +137,6 @@ IN_PROCESS_GOALS = {
     5_000_000: (("disc21spark python --resamples 0 (engine auto)", DUCKDB, 1.0),),
 }
 NAIVE = "naive Spark plan (Window.orderBy)"
-BARE = "Spark's CSV source, one bare pass (noop write)"
-BARE_GOAL = 2.0  # the row phases at most this many bare passes (issue 47)
-RESAMPLES_0 = "disc21spark --resamples 0"
 SCALING_GOAL = 1.8  # local[2] over local[1], the distributed plan on one file
 # issue 33's goals at 50M: the distributed plan forced (--engine spark) against the naive
 # plan, by how the contender's name begins: (name, the least speed-up over the naive plan)
@@ -210,7 +207,7 @@ def contenders(data: Path, rows: int, env: dict) -> dict[str, list[str]]:
         + ours(data, RESULTS / "out")
         + ["--engine", "spark"],
         # the official scorer computes no intervals: the plan alone, without the bootstrap
-        f"disc21spark --resamples 0 (--driver-memory {memory})": submit("local[*]", memory)
+        f"{RESAMPLES_0} (--driver-memory {memory})": submit("local[*]", memory)
         + ours(data, RESULTS / "out")
         + ["--engine", "spark", "--resamples", "0"],
         # the in-process engine that python jobs/evaluate.py picks for one local file
@@ -286,10 +283,7 @@ def run_all(commands: dict[str, list[str]], env: dict, repeat: int) -> dict[str,
     def seen(name: str, out: str, result: dict) -> None:
         result["micro_ap"] = micro_ap_of(name, out)
         if name == BARE:  # the pass's own seconds, timed as a run's phases are
-            printed = [line for line in out.splitlines() if line.startswith("{")]
-            result.setdefault("pass_seconds", []).append(
-                json.loads(printed[-1])["bare_read_seconds"]
-            )
+            result.setdefault("pass_seconds", []).append(pass_seconds(out))
         found = disc21spark_result(name)
         if found is not None:  # where a run's seconds went, from its own phase lines
             result.setdefault("phases", []).append(found["run"]["phase_seconds"])
@@ -328,30 +322,13 @@ def goal_lines(results: dict[str, dict], rows: int) -> list[str]:
             speed = results[peer]["median_seconds"] / results[name]["median_seconds"]
             verdict = "met" if speed >= least else "MISSED"
             lines.append(f"\ngoal: {name} ≥ {least}× the {peer}: {speed:.2f}× ({verdict})")
-    lines += bare_read_lines(results)
+    lines += bare_read_lines(results, ROW_PHASES, row_phase_seconds)
     goal = GOALS.get(rows)
     if goal and goal[0] in results:
         speed = results[goal[0]]["median_seconds"] / results[names[0]]["median_seconds"]
         verdict = "met" if speed >= goal[1] else "MISSED"
         lines.append(
             f"\ngoal at {rows:,} rows: ≥ {goal[1]}× the {goal[0]}: {speed:.2f}× ({verdict})"
-        )
-    return lines
-
-
-def bare_read_lines(results: dict[str, dict]) -> list[str]:
-    """The distributed plan's row phases (``--resamples 0``) against one bare pass of
-    Spark's CSV source over the same file, both timed inside their process."""
-    if BARE not in results:
-        return []
-    bare = statistics.median(results[BARE]["pass_seconds"])
-    lines = [f"\n{BARE}: {bare:.2f} s (median of the passes, the session's start left out)"]
-    for name in (n for n in results if n.startswith(RESAMPLES_0)):
-        ratio = row_phase_seconds(results[name]) / bare
-        verdict = "met" if ratio <= BARE_GOAL else "MISSED"
-        lines.append(
-            f"\ngoal: the row phases ({', '.join(ROW_PHASES)}) of {name} ≤ {BARE_GOAL}× "
-            f"a bare pass: {ratio:.2f}× ({verdict})"
         )
     return lines
 
@@ -382,10 +359,6 @@ def phase_lines(results: dict[str, dict]) -> list[str]:
     return lines
 
 
-def _ap_text(micro_ap: float | None) -> str:
-    return "—" if micro_ap is None else f"{micro_ap:.12f}"
-
-
 def main() -> None:
     rows = (
         50_000_000
@@ -406,16 +379,16 @@ def main() -> None:
         "|---|---|---|---|---|---|---|",
     ]
     for name, r in results.items():
-        med = r["median_seconds"]
+        med, ap = r["median_seconds"], r["micro_ap"]
         lines.append(
             f"| {name} | {med:.1f} | {', '.join(f'{s:.1f}' for s in r['seconds'])} | "
-            f"{r['median_peak_mb']:,.0f} | {med / first:.2f}× | {_ap_text(r['micro_ap'])} | "
+            f"{r['median_peak_mb']:,.0f} | {med / first:.2f}× | {'—' if ap is None else f'{ap:.12f}'} | "
             f"`{command_text(commands[name])}` |"
         )
     lines += goal_lines(results, rows)
     lines += phase_lines(results)
     aps = [r["micro_ap"] for r in results.values() if r["micro_ap"] is not None]
-    agree = max(aps) - min(aps) <= 1e-12
+    agree = not aps or max(aps) - min(aps) <= 1e-12
     lines += ["", f"μAP agrees across scorers to 1e-12: {'yes' if agree else 'NO'}"]
     stem = f"matching_{rows}" + ("_scaling" if os.environ.get("BENCH_SCALING") else "")
     report(stem, lines, results)

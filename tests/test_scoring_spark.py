@@ -154,9 +154,11 @@ def test_realistic_submission_on_dev_ground_truth(spark, dev_gt_path, partitions
     assert_same(spark_metrics(spark, frame, gt, partitions), spec)
 
 
-def test_counts_of_a_pool_mixed_over_partitions_equal_the_specification(spark):
+@pytest.mark.parametrize("keep", [False, True])
+def test_counts_of_a_pool_mixed_over_partitions_equal_the_specification(spark, keep):
     """Partitions that mix submissions (a one-table pool) count each submission's sorted
-    positions, ranks and optimistic buckets, with many ties and -0.0 beside 0.0."""
+    positions, ranks and optimistic buckets, with many ties and -0.0 beside 0.0; the
+    same when the counts per query are kept for the bootstrap (``keep``)."""
     from disc21spark.matching import positions
     from disc21spark.matching.oracle.spec import pessimistic_order, true_pair_ranks
     from disc21spark.matching.spark.census import census
@@ -178,9 +180,11 @@ def test_counts_of_a_pool_mixed_over_partitions_equal_the_specification(spark):
     )
     rows = spark.createDataFrame(frame).repartition(3)
     censuses = census(rows)
-    found = scoring.counts_of(rows, censuses)
+    kept = scoring.QueryBuckets.of(rows, censuses) if keep else None
+    found = scoring.counts_of(rows, censuses, kept)
     totals, optimistic = found.totals, found.optimistic
-    assert found.kept is None  # nothing kept unless asked for
+    if kept is not None:
+        kept.release()
     for k, c in censuses.items():
         mine = sub == k
         s = score[mine] + 0.0
@@ -210,8 +214,8 @@ def test_the_counts_kept_per_query_add_up_to_the_counts_on_local_disk(spark):
     schema = "query_id string, reference_id string, score double, submission int"
     rows = labels.labelled(spark.createDataFrame(pd.concat(frames), schema), gt).repartition(3)
     censuses = census(rows)
-    plain, found = scoring.counts_of(rows, censuses), scoring.counts_of(rows, censuses, True)
-    assert plain.kept is None and found.kept is not None
+    kept = scoring.QueryBuckets.of(rows, censuses)
+    plain, found = scoring.counts_of(rows, censuses), scoring.counts_of(rows, censuses, kept)
     assert set(censuses) == {0, 1}
     for k in censuses:
         a, b = found.totals[k], plain.totals[k]
@@ -219,19 +223,19 @@ def test_the_counts_kept_per_query_add_up_to_the_counts_on_local_disk(spark):
         np.testing.assert_array_equal(a.misses_ge, b.misses_ge)
         np.testing.assert_array_equal(a.ranks_ge, b.ranks_ge)
         np.testing.assert_array_equal(found.optimistic[k], plain.optimistic[k])
-    level = found.kept.frame.storageLevel
+    level = kept.frame.storageLevel
     assert level.useDisk and not level.useMemory
-    kept = found.kept.frame.toPandas()
-    assert list(kept.columns) == ["submission", "query_index", "bucket", "n"]
-    assert not kept.duplicated(["submission", "query_index", "bucket"]).any()
+    counts = kept.frame.toPandas()
+    assert list(counts.columns) == ["submission", "query_index", "bucket", "n"]
+    assert not counts.duplicated(["submission", "query_index", "bucket"]).any()
     for k, frame in enumerate(frames):
-        mine = kept[kept["submission"] == k]
+        mine = counts[counts["submission"] == k]
         assert mine["n"].sum() == len(frame) - len(censuses[k].truth)
         # a query's non-matches, bucket by bucket, as the grid puts each score
-        splits = found.kept.grid.splits
+        splits = kept.grid.splits
         assert (mine["bucket"] >= 0).all() and (mine["bucket"] < len(splits) - 1).all()
-    found.kept.release()
-    assert not found.kept.frame.is_cached
+    kept.release()
+    assert not kept.frame.is_cached
 
 
 @settings(

@@ -44,16 +44,18 @@ def attach(
     """``metrics`` with each submission's Uncertainty (and group table, with groups).
     ``kept``: the scored submissions' non-matches counted per query by the metrics'
     counting job (``plan.counts_of``; query_index < 0 for an unknown query), None when
-    there are neither resamples nor groups (``needs_query_counts``); ``true_pairs``: each one's, from the metrics (``plan.score_rows``);
-    ``scoring``: ``score.Scoring``, its ground truth, resampling and the weights it carries
-    (drawn here when it carries none)."""
+    there are neither resamples nor groups (``needs_query_counts``); ``true_pairs``:
+    each one's, from the metrics (``plan.aggregate_phase``); ``scoring``:
+    ``score.Scoring``, its ground truth, resampling and the weights it carries (drawn
+    here when it carries none)."""
     drawn = weighted.drawn_for(scoring.gt, scoring)
     r = drawn.r
     with phases.phase("bootstrap") as note:
         true = {s: true_pairs[s] for s in metrics}
         found = measure(kept, true, scoring.gt, drawn)
         note["rows"] = sum(m.n_predictions for m in metrics.values())
-        note["detail"] = f"{r.resamples:,} resamples of the counts per query, no pass over the rows"
+        read = "the counts per query" if needs_query_counts(r) else "the metrics' own counts"
+        note["detail"] = f"{r.resamples:,} resamples of {read}, no pass over the rows"
     return {s: replace(m, uncertainty=found[s][0], groups=found[s][1]) for s, m in metrics.items()}
 
 
@@ -66,7 +68,7 @@ def measure(
     """The Uncertainty of each submission of ``true`` (its true pairs and their ranks),
     equal to ``stats.spec.bootstrap`` bit for bit, and its group table (None without
     groups), equal to ``groups_spec.group_table``; ``drawn``: the resampling and the
-    weights of ``gt``'s queries (``weighted.Drawn``)."""
+    weights of ``gt``'s queries (``weighted.Drawn``); ``kept``: as ``attach`` takes it."""
     # every query's keys and weights, drawn once, broadcast with the counting
     r, keys = drawn.r, drawn.keys
     subs = list(true)
@@ -120,8 +122,9 @@ def _miss_counts(
 ) -> tuple[dict[int, tuple[np.ndarray, np.ndarray]], dict[int, list[np.ndarray]]]:
     """Per submission with true pairs (or with groups): its non-matches' counts
     (``weighted.miss_counts``) and per group code (``groups.code_miss_counts``, when
-    ``by_code`` holds its levels), counted in each partition, added up per block on the
-    executors (``payload.py``), and put together here."""
+    ``by_code`` holds its levels), weighed in each partition of ``kept`` (the counts per
+    (submission, query, bucket) and their grid), added up per block on the executors
+    (``payload.py``), and put together here."""
     wanted = {s: lv for s, lv in levels.items() if len(lv) or s in by_code}
     if not wanted:
         return {}, {}

@@ -74,11 +74,8 @@ class Grid:
 
     @classmethod
     def of(cls, truths: dict[int, TrueScores]) -> Grid:
-        return cls.of_levels([t.ascending for t in truths.values()])
-
-    @classmethod
-    def of_levels(cls, levels: list[np.ndarray]) -> Grid:
-        """The grid of the true scores of every array of ``levels`` (float64, any order)."""
+        """The grid of the true scores of every submission of ``truths``."""
+        levels = [t.ascending for t in truths.values()]
         levels = np.unique(np.concatenate(levels or [[]]).astype(np.float64) + 0.0)
         above = np.nextafter(levels, np.inf)
         return cls(np.unique(np.concatenate([[-np.inf], levels, above, [np.inf]])))
@@ -121,12 +118,24 @@ CACHED_PARTITIONS = "spark.sql.optimizer.canChangeCachedPlanOutputPartitioning"
 @dataclass(frozen=True)
 class QueryBuckets:
     """The non-matching rows counted per (submission, query, bucket of ``grid``):
-    ``frame`` is ``submission int, query_index long, bucket int, n long``, persisted on
-    local disk by the counting job. The bootstrap weighs these counts, so it does not
-    read the rows again (issue 47). ``release`` drops them."""
+    ``frame`` is ``misses_by_query``'s, persisted on local disk and filled by the
+    counting job. The bootstrap weighs these counts, so it does not read the rows again
+    (issue 47). Whoever makes one releases it (``release``)."""
 
     frame: DataFrame
     grid: Grid
+
+    @classmethod
+    def of(cls, rows: DataFrame, censuses: dict[int, Census]) -> QueryBuckets:
+        """The counts of compact ``rows`` on the grid of ``censuses``' true scores, to be
+        filled by ``counts_of`` (persisting is lazy: nothing is read here)."""
+        grid = Grid.of({s: c.truth for s, c in censuses.items()})
+        # sized by adaptive execution, as any aggregation's output is (else a cached plan
+        # keeps the session's shuffle partitions: 16 small ones here, each weighing its
+        # queries' counts on its own); read when the cache is defined
+        with spark_conf(rows.sparkSession, {CACHED_PARTITIONS: "true"}):
+            frame = misses_by_query(rows, grid).persist(StorageLevel.DISK_ONLY)
+        return cls(frame, grid)
 
     def release(self) -> None:
         self.frame.unpersist()
@@ -135,12 +144,10 @@ class QueryBuckets:
 @dataclass(frozen=True)
 class Counted:
     """What the counting job found: each submission's Counts and optimistic bucket
-    counts (``counts_of``), and the misses per query it kept for the bootstrap (None
-    when not asked for)."""
+    counts (``RankedTruth``), int64 (T,) each."""
 
     totals: dict[int, Counts]
     optimistic: dict[int, np.ndarray]
-    kept: QueryBuckets | None = None
 
 
 def _missed(rows: DataFrame, grid: Grid) -> DataFrame:
@@ -163,15 +170,16 @@ def counted(
     """One frame of COUNTED: (submission, MISSES, bucket, non-matching rows) and
     (submission, RANKS, true pair j of its ``truths``, non-matching rows of its query
     scoring ≥ it), both from the non-matches per query (``misses_by_query``): ``kept``
-    (all of them, already counted), else counted here from ``rows``, where the ranks need
-    only the queries holding a true pair. SQL text, parsed by Spark in one call each."""
+    (all of them, already counted on ``grid``), else counted here from ``rows``, where
+    the ranks need only the queries holding a true pair. SQL text, parsed by Spark."""
     at_bucket = [SUBMISSION, "CAST(bucket AS BIGINT) AS at"]
     pairs = _true_pairs_table(rows.sparkSession, grid, truths)
+    by_query = kept
     if kept is None:
         misses = aggregated(_missed(rows, grid), at_bucket, {"n": "count(1)"})
         if pairs is not None:
             mine = rows.join(F.broadcast(pairs), [SUBMISSION, "query_index"], "left_semi")
-            kept = misses_by_query(mine, grid)
+            by_query = misses_by_query(mine, grid)
     else:
         misses = aggregated(kept, at_bucket, {"n": "sum(n)"})
     misses = misses.selectExpr(SUBMISSION, f"{MISSES} AS kind", "at", "n")
@@ -179,7 +187,7 @@ def counted(
         return misses
     # a broadcast hash join with the true pairs on (submission, query): a query's buckets
     # from its true pair's own up (a bucket that starts at a true score holds it alone)
-    joined = kept.join(F.broadcast(pairs), [SUBMISSION, "query_index"])
+    joined = by_query.join(F.broadcast(pairs), [SUBMISSION, "query_index"])
     reached = aggregated(
         joined.where("bucket >= at_bucket"), [SUBMISSION, "j AS at"], {"n": "sum(n)"}
     )
@@ -207,32 +215,20 @@ def _true_pairs_table(spark, grid: Grid, truths: dict[int, TrueScores]) -> DataF
     return spark.createDataFrame(table)
 
 
-def counts_of(rows: DataFrame, censuses: dict[int, Census], keep: bool = False) -> Counted:
+def counts_of(
+    rows: DataFrame, censuses: dict[int, Census], kept: QueryBuckets | None = None
+) -> Counted:
     """Every submission's Counts, and its optimistic bucket counts (``RankedTruth``), from
     one Spark job over compact ``rows`` (``labels.labelled``) against the true pairs of
-    ``censuses``: the rows are read once, counted per query. ``keep``: those counts per
-    query are also kept on local disk for the bootstrap (the caller releases them)."""
+    ``censuses``. ``kept``: the counts per query on the same grid (``QueryBuckets.of``),
+    which this job fills and both sums come from."""
     truths = {s: c.truth for s, c in censuses.items()}
-    grid = Grid.of(truths)
+    grid = kept.grid if kept is not None else Grid.of(truths)
     buckets = {s: np.zeros(len(grid.splits) - 1, np.int64) for s in censuses}
     # the true pairs of a pair's query scoring as high, itself included; the non-matches
     # come from the job
     ranks_ge = {s: positions.ranks_ge(t, t.query, t.score) for s, t in truths.items()}
-    # the kept counts sized by adaptive execution, as any aggregation's output is (else a
-    # cached plan keeps the session's shuffle partitions: 16 small ones here, each
-    # weighing its queries' counts on its own); set when the cache is defined
-    with spark_conf(rows.sparkSession, {CACHED_PARTITIONS: "true"}):
-        kept = None
-        if keep:
-            frame = misses_by_query(rows, grid).persist(StorageLevel.DISK_ONLY)
-            kept = QueryBuckets(frame, grid)
-        try:
-            found = counted(rows, grid, truths, kept.frame if kept else None).collect()
-        except BaseException:
-            if kept is not None:
-                kept.release()
-            raise
-    for r in found:
+    for r in counted(rows, grid, truths, kept.frame if kept else None).collect():
         target = buckets if r["kind"] == MISSES else ranks_ge
         target[r[SUBMISSION]][r["at"]] += r["n"]
     totals, optimistic = {}, {}
@@ -243,7 +239,7 @@ def counts_of(rows: DataFrame, censuses: dict[int, Census], keep: bool = False) 
         # the optimistic bucket i (levels decreasing) holds the scores in (l_i, l_(i-1)]
         higher = grid.above(ascending, buckets[s])[::-1]
         optimistic[s] = np.diff(np.r_[0, higher]).astype(np.int64)
-    return Counted(totals, optimistic, kept)
+    return Counted(totals, optimistic)
 
 
 def unknown_query_counts(pairs: DataFrame, gt: GroundTruth) -> dict[int, int]:
@@ -278,16 +274,16 @@ def query_stats(
 
 
 def count_phase(
-    rows: DataFrame, censuses: dict[int, Census], by_query: bool, phases: Phases
+    rows: DataFrame, censuses: dict[int, Census], kept: QueryBuckets | None, phases: Phases
 ) -> Counted:
     """The count phase: ``counts_of`` over compact rows (``labels.labelled``) against the
-    census's true pairs; ``by_query``: keep the misses per query (the bootstrap's)."""
+    census's true pairs, filling ``kept`` (the bootstrap's counts per query) if given."""
     with phases.phase("count") as note:
-        found = counts_of(rows, censuses, by_query)
+        found = counts_of(rows, censuses, kept)
         note["rows"] = sum(c.n for c in found.totals.values())
         true_scores = sum(len(c.truth.ascending) for c in censuses.values())
         note["detail"] = f"rows bucketed in the JVM against {true_scores:,} true scores" + (
-            ", counted per query for the bootstrap" if by_query else ", no row shuffled"
+            ", counted per query for the bootstrap" if kept is not None else ", no row shuffled"
         )
     return found
 

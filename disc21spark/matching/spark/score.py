@@ -6,8 +6,8 @@ error that makes it invalid. This module owns the whole sequence (label → cens
 checks → count positions → aggregate) and the rows it caches: they are persisted once,
 on local disk (``DISK_ONLY``: the heap holds none of them, whatever their number), by
 the census, which is the only pass that reads the input, and released before it returns,
-whatever happens (as MLlib's
-``BinaryClassificationMetrics`` owns its cumulative-count pipeline).
+whatever happens (as MLlib's ``BinaryClassificationMetrics`` owns its cumulative-count
+pipeline). So are the counts per query that the count phase keeps for the bootstrap.
 
 Input schema (``PAIRS``): ``submission int, query_id string, reference_id string,
 score double``. Parsed predictions (``validate.typed_predictions``) also carry ``file``
@@ -112,8 +112,9 @@ def score(
                 sorted_rows = sorted_rows.where(F.col(labels.SUBMISSION).isin(list(valid)))
                 pairs = pairs.where(F.col(labels.SUBMISSION).isin(list(valid)))
             stats = _query_stats(pairs, valid, scoring, phases)
-            found = plan.count_phase(sorted_rows, valid, _by_query(scoring), phases)
-            kept = found.kept
+            # the counts per query the bootstrap weighs: filled by the count's job
+            kept = plan.QueryBuckets.of(sorted_rows, valid) if _by_query(scoring) else None
+            found = plan.count_phase(sorted_rows, valid, kept, phases)
             truths = {s: scoring.ground_truths.get(s, scoring.gt) for s in stats}
             result.metrics, true_pairs = plan.aggregate_phase(
                 truths, scoring.curve_points, stats, valid, found, phases
@@ -156,16 +157,18 @@ def _by_query(scoring: Scoring) -> bool:
 
 
 def _release(rows: DataFrame, kept: plan.QueryBuckets | None) -> None:
-    """Unpersist the cached rows and the counts kept per query; a failure to do so while
-    another error is on its way (a JVM that ran out of heap fails this call too) must not
-    hide that error."""
-    try:
-        if kept is not None:
-            kept.release()
-        rows.unpersist()
-    except Exception as exc:
-        if exc.__context__ is None:  # nothing else on its way: this is the error
-            raise
+    """Unpersist the cached rows and the counts kept per query, each whatever befalls the
+    other; a failure to do so while another error is on its way (a JVM that ran out of
+    heap fails this call too) must not hide that error."""
+    failed = None
+    for release in ([kept.release] if kept is not None else []) + [rows.unpersist]:
+        try:
+            release()
+        except Exception as exc:
+            if exc.__context__ is None:  # nothing else on its way: this is the error
+                failed = failed or exc
+    if failed is not None:
+        raise failed
 
 
 def _census(
