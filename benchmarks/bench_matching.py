@@ -140,7 +140,7 @@ NAIVE = "naive Spark plan (Window.orderBy)"
 SCALING_GOAL = 1.8  # local[2] over local[1], the distributed plan on one file
 # issue 33's goals at 50M: the distributed plan forced (--engine spark) against the naive
 # plan, by how the contender's name begins: (name, the least speed-up over the naive plan)
-DISTRIBUTED_GOALS = (("disc21spark --resamples 0", 1.5), ("disc21spark (--driver", 1.0))
+DISTRIBUTED_GOALS = ((RESAMPLES_0, 1.5), ("disc21spark (--driver", 1.0))
 # the phases that touch the rows (read to count), on which the scaling goal is measured:
 # the session's start and the driver's serial work are Amdahl's share
 ROW_PHASES = ("read", "validate", "label", "count")

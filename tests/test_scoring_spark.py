@@ -181,10 +181,12 @@ def test_counts_of_a_pool_mixed_over_partitions_equal_the_specification(spark, k
     rows = spark.createDataFrame(frame).repartition(3)
     censuses = census(rows)
     kept = scoring.QueryBuckets.of(rows, censuses) if keep else None
-    found = scoring.counts_of(rows, censuses, kept)
+    try:
+        found = scoring.counts_of(rows, censuses, kept)
+    finally:  # the test session goes on: leave no cache behind
+        if kept is not None:
+            kept.release()
     totals, optimistic = found.totals, found.optimistic
-    if kept is not None:
-        kept.release()
     for k, c in censuses.items():
         mine = sub == k
         s = score[mine] + 0.0
@@ -215,7 +217,13 @@ def test_the_counts_kept_per_query_add_up_to_the_counts_on_local_disk(spark):
     rows = labels.labelled(spark.createDataFrame(pd.concat(frames), schema), gt).repartition(3)
     censuses = census(rows)
     kept = scoring.QueryBuckets.of(rows, censuses)
-    plain, found = scoring.counts_of(rows, censuses), scoring.counts_of(rows, censuses, kept)
+    try:
+        plain, found = scoring.counts_of(rows, censuses), scoring.counts_of(rows, censuses, kept)
+        counts = kept.frame.toPandas()
+        level = kept.frame.storageLevel
+    finally:  # the test session goes on: leave no cache behind
+        kept.release()
+    assert not kept.frame.is_cached
     assert set(censuses) == {0, 1}
     for k in censuses:
         a, b = found.totals[k], plain.totals[k]
@@ -223,9 +231,7 @@ def test_the_counts_kept_per_query_add_up_to_the_counts_on_local_disk(spark):
         np.testing.assert_array_equal(a.misses_ge, b.misses_ge)
         np.testing.assert_array_equal(a.ranks_ge, b.ranks_ge)
         np.testing.assert_array_equal(found.optimistic[k], plain.optimistic[k])
-    level = kept.frame.storageLevel
     assert level.useDisk and not level.useMemory
-    counts = kept.frame.toPandas()
     assert list(counts.columns) == ["submission", "query_index", "bucket", "n"]
     assert not counts.duplicated(["submission", "query_index", "bucket"]).any()
     for k, frame in enumerate(frames):
@@ -234,8 +240,6 @@ def test_the_counts_kept_per_query_add_up_to_the_counts_on_local_disk(spark):
         # a query's non-matches, bucket by bucket, as the grid puts each score
         splits = kept.grid.splits
         assert (mine["bucket"] >= 0).all() and (mine["bucket"] < len(splits) - 1).all()
-    kept.release()
-    assert not kept.frame.is_cached
 
 
 @settings(

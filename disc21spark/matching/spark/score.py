@@ -95,7 +95,8 @@ def score(
     flagged = pairs.withColumn("bad", F.col("bad").isNotNull()) if checked else pairs
     rows = labels.labelled(flagged, scoring.gt, *(("bad",) if checked else ()))
     rows = rows.persist(StorageLevel.DISK_ONLY)
-    kept = None  # the counts per query the bootstrap weighs, kept by the count phase
+    kept = None  # the counts per query the bootstrap weighs, filled by the count phase
+    error = None  # an error on its way out, which a failed release must not hide
     try:
         censuses = _census(rows, submissions, pairs if checked else None, scoring, phases)
         result = Scored()
@@ -126,8 +127,11 @@ def score(
                     kept, result.metrics, true_pairs, scoring, phases
                 )
         return result
+    except BaseException as exc:
+        error = exc
+        raise
     finally:
-        _release(rows, kept)
+        _release(rows, kept, error)
 
 
 def _with_queries(
@@ -156,18 +160,17 @@ def _by_query(scoring: Scoring) -> bool:
     return _bootstrapped(scoring) and stats_spark.needs_query_counts(scoring.resampling)
 
 
-def _release(rows: DataFrame, kept: plan.QueryBuckets | None) -> None:
-    """Unpersist the cached rows and the counts kept per query, each whatever befalls the
-    other; a failure to do so while another error is on its way (a JVM that ran out of
-    heap fails this call too) must not hide that error."""
+def _release(rows: DataFrame, kept: plan.QueryBuckets | None, error: BaseException | None) -> None:
+    """Unpersist the counts kept per query and the cached rows, each whatever befalls the
+    other. The first failure is raised, unless ``error`` is on its way out (a JVM that ran
+    out of heap fails these calls too): that one must not be hidden."""
     failed = None
     for release in ([kept.release] if kept is not None else []) + [rows.unpersist]:
         try:
             release()
-        except Exception as exc:
-            if exc.__context__ is None:  # nothing else on its way: this is the error
-                failed = failed or exc
-    if failed is not None:
+        except BaseException as exc:
+            failed = failed or exc
+    if failed is not None and error is None:
         raise failed
 
 
