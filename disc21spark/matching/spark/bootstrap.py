@@ -54,7 +54,7 @@ def attach(
         true = {s: true_pairs[s] for s in metrics}
         found = measure(kept, true, scoring.gt, drawn)
         note["rows"] = sum(m.n_predictions for m in metrics.values())
-        read = "the counts per query" if needs_query_counts(r) else "the metrics' own counts"
+        read = "the counts per query" if kept is not None else "the metrics' own counts"
         note["detail"] = f"{r.resamples:,} resamples of {read}, no pass over the rows"
     return {s: replace(m, uncertainty=found[s][0], groups=found[s][1]) for s, m in metrics.items()}
 
@@ -81,7 +81,7 @@ def measure(
             s: groups.code_levels(true[s].score, codes[true[s].query], r.groups.none) for s in subs
         }
     )
-    if needs_query_counts(r):
+    if kept is not None:  # score.py decided: resamples or groups (needs_query_counts)
         counts, code_counts = _miss_counts(kept, levels, by_code, drawn)
     else:  # no resample, no group: the plan's own counts hold the optimistic buckets
         counts = {s: (np.zeros((len(levels[s]), 0), np.int64), true[s].optimistic) for s in subs}
