@@ -19,6 +19,7 @@ from disc21spark.matching.model import GroundTruth
 from disc21spark.matching.oracle.spec import evaluate
 from disc21spark.matching.spark import labels
 from disc21spark.matching.spark import plan as scoring
+from disc21spark.matching.spark.census import LIST_MAX, MOST_SLICES, census, slices
 from disc21spark.matching.spark.score import Scoring, score
 from tests.helpers import assert_same, make_gt, random_submission, tiny_inputs
 
@@ -80,8 +81,6 @@ def test_spark_equals_specification_for_1_2_7_50_partitions(spark, seed, n, n_sc
 
 def counted_rows(rows):
     """The counting job of ``rows`` as the plan runs it, against the census's true pairs."""
-    from disc21spark.matching.spark.census import census
-
     truths = {s: c.truth for s, c in census(rows).items()}
     grid = scoring.Grid.of(truths)
     return scoring.counted(rows, grid, truths), truths, grid
@@ -161,7 +160,6 @@ def test_counts_of_a_pool_mixed_over_partitions_equal_the_specification(spark, k
     same when the counts per query are kept for the bootstrap (``keep``)."""
     from disc21spark.matching import positions
     from disc21spark.matching.oracle.spec import pessimistic_order, true_pair_ranks
-    from disc21spark.matching.spark.census import census
     from disc21spark.matching.stats.weighted import levels_of
 
     rng = np.random.default_rng(1)
@@ -207,8 +205,6 @@ def test_the_counts_kept_per_query_add_up_to_the_counts_on_local_disk(spark):
     """With intervals, the count job also keeps the non-matches per (submission, query,
     bucket) on local disk for the bootstrap, which then reads no row again: the same
     counts as without, and the kept ones add up to them; released, they are gone."""
-    from disc21spark.matching.spark.census import census
-
     gt = make_gt(40, 25)
     frames = [random_submission(np.random.default_rng(s), gt, 300, 20) for s in (1, 2)]
     for k, frame in enumerate(frames):
@@ -249,16 +245,19 @@ def test_the_counts_kept_per_query_add_up_to_the_counts_on_local_disk(spark):
     seed=st.integers(0, 2**32 - 1),
     n=st.integers(0, 300),
     parts=st.sampled_from([1, 2, 7]),
+    list_max=st.sampled_from([LIST_MAX, 1, 40]),
 )
 # 50 partitions (most hold a row or none) once: a repeat's copies split across them
-@example(seed=5, n=300, parts=50)
-def test_census_of_partitions_adds_up_to_counting_by_hand(spark, seed, n, parts):
-    """The census of compact rows spread over partitions equals each submission's counts
-    by hand: rows, bad rows, unknown queries, distinct known queries, repeats (a pair's
-    copies beyond its first) and the smallest query holding one, its true pairs."""
+@example(seed=5, n=300, parts=50, list_max=LIST_MAX)
+# the most slices, and a few: a repeat's copies share a slice whatever their number
+@example(seed=7, n=300, parts=7, list_max=1)
+@example(seed=8, n=300, parts=2, list_max=100)
+def test_census_of_partitions_adds_up_to_counting_by_hand(spark, seed, n, parts, list_max):
+    """The census of compact rows spread over partitions, its pair hashes in one list a
+    query or sliced (``list_max``), equals each submission's counts by hand: rows, bad
+    rows, unknown queries, distinct known queries, repeats (a pair's copies beyond its
+    first) and the smallest query holding one, its true pairs."""
     from collections import Counter
-
-    from disc21spark.matching.spark.census import census
 
     rng = np.random.default_rng(seed)
     sub = rng.integers(0, 3, n).astype(np.int32)
@@ -275,7 +274,7 @@ def test_census_of_partitions_adds_up_to_counting_by_hand(spark, seed, n, parts)
         }
     )
     rows = spark.createDataFrame(frame, schema=COMPACT_SCHEMA).repartition(parts)
-    found = census(rows, pairs=rows.withColumn("bad", F.lit(None)))
+    found = census(rows, pairs=rows.withColumn("bad", F.lit(None)), list_max=list_max)
     assert set(found) == set(sub.tolist())
     for s, got in found.items():
         m = sub == s
@@ -288,6 +287,14 @@ def test_census_of_partitions_adds_up_to_counting_by_hand(spark, seed, n, parts)
         assert got.repeating_query == (repeating[0] if repeating else None)
         true = sorted(zip(query[m & label].tolist(), frame["score"][m & label].tolist()))
         assert sorted(zip(got.truth.query.tolist(), got.truth.score.tolist())) == true
+
+
+def test_a_query_is_sliced_only_as_its_rows_need():
+    """One list a query up to LIST_MAX rows in all; then as few slices as keep a list
+    under it, never more than MOST_SLICES."""
+    assert [slices(n) for n in (0, 1, LIST_MAX)] == [1, 1, 1]
+    assert slices(LIST_MAX + 1) == 2 and slices(500_000_000) == MOST_SLICES == 16
+    assert slices(10**12) == MOST_SLICES and slices(300, 40) == 8 and slices(300, 1) == 16
 
 
 COMPACT_SCHEMA = (

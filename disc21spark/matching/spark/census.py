@@ -1,12 +1,14 @@
 """The checking pass of the distributed plan: counts, bad rows, repeated pairs and the true pairs.
 
-One aggregation in the JVM reads the labelled rows once (it is also the pass that fills
-the plan's cache of them). A repeated pair shares its query and its 64-bit pair hash, so
+The labelled rows are counted first (the job that fills the plan's cache of them), then
+one aggregation in the JVM reads them once. A repeated pair shares its query and its 64-bit pair hash, so
 the rows are grouped by (submission, query, a slice of the pair hashes): each group
 collects its hashes in a list, and a repeat is a list holding fewer distinct values than
 values. Map-side partial aggregation builds those lists where the rows are, so what a
 shuffle moves is about the hashes themselves (8 bytes a row, in few records), not a
-record per row; the slices (``SLICES``) bound a list to a share of one query's rows.
+record per row. The slices bound a list to a share of one query's rows: as few as keep
+every list under ``LIST_MAX`` hashes, given the number of rows (one list a query up to
+2M rows in all; past 32M rows, 16 lists, the most).
 Two small aggregations then sum the groups per query and per submission: the driver gets
 one row per submission, with its counts and its predicted true pairs (at most the ground
 truth's positives; every row of the plan that follows is counted against them).
@@ -27,9 +29,12 @@ from pyspark.sql import functions as F
 from disc21spark.matching.positions import EMPTY, TrueScores
 from disc21spark.matching.spark.labels import SUBMISSION
 
-# slices of a query's pair hashes, each collected in a list of its own: a query of 500M
-# rows (nothing in the format forbids one) gives lists of 31M hashes, 250 MB, not 4 GB
-SLICES = 16
+# a query's pair hashes are collected in slices, a list each, of at most LIST_MAX hashes
+# while 16 slices allow it. One slice a query is a quarter faster, but one list held a
+# query's hashes as Java objects: a one-query file of 8M rows ran a 1 GB driver out of
+# heap in one list, and passed in two lists of 4M (docs/design.md, "The census")
+LIST_MAX = 2_000_000
+MOST_SLICES = 16
 
 
 @dataclass(frozen=True)
@@ -53,14 +58,20 @@ EMPTY_CENSUS = Census(0, 0, None, 0, 0, 0, None)
 
 
 def census(
-    rows: DataFrame, pairs: DataFrame | None = None, partitions: int | None = None
+    rows: DataFrame,
+    pairs: DataFrame | None = None,
+    partitions: int | None = None,
+    list_max: int = LIST_MAX,
 ) -> dict[int, Census]:
     """Counts, checks and true pairs of every submission of compact rows
     (``labels.labelled``). ``partitions``: the rows' keys are first shuffled into that
     many partitions by (submission, query) (None: no such shuffle; Spark's adaptive
     execution sizes the aggregation's). ``pairs``: the parsed predictions the rows come
     from, when they need checking: then the rows carry ``bad`` (a boolean) and the first
-    bad row of a submission is looked up in ``pairs`` (its ``bad`` struct)."""
+    bad row of a submission is looked up in ``pairs`` (its ``bad`` struct). ``list_max``:
+    the most hashes a list of the repeat check holds (``slices``)."""
+    # the count fills the rows' cache (score.py persists them), which the census then reads
+    n_slices = slices(rows.count(), list_max)
     flag = F.col("bad") if pairs is not None else F.lit(False)
     keys = rows.select(SUBMISSION, "query_index", "label", "score", "pair", flag.alias("is_bad"))
     if partitions:
@@ -68,17 +79,24 @@ def census(
         # rows, say, would schedule that many empty ones)
         most = 64 * rows.sparkSession.sparkContext.defaultParallelism
         keys = keys.repartition(min(partitions, most), SUBMISSION, "query_index")
-    found = {r[SUBMISSION]: r for r in _per_submission(_per_query(keys)).collect()}
+    found = {r[SUBMISSION]: r for r in _per_submission(_per_query(keys, n_slices)).collect()}
     first_bad = _first_bad(pairs, [s for s, r in found.items() if r["bad"]])
     return {sub: _of(r, first_bad.get(sub)) for sub, r in found.items()}
 
 
-def _per_query(keys: DataFrame) -> DataFrame:
+def slices(rows: int, list_max: int = LIST_MAX) -> int:
+    """In how many slices the census collects a query's pair hashes when there are
+    ``rows`` rows in all: as few as keep each list under ``list_max`` hashes (a query
+    holds at most all the rows), 1 to ``MOST_SLICES``."""
+    return min(MOST_SLICES, max(1, -(-rows // list_max)))
+
+
+def _per_query(keys: DataFrame, n_slices: int) -> DataFrame:
     """One row per (submission, query): rows, bad rows, lowest score, repeats and the
-    scores of its true pairs."""
+    scores of its true pairs, the pair hashes collected in ``n_slices`` lists."""
     hashes = F.collect_list("pair")
-    slices = keys.groupBy(
-        SUBMISSION, "query_index", F.pmod("pair", F.lit(SLICES)).alias("slice")
+    sliced = keys.groupBy(
+        SUBMISSION, "query_index", F.pmod("pair", F.lit(n_slices)).alias("slice")
     ).agg(
         F.count(F.lit(1)).alias("n"),
         F.count_if("is_bad").alias("bad"),
@@ -87,7 +105,7 @@ def _per_query(keys: DataFrame) -> DataFrame:
         # collect_list leaves the nulls out: the scores of the true pairs only
         F.collect_list(F.when(F.col("label"), F.col("score"))).alias("true"),
     )
-    return slices.groupBy(SUBMISSION, "query_index").agg(
+    return sliced.groupBy(SUBMISSION, "query_index").agg(
         F.sum("n").alias("n"),
         F.sum("bad").alias("bad"),
         F.min("bottom").alias("bottom"),
