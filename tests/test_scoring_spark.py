@@ -19,7 +19,7 @@ from disc21spark.matching.model import GroundTruth
 from disc21spark.matching.oracle.spec import evaluate
 from disc21spark.matching.spark import labels
 from disc21spark.matching.spark import plan as scoring
-from disc21spark.matching.spark.census import LIST_MAX, MOST_SLICES, census, slices
+from disc21spark.matching.spark.census import LIST_MAX, census, most_rows_of_a_query, slice_count
 from disc21spark.matching.spark.score import Scoring, score
 from tests.helpers import assert_same, make_gt, random_submission, tiny_inputs
 
@@ -261,7 +261,8 @@ def test_census_of_partitions_adds_up_to_counting_by_hand(spark, seed, n, parts,
 
     rng = np.random.default_rng(seed)
     sub = rng.integers(0, 3, n).astype(np.int32)
-    query, pair = rng.integers(-3, 12, n), rng.integers(0, 20, n)
+    # pair hashes of both signs: a slice is the hash's remainder, never negative
+    query, pair = rng.integers(-3, 12, n), rng.integers(-10, 10, n)
     bad, label = rng.random(n) < 0.1, rng.random(n) < 0.2
     frame = pd.DataFrame(
         {
@@ -276,6 +277,7 @@ def test_census_of_partitions_adds_up_to_counting_by_hand(spark, seed, n, parts,
     rows = spark.createDataFrame(frame, schema=COMPACT_SCHEMA).repartition(parts)
     found = census(rows, pairs=rows.withColumn("bad", F.lit(None)), list_max=list_max)
     assert set(found) == set(sub.tolist())
+    assert most_rows_of_a_query(rows) == max(Counter(zip(sub, query)).values(), default=0)
     for s, got in found.items():
         m = sub == s
         copies = Counter(zip(query[m].tolist(), pair[m].tolist()))
@@ -289,12 +291,37 @@ def test_census_of_partitions_adds_up_to_counting_by_hand(spark, seed, n, parts,
         assert sorted(zip(got.truth.query.tolist(), got.truth.score.tolist())) == true
 
 
-def test_a_query_is_sliced_only_as_its_rows_need():
-    """One list a query up to LIST_MAX rows in all; then as few slices as keep a list
-    under it, never more than MOST_SLICES."""
-    assert [slices(n) for n in (0, 1, LIST_MAX)] == [1, 1, 1]
-    assert slices(LIST_MAX + 1) == 2 and slices(500_000_000) == MOST_SLICES == 16
-    assert slices(10**12) == MOST_SLICES and slices(300, 40) == 8 and slices(300, 1) == 16
+def test_a_query_is_sliced_only_as_its_largest_query_needs():
+    """One slice while no query holds more than LIST_MAX rows; then as few as keep a
+    list at most LIST_MAX long, with no upper limit; a list_max under 1 is refused."""
+    assert [slice_count(n) for n in (0, 1, LIST_MAX)] == [1, 1, 1]
+    assert slice_count(LIST_MAX + 1) == 2 and slice_count(500_000_000) == 250
+    assert slice_count(300, 40) == 8 and slice_count(300, 1) == 300
+    with pytest.raises(ValueError, match="list_max"):
+        slice_count(10, 0)
+
+
+def test_the_census_collects_in_as_many_slices_as_its_largest_query_needs(spark, monkeypatch):
+    """The census groups the hashes in the slices its largest query needs: 30 rows of one
+    query and a list at most 7 long, 5 slices; the repeats found the same."""
+    from disc21spark.matching.spark import census as checking
+
+    seen = []
+    grouped = checking._per_query
+    monkeypatch.setattr(checking, "_per_query", lambda keys, n: seen.append(n) or grouped(keys, n))
+    pair = [*range(29), 3, *range(100, 105)]  # one repeat, in the first query
+    frame = pd.DataFrame(
+        {
+            "submission": np.zeros(35, np.int32),
+            "query_index": [0] * 30 + [1] * 5,
+            "label": False,
+            "score": 0.5,
+            "pair": pair,
+            "bad": False,
+        }
+    )
+    found = census(spark.createDataFrame(frame, schema=COMPACT_SCHEMA), list_max=7)
+    assert seen == [5] and found[0].n_repeated_pairs == 1 and found[0].repeating_query == 0
 
 
 COMPACT_SCHEMA = (

@@ -1,14 +1,14 @@
 """The checking pass of the distributed plan: counts, bad rows, repeated pairs and the true pairs.
 
-The labelled rows are counted first (the job that fills the plan's cache of them), then
-one aggregation in the JVM reads them once. A repeated pair shares its query and its 64-bit pair hash, so
-the rows are grouped by (submission, query, a slice of the pair hashes): each group
-collects its hashes in a list, and a repeat is a list holding fewer distinct values than
-values. Map-side partial aggregation builds those lists where the rows are, so what a
-shuffle moves is about the hashes themselves (8 bytes a row, in few records), not a
-record per row. The slices bound a list to a share of one query's rows: as few as keep
-every list under ``LIST_MAX`` hashes, given the number of rows (one list a query up to
-2M rows in all; past 32M rows, 16 lists, the most).
+A first job finds the most rows of one query (it fills the plan's cache of the labelled
+rows); then one aggregation in the JVM reads them once. A repeated pair shares its
+query and its 64-bit pair hash, so the rows are grouped by (submission, query, a slice
+of the pair hashes): each group collects its hashes in a list, and a repeat is a list
+holding fewer distinct values than values. Map-side partial aggregation builds those
+lists where the rows are, so what a shuffle moves is about the hashes themselves (8
+bytes a row, in few records), not a record per row. The slices bound a list to a share
+of one query's rows. There are as few as keep every list at most ``LIST_MAX`` long,
+given the most rows of one query: one slice for DISC21's files, whatever their size.
 Two small aggregations then sum the groups per query and per submission: the driver gets
 one row per submission, with its counts and its predicted true pairs (at most the ground
 truth's positives; every row of the plan that follows is counted against them).
@@ -29,12 +29,12 @@ from pyspark.sql import functions as F
 from disc21spark.matching.positions import EMPTY, TrueScores
 from disc21spark.matching.spark.labels import SUBMISSION
 
-# a query's pair hashes are collected in slices, a list each, of at most LIST_MAX hashes
-# while 16 slices allow it. One slice a query is a quarter faster, but one list held a
-# query's hashes as Java objects: a one-query file of 8M rows ran a 1 GB driver out of
-# heap in one list, and passed in two lists of 4M (docs/design.md, "The census")
+# a query's pair hashes are collected in slices of the hashes, a list each: as few as keep
+# every list at most LIST_MAX long. A list holds its hashes as Java objects: one list of
+# a one-query file's 8M rows ran a 1 GB driver out of heap, two of 4M passed. Each slice
+# is a group of the aggregation, so one a query is fastest (docs/design.md, "The
+# census's slices")
 LIST_MAX = 2_000_000
-MOST_SLICES = 16
 
 
 @dataclass(frozen=True)
@@ -69,9 +69,12 @@ def census(
     execution sizes the aggregation's). ``pairs``: the parsed predictions the rows come
     from, when they need checking: then the rows carry ``bad`` (a boolean) and the first
     bad row of a submission is looked up in ``pairs`` (its ``bad`` struct). ``list_max``:
-    the most hashes a list of the repeat check holds (``slices``)."""
-    # the count fills the rows' cache (score.py persists them), which the census then reads
-    n_slices = slices(rows.count(), list_max)
+    the longest list of hashes the repeat check may collect (``slice_count``).
+
+    Two jobs read ``rows``: the first finds the most rows of a query
+    (``most_rows_of_a_query``), the second is the census. Persisted rows (as
+    ``score.score`` persists them) are read from the input once, by the first."""
+    n_slices = slice_count(most_rows_of_a_query(rows), list_max)
     flag = F.col("bad") if pairs is not None else F.lit(False)
     keys = rows.select(SUBMISSION, "query_index", "label", "score", "pair", flag.alias("is_bad"))
     if partitions:
@@ -84,11 +87,20 @@ def census(
     return {sub: _of(r, first_bad.get(sub)) for sub, r in found.items()}
 
 
-def slices(rows: int, list_max: int = LIST_MAX) -> int:
-    """In how many slices the census collects a query's pair hashes when there are
-    ``rows`` rows in all: as few as keep each list under ``list_max`` hashes (a query
-    holds at most all the rows), 1 to ``MOST_SLICES``."""
-    return min(MOST_SLICES, max(1, -(-rows // list_max)))
+def most_rows_of_a_query(rows: DataFrame) -> int:
+    """The most rows one (submission, query) holds in ``rows`` (0 without rows)."""
+    most = rows.groupBy(SUBMISSION, "query_index").count().selectExpr("max(count)").first()
+    return int(most[0] or 0)
+
+
+def slice_count(most: int, list_max: int = LIST_MAX) -> int:
+    """In how many slices the census collects each query's pair hashes when a query has
+    at most ``most`` rows: as few as keep each list at most ``list_max`` long, at least
+    one. (Every copy of a pair goes to one list: a pair repeated past ``list_max`` makes
+    one longer list, whatever the slices.) Raises ValueError when ``list_max`` < 1."""
+    if list_max < 1:
+        raise ValueError(f"list_max must be at least 1, not {list_max}")
+    return max(1, -(-most // list_max))
 
 
 def _per_query(keys: DataFrame, n_slices: int) -> DataFrame:
