@@ -19,7 +19,7 @@ from disc21spark.matching.model import GroundTruth
 from disc21spark.matching.oracle.spec import evaluate
 from disc21spark.matching.spark import labels
 from disc21spark.matching.spark import plan as scoring
-from disc21spark.matching.spark.census import LIST_MAX, census, most_rows_of_a_query, slice_count
+from disc21spark.matching.spark.census import census
 from disc21spark.matching.spark.score import Scoring, score
 from tests.helpers import assert_same, make_gt, random_submission, tiny_inputs
 
@@ -236,97 +236,6 @@ def test_the_counts_kept_per_query_add_up_to_the_counts_on_local_disk(spark):
         # a query's non-matches, bucket by bucket, as the grid puts each score
         splits = kept.grid.splits
         assert (mine["bucket"] >= 0).all() and (mine["bucket"] < len(splits) - 1).all()
-
-
-@settings(
-    max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
-@given(
-    seed=st.integers(0, 2**32 - 1),
-    n=st.integers(0, 300),
-    parts=st.sampled_from([1, 2, 7]),
-    list_max=st.sampled_from([LIST_MAX, 1, 40]),
-)
-# 50 partitions (most hold a row or none) once: a repeat's copies split across them
-@example(seed=5, n=300, parts=50, list_max=LIST_MAX)
-# the most slices, and a few: a repeat's copies share a slice whatever their number
-@example(seed=7, n=300, parts=7, list_max=1)
-@example(seed=8, n=300, parts=2, list_max=100)
-def test_census_of_partitions_adds_up_to_counting_by_hand(spark, seed, n, parts, list_max):
-    """The census of compact rows spread over partitions, its pair hashes in one list a
-    query or sliced (``list_max``), equals each submission's counts by hand: rows, bad
-    rows, unknown queries, distinct known queries, repeats (a pair's copies beyond its
-    first) and the smallest query holding one, its true pairs."""
-    from collections import Counter
-
-    rng = np.random.default_rng(seed)
-    sub = rng.integers(0, 3, n).astype(np.int32)
-    # pair hashes of both signs: a slice is the hash's remainder, never negative
-    query, pair = rng.integers(-3, 12, n), rng.integers(-10, 10, n)
-    bad, label = rng.random(n) < 0.1, rng.random(n) < 0.2
-    frame = pd.DataFrame(
-        {
-            "submission": sub,
-            "query_index": query,
-            "label": label,
-            "score": rng.random(n),
-            "pair": pair,
-            "bad": bad,
-        }
-    )
-    rows = spark.createDataFrame(frame, schema=COMPACT_SCHEMA).repartition(parts)
-    found = census(rows, pairs=rows.withColumn("bad", F.lit(None)), list_max=list_max)
-    assert set(found) == set(sub.tolist())
-    assert most_rows_of_a_query(rows) == max(Counter(zip(sub, query)).values(), default=0)
-    for s, got in found.items():
-        m = sub == s
-        copies = Counter(zip(query[m].tolist(), pair[m].tolist()))
-        repeating = sorted(q for (q, _), c in copies.items() if c > 1)
-        assert got.n_predictions == m.sum() and got.n_bad == bad[m].sum()
-        assert got.n_unknown_query_predictions == (query[m] < 0).sum()
-        assert got.n_known_queries == len({q for q in query[m].tolist() if q >= 0})
-        assert got.n_repeated_pairs == sum(c - 1 for c in copies.values())
-        assert got.repeating_query == (repeating[0] if repeating else None)
-        true = sorted(zip(query[m & label].tolist(), frame["score"][m & label].tolist()))
-        assert sorted(zip(got.truth.query.tolist(), got.truth.score.tolist())) == true
-
-
-def test_a_query_is_sliced_only_as_its_largest_query_needs():
-    """One slice while no query holds more than LIST_MAX rows; then as few as keep a
-    list at most LIST_MAX long, with no upper limit; a list_max under 1 is refused."""
-    assert [slice_count(n) for n in (0, 1, LIST_MAX)] == [1, 1, 1]
-    assert slice_count(LIST_MAX + 1) == 2 and slice_count(500_000_000) == 250
-    assert slice_count(300, 40) == 8 and slice_count(300, 1) == 300
-    with pytest.raises(ValueError, match="list_max"):
-        slice_count(10, 0)
-
-
-def test_the_census_collects_in_as_many_slices_as_its_largest_query_needs(spark, monkeypatch):
-    """The census groups the hashes in the slices its largest query needs: 30 rows of one
-    query and a list at most 7 long, 5 slices; the repeats found the same."""
-    from disc21spark.matching.spark import census as checking
-
-    seen = []
-    grouped = checking._per_query
-    monkeypatch.setattr(checking, "_per_query", lambda keys, n: seen.append(n) or grouped(keys, n))
-    pair = [*range(29), 3, *range(100, 105)]  # one repeat, in the first query
-    frame = pd.DataFrame(
-        {
-            "submission": np.zeros(35, np.int32),
-            "query_index": [0] * 30 + [1] * 5,
-            "label": False,
-            "score": 0.5,
-            "pair": pair,
-            "bad": False,
-        }
-    )
-    found = census(spark.createDataFrame(frame, schema=COMPACT_SCHEMA), list_max=7)
-    assert seen == [5] and found[0].n_repeated_pairs == 1 and found[0].repeating_query == 0
-
-
-COMPACT_SCHEMA = (
-    "submission int, query_index long, label boolean, score double, pair long, bad boolean"
-)
 
 
 def test_labels_are_the_ground_truths(spark):

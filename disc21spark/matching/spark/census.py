@@ -2,13 +2,14 @@
 
 A first job finds the most rows of one query (it fills the plan's cache of the labelled
 rows); then one aggregation in the JVM reads them once. A repeated pair shares its
-query and its 64-bit pair hash, so the rows are grouped by (submission, query, a slice
-of the pair hashes): each group collects its hashes in a list, and a repeat is a list
+query and its 64-bit pair hash. So the rows are grouped by (submission, query, a slice
+of the pair hashes): each group collects its hashes in a list. A repeat is a list
 holding fewer distinct values than values. Map-side partial aggregation builds those
 lists where the rows are, so what a shuffle moves is about the hashes themselves (8
 bytes a row, in few records), not a record per row. The slices bound a list to a share
-of one query's rows. There are as few as keep every list at most ``LIST_MAX`` long,
-given the most rows of one query: one slice for DISC21's files, whatever their size.
+of one query's rows. There are as few as keep every list about ``LIST_MAX`` long at
+most, given the most rows of one query: one slice up to 2M rows a query (DISC21's
+files have a few hundred).
 Two small aggregations then sum the groups per query and per submission: the driver gets
 one row per submission, with its counts and its predicted true pairs (at most the ground
 truth's positives; every row of the plan that follows is counted against them).
@@ -30,7 +31,7 @@ from disc21spark.matching.positions import EMPTY, TrueScores
 from disc21spark.matching.spark.labels import SUBMISSION
 
 # a query's pair hashes are collected in slices of the hashes, a list each: as few as keep
-# every list at most LIST_MAX long. A list holds its hashes as Java objects: one list of
+# every list about LIST_MAX long at most. A list holds its hashes as Java objects: one list of
 # a one-query file's 8M rows ran a 1 GB driver out of heap, two of 4M passed. Each slice
 # is a group of the aggregation, so one a query is fastest (docs/design.md, "The
 # census's slices")
@@ -69,35 +70,37 @@ def census(
     execution sizes the aggregation's). ``pairs``: the parsed predictions the rows come
     from, when they need checking: then the rows carry ``bad`` (a boolean) and the first
     bad row of a submission is looked up in ``pairs`` (its ``bad`` struct). ``list_max``:
-    the longest list of hashes the repeat check may collect (``slice_count``).
+    about the longest list of hashes the repeat check collects (``slice_count``).
 
-    Two jobs read ``rows``: the first finds the most rows of a query
+    Two Spark actions read ``rows``: the first finds the most rows of a query
     (``most_rows_of_a_query``), the second is the census. Persisted rows (as
-    ``score.score`` persists them) are read from the input once, by the first."""
+    ``score.score`` persists them) are read from the input once, by the first.
+    Raises ValueError when ``list_max`` < 1; Spark's errors reading the input pass on."""
     n_slices = slice_count(most_rows_of_a_query(rows), list_max)
     flag = F.col("bad") if pairs is not None else F.lit(False)
     keys = rows.select(SUBMISSION, "query_index", "label", "score", "pair", flag.alias("is_bad"))
     if partitions:
         # beyond 64 tasks a core, more partitions only add tasks (a value larger than the
         # rows, say, would schedule that many empty ones)
-        most = 64 * rows.sparkSession.sparkContext.defaultParallelism
-        keys = keys.repartition(min(partitions, most), SUBMISSION, "query_index")
+        most_partitions = 64 * rows.sparkSession.sparkContext.defaultParallelism
+        keys = keys.repartition(min(partitions, most_partitions), SUBMISSION, "query_index")
     found = {r[SUBMISSION]: r for r in _per_submission(_per_query(keys, n_slices)).collect()}
     first_bad = _first_bad(pairs, [s for s, r in found.items() if r["bad"]])
     return {sub: _of(r, first_bad.get(sub)) for sub, r in found.items()}
 
 
 def most_rows_of_a_query(rows: DataFrame) -> int:
-    """The most rows one (submission, query) holds in ``rows`` (0 without rows)."""
+    """The most rows one (submission, query) holds in ``rows`` (0 without rows): a Spark
+    action, which fills the cache of persisted rows."""
     most = rows.groupBy(SUBMISSION, "query_index").count().selectExpr("max(count)").first()
     return int(most[0] or 0)
 
 
 def slice_count(most: int, list_max: int = LIST_MAX) -> int:
     """In how many slices the census collects each query's pair hashes when a query has
-    at most ``most`` rows: as few as keep each list at most ``list_max`` long, at least
-    one. (Every copy of a pair goes to one list: a pair repeated past ``list_max`` makes
-    one longer list, whatever the slices.) Raises ValueError when ``list_max`` < 1."""
+    at most ``most`` rows: as few as keep a list at most ``list_max`` long on average,
+    at least one. A hash's remainder splits a query's rows about evenly. Every copy of
+    a pair goes to one list, whatever the slices. Raises ValueError when ``list_max`` < 1."""
     if list_max < 1:
         raise ValueError(f"list_max must be at least 1, not {list_max}")
     return max(1, -(-most // list_max))
