@@ -28,6 +28,7 @@ from pyspark.sql import functions as F
 
 from disc21spark.core.errors import InputError, is_read_failure
 from disc21spark.core.phases import Phases
+from disc21spark.core.spark import spark_conf
 from disc21spark.matching.model import GroundTruth, MatchingMetrics
 from disc21spark.matching.positions import QueryStats
 from disc21spark.matching.rows import max_results_error
@@ -37,6 +38,10 @@ from disc21spark.matching.stats.model import Resampling
 
 PAIRS = "submission int, query_id string, reference_id string, score double"
 CHECKED = ("file", "bad")  # the columns of parsed predictions, which need checking
+# the cached rows' columns kept as they are: Spark's column encodings (run length,
+# dictionary, delta) took a fifth of the time filling the cache of 20M rows, and its
+# blocks on disk came out the same size (docs/design.md, "The read phase")
+PLAIN_CACHE = {"spark.sql.inMemoryColumnarStorage.compressed": "false"}
 
 
 class UnreadableInput(Exception):
@@ -94,7 +99,8 @@ def score(
     # only a flag per row moves on: the wording of a bad row is read again if there is one
     flagged = pairs.withColumn("bad", F.col("bad").isNotNull()) if checked else pairs
     rows = labels.labelled(flagged, scoring.gt, *(("bad",) if checked else ()))
-    rows = rows.persist(StorageLevel.DISK_ONLY)
+    with spark_conf(spark, PLAIN_CACHE):  # read when the cache is defined, not filled
+        rows = rows.persist(StorageLevel.DISK_ONLY)
     kept = None  # the counts per query the bootstrap weighs, filled by the count phase
     error = None  # an error on its way out, which a failed release must not hide
     try:
