@@ -171,19 +171,20 @@ def counted(
     (submission, RANKS, true pair j of its ``truths``, non-matching rows of its query
     scoring ≥ it), both from the non-matches per query (``misses_by_query``): ``kept``
     (all of them, already counted on ``grid``), else counted here from ``rows``, where
-    the ranks need only the queries holding a true pair: the others are counted under
-    a null query. Either way one scan of the rows: both sums read the same aggregation
-    (Spark reuses its shuffle). SQL text, parsed by Spark."""
+    the ranks need only the queries holding a true pair. SQL text, parsed by Spark."""
     at_bucket = [SUBMISSION, "CAST(bucket AS BIGINT) AS at"]
     pairs = _true_pairs_table(rows.sparkSession, grid, truths)
-    if kept is None and pairs is None:  # no true pair: the buckets alone
-        misses = aggregated(_missed(rows, grid), at_bucket, {"n": "count(1)"})
-        return misses.selectExpr(SUBMISSION, f"{MISSES} AS kind", "at", "n")
     by_query = kept
     if kept is None:
-        by_query = misses_by_query(_ranked_queries(rows, truths), grid)
-    misses = aggregated(by_query, at_bucket, {"n": "sum(n)"})
+        misses = aggregated(_missed(rows, grid), at_bucket, {"n": "count(1)"})
+        if pairs is not None:
+            mine = rows.join(F.broadcast(pairs), [SUBMISSION, "query_index"], "left_semi")
+            by_query = misses_by_query(mine, grid)
+    else:
+        misses = aggregated(kept, at_bucket, {"n": "sum(n)"})
     misses = misses.selectExpr(SUBMISSION, f"{MISSES} AS kind", "at", "n")
+    if pairs is None:
+        return misses
     # a broadcast hash join with the true pairs on (submission, query): a query's buckets
     # from its true pair's own up (a bucket that starts at a true score holds it alone)
     joined = by_query.join(F.broadcast(pairs), [SUBMISSION, "query_index"])
@@ -192,29 +193,6 @@ def counted(
     )
     reached = reached.selectExpr(SUBMISSION, f"{RANKS} AS kind", "at", "n")
     return misses.unionByName(reached)
-
-
-def _ranked_queries(rows: DataFrame, truths: dict[int, TrueScores]) -> DataFrame:
-    """``rows`` with a null ``query_index`` where the query holds no true pair of its
-    submission (``truths``, built from Arrow in one call and joined by a broadcast hash
-    join): the ranks need no other."""
-    import pyarrow as pa
-
-    subs = [s for s, t in truths.items() if len(t)]
-    queries = [np.unique(truths[s].query) for s in subs]
-    holding = rows.sparkSession.createDataFrame(
-        pa.table(
-            {
-                SUBMISSION: pa.array(np.repeat(subs, [len(q) for q in queries]), pa.int32()),
-                "query_index": pa.array(np.concatenate(queries), pa.int64()),
-                "holds": pa.array(np.ones(sum(map(len, queries)), bool)),
-            }
-        )
-    )
-    joined = rows.join(F.broadcast(holding), [SUBMISSION, "query_index"], "left")
-    return joined.selectExpr(
-        SUBMISSION, "CASE WHEN holds THEN query_index END AS query_index", "label", "score"
-    )
 
 
 def _true_pairs_table(spark, grid: Grid, truths: dict[int, TrueScores]) -> DataFrame | None:
