@@ -20,7 +20,7 @@ from disc21spark.matching.oracle.spec import evaluate
 from disc21spark.matching.spark import labels
 from disc21spark.matching.spark import plan as scoring
 from disc21spark.matching.spark.census import census
-from disc21spark.matching.spark.score import Scoring, score
+from disc21spark.matching.spark.score import PLAIN_CACHE, Scoring, score
 from tests.helpers import assert_same, make_gt, random_submission, tiny_inputs
 
 
@@ -77,6 +77,29 @@ def test_spark_equals_specification_for_1_2_7_50_partitions(spark, seed, n, n_sc
     gt = make_gt(40, 25)
     frame = random_submission(rng, gt, n, n_scores)
     assert_same(spark_metrics(spark, frame, gt, partitions), spec_metrics(frame, gt))
+
+
+def test_the_rows_are_cached_plain_and_the_session_keeps_its_setting(spark, monkeypatch):
+    """The scoring's cache of the rows is defined with Spark's column encodings off (they
+    cost a fifth of the fill and saved no disk), read when ``persist`` is called; the
+    caller's session keeps its own setting, and the figures are the specification's."""
+    ((key, plain),) = PLAIN_CACHE.items()
+    seen = []
+    frames = type(spark.range(1))  # Spark 4's classic DataFrame, not the abstract one
+    persist = frames.persist
+
+    def spy(self, *args, **kwargs):
+        seen.append(self.sparkSession.conf.get(key))
+        return persist(self, *args, **kwargs)
+
+    monkeypatch.setattr(frames, "persist", spy)
+    gt = make_gt(40, 25)
+    frame = random_submission(np.random.default_rng(2), gt, 200, 10)
+    with spark_conf(spark, {key: "true"}):
+        metrics = spark_metrics(spark, frame, gt, 2)
+        assert spark.conf.get(key) == "true"
+    assert plain == "false" and seen == [plain]  # the rows' cache, the only one here
+    assert_same(metrics, spec_metrics(frame, gt))
 
 
 def counted_rows(rows):
