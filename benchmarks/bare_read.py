@@ -2,7 +2,7 @@
 
     spark-submit benchmarks/bare_read.py PREDICTIONS
 
-Parses the three columns with Spark's CSV source (its Parquet source for a path ending
+Reads the three columns with Spark's CSV source (its Parquet source for a path ending
 in ``.parquet``) and writes them to the ``noop`` sink, the least a Spark plan over the
 file can do. Prints the pass's seconds, timed in the
 process after the session is up, as the phase lines of a disc21spark run are.

@@ -21,7 +21,7 @@ CODE = ("disc21spark", "jobs", "tests", "benchmarks", "dags", "scripts")
 WRITERS = ("disc21spark", "jobs", "dags", "scripts")  # what writes the outputs
 # Spark's own settings (spark.driver.memory), not our module disc21spark/.../spark.py
 SPARK_CONF = tuple(
-    f"spark.{n}." for n in "driver executor pyspark kubernetes task sql eventLog".split()
+    f"spark.{n}." for n in "driver executor pyspark kubernetes task sql eventLog rdd".split()
 ) + ("spark.archives",)
 EXTENSIONS = (
     "py csv json md html png parquet h5 hdf5 npy txt ini conf jpg gz tar whl sh yml"

@@ -80,25 +80,35 @@ def test_spark_equals_specification_for_1_2_7_50_partitions(spark, seed, n, n_sc
 
 
 def test_the_rows_are_cached_plain_and_the_session_keeps_its_setting(spark, monkeypatch):
-    """The scoring's cache of the rows is defined with Spark's column encodings off (they
-    cost a fifth of the fill and saved no disk), read when ``persist`` is called; the
-    caller's session keeps its own setting, and the figures are the specification's."""
-    ((key, plain),) = PLAIN_CACHE.items()
-    seen = []
-    frames = type(spark.range(1))  # Spark 4's classic DataFrame, not the abstract one
-    persist = frames.persist
+    """The scoring's cache of the rows is defined and filled (the census's first job)
+    with Spark's column encodings off: they cost a fifth of the fill and saved no disk.
+    Spark reads the setting at one or the other, depending on the session. The caller's
+    own setting is back afterwards, and the figures are the specification's."""
+    from disc21spark.matching.spark import census as census_module
 
-    def spy(self, *args, **kwargs):
-        seen.append(self.sparkSession.conf.get(key))
+    ((key, plain),) = PLAIN_CACHE.items()
+    seen = {"persist": [], "fill": []}
+    frames = type(spark.range(1))  # Spark 4's classic DataFrame, not the abstract one
+    persist, fill = frames.persist, census_module.most_rows_of_a_query
+
+    def spy_persist(self, *args, **kwargs):
+        seen["persist"].append(self.sparkSession.conf.get(key))
         return persist(self, *args, **kwargs)
 
-    monkeypatch.setattr(frames, "persist", spy)
+    def spy_fill(rows):
+        seen["fill"].append(rows.sparkSession.conf.get(key))
+        return fill(rows)
+
+    monkeypatch.setattr(frames, "persist", spy_persist)
+    monkeypatch.setattr(census_module, "most_rows_of_a_query", spy_fill)
     gt = make_gt(40, 25)
     frame = random_submission(np.random.default_rng(2), gt, 200, 10)
     with spark_conf(spark, {key: "true"}):
         metrics = spark_metrics(spark, frame, gt, 2)
-        assert spark.conf.get(key) == "true"
-    assert plain == "false" and seen == [plain]  # the rows' cache, the only one here
+        # set as the caller set it, not merely Spark's default
+        assert spark.conf.getAll.get(key) == "true"
+    # without resamples, the rows' cache is the scoring's only one
+    assert plain == "false" and seen == {"persist": [plain], "fill": [plain]}
     assert_same(metrics, spec_metrics(frame, gt))
 
 

@@ -38,9 +38,11 @@ from disc21spark.matching.stats.model import Resampling
 
 PAIRS = "submission int, query_id string, reference_id string, score double"
 CHECKED = ("file", "bad")  # the columns of parsed predictions, which need checking
-# the cached rows' columns kept as they are: Spark's column encodings (run length,
-# dictionary, delta) took a fifth of the time filling the cache of 20M rows, and its
-# blocks on disk came out the same size (docs/design.md, "The read phase")
+# the cached rows stored plain, without Spark's column encodings (run length, dictionary,
+# delta): they took a fifth of the cache fill at 50M rows, and the cache's blocks took as
+# much disk either way, as PySpark compresses them (``spark.rdd.compress``; docs/design.md,
+# "Cost model"). The per-query counts (plan.QueryBuckets, a few million rows at most)
+# keep the session's setting
 PLAIN_CACHE = {"spark.sql.inMemoryColumnarStorage.compressed": "false"}
 
 
@@ -99,12 +101,14 @@ def score(
     # only a flag per row moves on: the wording of a bad row is read again if there is one
     flagged = pairs.withColumn("bad", F.col("bad").isNotNull()) if checked else pairs
     rows = labels.labelled(flagged, scoring.gt, *(("bad",) if checked else ()))
-    with spark_conf(spark, PLAIN_CACHE):  # read when the cache is defined, not filled
-        rows = rows.persist(StorageLevel.DISK_ONLY)
     kept = None  # the counts per query the bootstrap weighs, filled by the count phase
     error = None  # an error on its way out, which a failed release must not hide
     try:
-        censuses = _census(rows, submissions, pairs if checked else None, scoring, phases)
+        # Spark reads the setting when the cache is defined (in a copy of the session's
+        # settings) or, in some sessions, when the census's first job fills it
+        with spark_conf(rows.sparkSession, PLAIN_CACHE):
+            rows = rows.persist(StorageLevel.DISK_ONLY)
+            censuses = _census(rows, submissions, pairs if checked else None, scoring, phases)
         result = Scored()
         if checked:
             with phases.phase("validate") as note:
