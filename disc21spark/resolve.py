@@ -42,6 +42,16 @@ class ResolvedInput:
     arrow_reads: bool | None = None
     unread: str | None = field(default=None, compare=False)
 
+    @property
+    def rows_at_most(self) -> int | None:
+        """The most rows this file can hold, from its size alone: a plain CSV file's row is
+        a line with a character that is not white space, and its line end, so at most one
+        row per 2 bytes (the last line may have no end). None when the size does not
+        tell: Parquet, a codec, a size not known."""
+        if self.format != "csv" or self.codec is not None or self.size is None:
+            return None
+        return (self.size + 1) // 2
+
     def record(self) -> dict[str, Any]:
         """The run record's entry (metrics.json's ``run.resolved``)."""
         return {
@@ -71,6 +81,14 @@ class RunInputs:
         """The predictions file ``path`` (as listed) resolved; KeyError for another."""
         return next(p for p in self.predictions if p.given == path)
 
+    def most_rows(self, paths: Sequence[str]) -> int | None:
+        """The most rows any one of the predictions files ``paths`` (as listed) can hold
+        (``ResolvedInput.rows_at_most``); None when one is no file listed here (a table's
+        submission) or its size does not tell."""
+        listed = {p.given: p.rows_at_most for p in self.predictions}
+        bounds = [listed.get(path) for path in paths]
+        return None if not bounds or None in bounds else max(bounds)
+
     def record(self) -> dict[str, Any]:
         """Each input's entry, by role (``ResolvedInput.record``); ``predictions`` a list."""
         out: dict[str, Any] = {"predictions": [p.record() for p in self.predictions]}
@@ -93,6 +111,14 @@ class RunInputs:
             for role, one in named
             if one is not None
         ]
+
+
+def rows_at_most(files: Sequence[ResolvedInput]) -> int | None:
+    """The most rows ``files`` (one submission's, as listed) can hold together, from
+    their sizes (``ResolvedInput.rows_at_most``); None without files, or when one
+    file's size does not tell."""
+    bounds = [f.rows_at_most for f in files]
+    return sum(bounds) if bounds and None not in bounds else None
 
 
 def resolve(

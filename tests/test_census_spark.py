@@ -1,10 +1,13 @@
 """The distributed plan's checking pass (``matching/spark/census.py``): its counts equal
 counting by hand at any partitioning and any slicing of the pair hashes, the slices
-follow the largest query, and the first job fills the cache the census reads."""
+follow the largest query or a bound on the rows known before reading (a plain CSV
+file's size), and the first job fills the cache the census reads."""
 
 from __future__ import annotations
 
+import gzip
 from collections import Counter
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -13,7 +16,17 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from pyspark.sql import functions as F
 
-from disc21spark.matching.spark.census import LIST_MAX, census, most_rows_of_a_query, slice_count
+import disc21spark as ds
+from disc21spark.matching.spark.census import (
+    BOUND_SLICES,
+    LIST_MAX,
+    census,
+    most_rows_of_a_query,
+    slice_count,
+    slices_of,
+)
+from disc21spark.resolve import ResolvedInput, RunInputs, rows_at_most
+from tests.helpers import tiny_inputs
 
 
 @settings(
@@ -24,16 +37,20 @@ from disc21spark.matching.spark.census import LIST_MAX, census, most_rows_of_a_q
     n=st.integers(0, 300),
     parts=st.sampled_from([1, 2, 7]),
     list_max=st.sampled_from([LIST_MAX, 1, 4]),
+    bounded=st.booleans(),
 )
 # 50 partitions (most hold a row or none) once: a repeat's copies split across them
-@example(seed=5, n=300, parts=50, list_max=LIST_MAX)
+@example(seed=5, n=300, parts=50, list_max=LIST_MAX, bounded=False)
 # a slice a row of the largest query, and a few: a repeat's copies share a slice
-@example(seed=7, n=300, parts=7, list_max=1)
-@example(seed=8, n=300, parts=2, list_max=5)
-@example(seed=9, n=0, parts=2, list_max=4)  # no row: one slice, no submission
-def test_census_of_partitions_adds_up_to_counting_by_hand(spark, seed, n, parts, list_max):
+@example(seed=7, n=300, parts=7, list_max=1, bounded=False)
+@example(seed=8, n=300, parts=2, list_max=5, bounded=False)
+@example(seed=9, n=0, parts=2, list_max=4, bounded=True)  # no row: one slice, no submission
+# slices from a bound on the rows (all of them), not counted: 3 lists of at most 4
+@example(seed=10, n=12, parts=2, list_max=4, bounded=True)
+def test_census_of_partitions_adds_up_to_counting_by_hand(spark, seed, n, parts, list_max, bounded):
     """The census of compact rows spread over partitions, its pair hashes in one list a
-    query or sliced (``list_max``), equals each submission's counts by hand: rows, bad
+    query or sliced (``list_max``; the slices from a bound on the rows when ``bounded``
+    and it gives few), equals each submission's counts by hand: rows, bad
     rows, unknown queries, distinct known queries, repeats (a pair's copies beyond its
     first) and the smallest query holding one, its true pairs."""
 
@@ -53,7 +70,9 @@ def test_census_of_partitions_adds_up_to_counting_by_hand(spark, seed, n, parts,
         }
     )
     rows = spark.createDataFrame(frame, schema=COMPACT_SCHEMA).repartition(parts)
-    found = census(rows, pairs=rows.withColumn("bad", F.lit(None)), list_max=list_max)
+    bound = n if bounded else None
+    flagged = rows.withColumn("bad", F.lit(None))
+    found = census(rows, pairs=flagged, list_max=list_max, rows_at_most=bound)
     assert set(found) == set(sub.tolist())
     assert most_rows_of_a_query(rows) == max(Counter(zip(sub, query)).values(), default=0)
     for s, got in found.items():
@@ -88,7 +107,34 @@ def test_the_census_collects_in_as_many_slices_as_its_largest_query_needs(spark,
     seen = []
     grouped = checking._per_query
     monkeypatch.setattr(checking, "_per_query", lambda keys, n: seen.append(n) or grouped(keys, n))
-    pair = [*range(29), 3, *range(100, 112)]  # one repeat, in the first query
+    found = census(two_queries(spark), list_max=7)
+    assert seen == [5] and found[0].n_repeated_pairs == 1 and found[0].repeating_query == 0
+
+
+def test_a_bound_on_the_rows_gives_few_slices_without_the_first_job(spark, monkeypatch):
+    """A bound on a submission's rows known before reading (42 here: all of them) gives
+    the slices without the job that counts the most rows of a query when it gives at
+    most BOUND_SLICES (lists at most 11 long: 4 slices). A bound that gives more is not
+    trusted (lists at most 10 long: 5 for 42 rows): the job counts, and the largest
+    query's 30 rows need 3, as without a bound."""
+    from disc21spark.matching.spark import census as checking
+
+    counted = []
+    most = checking.most_rows_of_a_query
+    monkeypatch.setattr(
+        checking, "most_rows_of_a_query", lambda rows: counted.append(1) or most(rows)
+    )
+    rows = two_queries(spark)
+    assert BOUND_SLICES == 4
+    assert slices_of(rows, 11, rows_at_most=42) == 4 and counted == []
+    assert slices_of(rows, 10, rows_at_most=42) == 3 and counted == [1]
+    assert slices_of(rows, 10) == 3 and counted == [1, 1]
+
+
+def two_queries(spark):
+    """Compact rows of one submission: 30 of one query, 12 of another, a repeated pair
+    in the first."""
+    pair = [*range(29), 3, *range(100, 112)]
     frame = pd.DataFrame(
         {
             "submission": np.zeros(42, np.int32),
@@ -99,8 +145,61 @@ def test_the_census_collects_in_as_many_slices_as_its_largest_query_needs(spark,
             "bad": False,
         }
     )
-    found = census(spark.createDataFrame(frame, schema=COMPACT_SCHEMA), list_max=7)
-    assert seen == [5] and found[0].n_repeated_pairs == 1 and found[0].repeating_query == 0
+    return spark.createDataFrame(frame, schema=COMPACT_SCHEMA)
+
+
+def test_a_plain_csv_files_size_bounds_its_rows():
+    """A row of a plain CSV file is a line holding a character that is not white space,
+    and its line end: at most one row per 2 bytes, the last line maybe without an end.
+    A codec, Parquet or an unknown size tells nothing; one submission's parts add up; a
+    pool's bound is its largest submission's, none when one is not a file listed."""
+    plain = ResolvedInput("a.csv", "/d/a.csv", False, "csv", None, 7)  # "a\nb\nc\nd"
+    other = ResolvedInput("b.csv", "/d/b.csv", False, "csv", None, 10)
+    gz = ResolvedInput("c.csv.gz", "/d/c.csv.gz", False, "csv", ".gz", 7)
+    parquet = ResolvedInput("p.parquet", "/d/p.parquet", False, "parquet", None, 7)
+    unsized = ResolvedInput("hdfs://n/u.csv", None, True, "csv", None, None)
+    assert [f.rows_at_most for f in (plain, other, gz, parquet, unsized)] == [
+        4,
+        5,
+        None,
+        None,
+        None,
+    ]
+    assert rows_at_most([plain, other]) == 9 and rows_at_most([]) is None
+    assert rows_at_most([plain, gz]) is None
+    inputs = RunInputs((plain, other, gz))
+    assert inputs.most_rows(["a.csv", "b.csv"]) == 5 and inputs.most_rows([]) is None
+    assert inputs.most_rows(["a.csv", "c.csv.gz"]) is None
+    assert inputs.most_rows(["a.csv", "a table's submission"]) is None
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".csv.gz"])
+def test_a_run_of_a_plain_csv_file_spares_the_first_job(spark, tmp_path, monkeypatch, suffix):
+    """A run on Spark of a plain CSV file hands the census the bound its size gives, so
+    no job counts the most rows of a query first; a compressed file's size tells nothing,
+    and the job counts. The figures are the in-process engine's either way."""
+    from disc21spark.matching.spark import census as checking
+
+    gt, predictions = tiny_inputs(tmp_path)
+    path = tmp_path / f"submission{suffix}"
+    data = Path(predictions).read_bytes()
+    path.write_bytes(gzip.compress(data) if suffix == ".csv.gz" else data)
+    bounds, counted = [], []
+    slices, most = checking.slices_of, checking.most_rows_of_a_query
+
+    def spy_slices(rows, list_max=LIST_MAX, rows_at_most=None):
+        bounds.append(rows_at_most)
+        return slices(rows, list_max, rows_at_most)
+
+    monkeypatch.setattr(checking, "slices_of", spy_slices)
+    monkeypatch.setattr(
+        checking, "most_rows_of_a_query", lambda rows: counted.append(1) or most(rows)
+    )
+    found = ds.evaluate(gt, str(path), engine=spark, resamples=0)
+    plain = suffix == ".csv"
+    assert bounds == [(len(data) + 1) // 2 if plain else None]
+    assert counted == ([] if plain else [1])
+    assert found.to_dict() == ds.evaluate(gt, str(path), engine="local", resamples=0).to_dict()
 
 
 def test_the_first_job_fills_the_cache_that_the_census_reads(spark, tmp_path):

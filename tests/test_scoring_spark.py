@@ -33,10 +33,13 @@ def compact_rows(spark, frame: pd.DataFrame, gt: GroundTruth):
     return labels.labelled(pairs_frame(spark, frame), gt)
 
 
-def spark_metrics(spark, frame: pd.DataFrame, gt: GroundTruth, partitions: int, curve_points=5000):
+def spark_metrics(
+    spark, frame: pd.DataFrame, gt: GroundTruth, partitions: int, curve_points=5000, **given
+):
     """The one scoring entry point, on trusted pairs (no checks), the rows counted in
-    ``partitions`` partitions (and the repeat check's shuffle in as many)."""
-    scoring = Scoring(gt, curve_points, partitions)
+    ``partitions`` partitions (and the repeat check's shuffle in as many); ``given``:
+    more of ``Scoring``'s fields."""
+    scoring = Scoring(gt, curve_points, partitions, **given)
     pairs = pairs_frame(spark, frame).repartition(partitions)
     return score(spark, pairs, [0], scoring).metrics[0]
 
@@ -79,36 +82,44 @@ def test_spark_equals_specification_for_1_2_7_50_partitions(spark, seed, n, n_sc
     assert_same(spark_metrics(spark, frame, gt, partitions), spec_metrics(frame, gt))
 
 
-def test_the_rows_are_cached_plain_and_the_session_keeps_its_setting(spark, monkeypatch):
-    """The scoring's cache of the rows is defined and filled (the census's first job)
-    with Spark's column encodings off: they cost a fifth of the fill and saved no disk.
-    Spark reads the setting at one or the other, depending on the session. The caller's
-    own setting is back afterwards, and the figures are the specification's."""
+@pytest.mark.parametrize("rows_at_most", [None, 1000])
+def test_the_rows_are_cached_plain_and_the_session_keeps_its_setting(
+    spark, monkeypatch, rows_at_most
+):
+    """The scoring's cache of the rows is defined and filled (the scoring's first Spark
+    action: the most rows of a query, or the census when a bound on the rows spares that
+    job) with Spark's column encodings off: they cost a fifth of the fill and saved no
+    disk. Spark reads the setting at one or the other, depending on the session. The
+    caller's own setting is back afterwards, and the figures are the specification's."""
     from disc21spark.matching.spark import census as census_module
 
     ((key, plain),) = PLAIN_CACHE.items()
-    seen = {"persist": [], "fill": []}
+    seen = {"persist": [], "actions": [], "counted": []}
     frames = type(spark.range(1))  # Spark 4's classic DataFrame, not the abstract one
-    persist, fill = frames.persist, census_module.most_rows_of_a_query
+    persist, collect, most = frames.persist, frames.collect, census_module.most_rows_of_a_query
 
     def spy_persist(self, *args, **kwargs):
         seen["persist"].append(self.sparkSession.conf.get(key))
         return persist(self, *args, **kwargs)
 
-    def spy_fill(rows):
-        seen["fill"].append(rows.sparkSession.conf.get(key))
-        return fill(rows)
+    def spy_collect(self):
+        seen["actions"].append(self.sparkSession.conf.get(key))
+        return collect(self)
 
     monkeypatch.setattr(frames, "persist", spy_persist)
-    monkeypatch.setattr(census_module, "most_rows_of_a_query", spy_fill)
+    monkeypatch.setattr(frames, "collect", spy_collect)
+    monkeypatch.setattr(
+        census_module, "most_rows_of_a_query", lambda rows: seen["counted"].append(1) or most(rows)
+    )
     gt = make_gt(40, 25)
     frame = random_submission(np.random.default_rng(2), gt, 200, 10)
     with spark_conf(spark, {key: "true"}):
-        metrics = spark_metrics(spark, frame, gt, 2)
+        metrics = spark_metrics(spark, frame, gt, 2, rows_at_most=rows_at_most)
         # set as the caller set it, not merely Spark's default
         assert spark.conf.getAll.get(key) == "true"
-    # without resamples, the rows' cache is the scoring's only one
-    assert plain == "false" and seen == {"persist": [plain], "fill": [plain]}
+    # without resamples, the rows' cache is the scoring's only one; its first action fills it
+    assert plain == "false" and seen["persist"] == [plain] and seen["actions"][0] == plain
+    assert len(seen["counted"]) == (rows_at_most is None)
     assert_same(metrics, spec_metrics(frame, gt))
 
 

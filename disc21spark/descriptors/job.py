@@ -197,13 +197,23 @@ def _search_pairs(spark: SparkSession, job: DescriptorJob, phases: Phases, folde
         searched = pairs.select("query_id", "reference_id", "rrank", "score")
         searched = searched.persist(StorageLevel.MEMORY_AND_DISK)
         cached.append(searched)
-        note["rows"] = searched.count()
+        n_searched = note["rows"] = searched.count()
         mode = f"kNN {spec.knn}" if spec.knn is not None else f"max-results {spec.max_results:,}"
         note["detail"] = mode
     pairs = budget_plan.main_pairs(searched, job.budget_request)
     transport = "files" if files else "broadcast"
     return SearchOutcome(
-        pairs, n_queries, len(refs.ids), dim, shards, size, transport, cached, folder, searched
+        pairs,
+        n_queries,
+        len(refs.ids),
+        dim,
+        shards,
+        size,
+        transport,
+        cached,
+        folder,
+        searched,
+        n_searched,
     )
 
 
@@ -321,6 +331,8 @@ def score_pairs(
         job.curve_points,
         job.sort_partitions,
         read_detail="searched pairs labelled and counted per query",
+        # each budget is a cut of the pairs searched
+        rows_at_most=outcome.n_searched,
     )
     searched = outcome.searched if outcome.searched is not None else outcome.pairs
     request = job.budget_request

@@ -33,6 +33,7 @@ class SearchOutcome:
     folder: Path | None = None  # the job's index folder on the driver
     # every pair searched (query_id, reference_id, rrank, score), cut to each budget
     searched: DataFrame | None = None
+    n_searched: int | None = None  # rows of ``searched`` (None: not counted)
 
     def release(self) -> None:
         for frame in self.cached:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from disc21spark import engine
+from disc21spark import engine, resolve
 from disc21spark.core import config, damage, fs
 from disc21spark.core.errors import InputError
 from disc21spark.core.output import staged_output
@@ -125,7 +125,8 @@ def _distributed(
 
     (fmt,) = {p.format for p in job.choice.inputs.predictions}
     raw = read_predictions(spark, job.predictions, fmt)
-    return score_frame(spark, (raw, job.predictions, fmt), gt, job, phases)
+    bound = resolve.rows_at_most(job.choice.inputs.predictions)
+    return score_frame(spark, (raw, job.predictions, fmt), gt, job, phases, rows_at_most=bound)
 
 
 def score_frame(
@@ -135,13 +136,15 @@ def score_frame(
     job: MatchingJob,
     phases: Phases,
     drawn: Any = None,
+    rows_at_most: int | None = None,
 ):
     """One submission's raw predictions checked and scored on Spark. ``read``: (the
     DataFrame of ``read.read_predictions`` or ``read.typed_table`` of a caller's
     DataFrame, the name messages give it, the format it was read in: csv or parquet, as
     resolved); ``drawn``: the resample weights of ``gt``, drawn once for a pool of
-    tables (``stats.weighted.Drawn``; None: drawn by the bootstrap). What the scorer
-    caches is released before it returns."""
+    tables (``stats.weighted.Drawn``; None: drawn by the bootstrap); ``rows_at_most``:
+    an upper bound on its rows known before reading (``resolve.rows_at_most``; None: not
+    known). What the scorer caches is released before it returns."""
     raw, source, fmt = read
     from pyspark.sql import functions as F
 
@@ -158,6 +161,7 @@ def score_frame(
         resampling=job.resampling,
         per_query=job.per_query,
         drawn=drawn,
+        rows_at_most=rows_at_most,
     )
     try:
         scored = score(spark, pairs, [0], scoring, phases)

@@ -1,7 +1,9 @@
 """The checking pass of the distributed plan: counts, bad rows, repeated pairs and the true pairs.
 
-A first job finds the most rows of one query (it fills the plan's cache of the labelled
-rows); then one aggregation in the JVM reads them once. A repeated pair shares its
+How many slices (below) the census needs is known before reading from a bound on a
+submission's rows (a plain CSV file's size, a search's count) when that bound gives
+few; else a first job finds the most rows of one query (it fills the plan's cache of
+the labelled rows). Then one aggregation in the JVM reads them once. A repeated pair shares its
 query and its 64-bit pair hash. So the rows are grouped by (submission, query, a slice
 of the pair hashes): each group collects its hashes in a list. A repeat is a list
 holding fewer distinct values than values. Map-side partial aggregation builds those
@@ -27,6 +29,7 @@ import numpy as np
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from disc21spark.core.spark import aggregated
 from disc21spark.matching.positions import EMPTY, TrueScores
 from disc21spark.matching.spark.labels import SUBMISSION
 
@@ -36,6 +39,11 @@ from disc21spark.matching.spark.labels import SUBMISSION
 # is a group of the aggregation, so one a query is fastest (docs/design.md, "The
 # census's slices")
 LIST_MAX = 2_000_000
+# a bound on a submission's rows known before reading is trusted when it gives at most
+# this many slices: then no job counts the most rows of a query first, and the census's
+# own job fills the cache. A few slices more cost less than that job; many more cost
+# more (docs/design.md, "The census's slices")
+BOUND_SLICES = 4
 
 
 @dataclass(frozen=True)
@@ -63,6 +71,7 @@ def census(
     pairs: DataFrame | None = None,
     partitions: int | None = None,
     list_max: int = LIST_MAX,
+    rows_at_most: int | None = None,
 ) -> dict[int, Census]:
     """Counts, checks and true pairs of every submission of compact rows
     (``labels.labelled``). ``partitions``: the rows' keys are first shuffled into that
@@ -71,14 +80,17 @@ def census(
     from, when they need checking: then the rows carry ``bad`` (a boolean) and the first
     bad row of a submission is looked up in ``pairs`` (its ``bad`` struct). ``list_max``:
     about the longest list of hashes the repeat check collects (``slice_count``).
+    ``rows_at_most``: an upper bound on one submission's rows, known before reading
+    (None: not known), which may spare the first job (``slices_of``).
 
-    Two Spark actions read ``rows``: the first finds the most rows of a query
-    (``most_rows_of_a_query``), the second is the census. Persisted rows (as
-    ``score.score`` persists them) are read from the input once, by the first.
-    Raises ValueError when ``list_max`` < 1; Spark's errors reading the input pass on."""
-    n_slices = slice_count(most_rows_of_a_query(rows), list_max)
-    flag = F.col("bad") if pairs is not None else F.lit(False)
-    keys = rows.select(SUBMISSION, "query_index", "label", "score", "pair", flag.alias("is_bad"))
+    One or two Spark actions read ``rows``: the first finds the most rows of a query
+    (``most_rows_of_a_query``) unless the bound spares it, the last is the census.
+    Persisted rows (as ``score.score`` persists them) are read from the input once, by
+    the first. Raises ValueError when ``list_max`` < 1; Spark's errors reading the input
+    pass on."""
+    n_slices = slices_of(rows, list_max, rows_at_most)
+    flag = "bad" if pairs is not None else "false"
+    keys = rows.selectExpr(SUBMISSION, "query_index", "label", "score", "pair", f"{flag} AS is_bad")
     if partitions:
         # beyond 64 tasks a core, more partitions only add tasks (a value larger than the
         # rows, say, would schedule that many empty ones)
@@ -92,8 +104,20 @@ def census(
 def most_rows_of_a_query(rows: DataFrame) -> int:
     """The most rows one (submission, query) holds in ``rows`` (0 without rows): a Spark
     action, which fills the cache of persisted rows."""
-    most = rows.groupBy(SUBMISSION, "query_index").count().selectExpr("max(count)").first()
-    return int(most[0] or 0)
+    per_query = aggregated(rows, [SUBMISSION, "query_index"], {"n": "count(1)"})
+    # collect, not first: a limit runs a job per try at the partitions it reads
+    ((most,),) = per_query.selectExpr("max(n)").collect()
+    return int(most or 0)
+
+
+def slices_of(rows: DataFrame, list_max: int = LIST_MAX, rows_at_most: int | None = None) -> int:
+    """The slices of the census of ``rows``: from ``rows_at_most`` (an upper bound on one
+    submission's rows) when it gives at most ``BOUND_SLICES``, else from the most rows of
+    a query, counted by a Spark action (``most_rows_of_a_query``). Raises ValueError when
+    ``list_max`` < 1."""
+    if rows_at_most is not None and slice_count(rows_at_most, list_max) <= BOUND_SLICES:
+        return slice_count(rows_at_most, list_max)
+    return slice_count(most_rows_of_a_query(rows), list_max)
 
 
 def slice_count(most: int, list_max: int = LIST_MAX) -> int:
@@ -108,48 +132,53 @@ def slice_count(most: int, list_max: int = LIST_MAX) -> int:
 
 def _per_query(keys: DataFrame, n_slices: int) -> DataFrame:
     """One row per (submission, query): rows, bad rows, lowest score, repeats and the
-    scores of its true pairs, the pair hashes collected in ``n_slices`` lists."""
-    hashes = F.collect_list("pair")
-    sliced = keys.groupBy(
-        SUBMISSION, "query_index", F.pmod("pair", F.lit(n_slices)).alias("slice")
-    ).agg(
-        F.count(F.lit(1)).alias("n"),
-        F.count_if("is_bad").alias("bad"),
-        F.min("score").alias("bottom"),
-        (F.size(hashes) - F.size(F.array_distinct(hashes))).alias("repeats"),
-        # collect_list leaves the nulls out: the scores of the true pairs only
-        F.collect_list(F.when(F.col("label"), F.col("score"))).alias("true"),
+    scores of its true pairs, the pair hashes collected in ``n_slices`` lists. SQL text,
+    parsed by Spark: a Column built in Python costs a py4j call a step (issue 47)."""
+    slice_keys = [SUBMISSION, "query_index", f"pmod(pair, {int(n_slices)}) AS slice"]
+    sliced = aggregated(
+        keys,
+        slice_keys,
+        {
+            "n": "count(1)",
+            "bad": "count_if(is_bad)",
+            "bottom": "min(score)",
+            # Spark collects the list once for both terms (equal aggregates are merged)
+            "repeats": "size(collect_list(pair)) - size(array_distinct(collect_list(pair)))",
+            # collect_list leaves the nulls out: the scores of the true pairs only
+            "true_scores": "collect_list(CASE WHEN label THEN score END)",
+        },
     )
-    return sliced.groupBy(SUBMISSION, "query_index").agg(
-        F.sum("n").alias("n"),
-        F.sum("bad").alias("bad"),
-        F.min("bottom").alias("bottom"),
-        F.sum("repeats").alias("repeats"),
-        F.flatten(F.collect_list("true")).alias("true"),
+    sums = {c: f"sum({c})" for c in ("n", "bad", "repeats")}
+    return aggregated(
+        sliced,
+        [SUBMISSION, "query_index"],
+        {**sums, "bottom": "min(bottom)", "true_scores": "flatten(collect_list(true_scores))"},
     )
 
 
 def _per_submission(queries: DataFrame) -> DataFrame:
     """One row per submission from its queries' rows (``_per_query``)."""
-    known = F.col("query_index") >= 0
-    return queries.groupBy(SUBMISSION).agg(
-        F.sum("n").alias("n"),
-        F.sum("bad").alias("bad"),
-        F.sum(F.when(~known, F.col("n")).otherwise(0)).alias("unknown"),
-        F.count_if(known).alias("known_queries"),
-        F.sum("repeats").alias("repeats"),
-        F.min(F.when(F.col("repeats") > 0, F.col("query_index"))).alias("repeating"),
-        F.min("bottom").alias("bottom"),
-        F.collect_list(
-            F.when(F.size("true") > 0, F.struct(F.col("query_index").alias("q"), "true"))
-        ).alias("truths"),
+    truths = "named_struct('q', query_index, 'true_scores', true_scores)"
+    return aggregated(
+        queries,
+        [SUBMISSION],
+        {
+            "n": "sum(n)",
+            "bad": "sum(bad)",
+            "unknown": "sum(CASE WHEN NOT (query_index >= 0) THEN n ELSE 0 END)",
+            "known_queries": "count_if(query_index >= 0)",
+            "repeats": "sum(repeats)",
+            "repeating": "min(CASE WHEN repeats > 0 THEN query_index END)",
+            "bottom": "min(bottom)",
+            "truths": f"collect_list(CASE WHEN size(true_scores) > 0 THEN {truths} END)",
+        },
     )
 
 
 def _of(r, first_bad) -> Census:
     """A submission's Census from its ``_per_submission`` row."""
-    query = [t["q"] for t in r["truths"] for _ in t["true"]]
-    score = [s for t in r["truths"] for s in t["true"]]
+    query = [t["q"] for t in r["truths"] for _ in t["true_scores"]]
+    score = [s for t in r["truths"] for s in t["true_scores"]]
     return Census(
         n_predictions=r["n"],
         n_bad=r["bad"],

@@ -76,6 +76,10 @@ class Scoring:
     # the resample weights of ``gt`` drawn once for many calls (stats.weighted.Drawn, a
     # pool of tables); None: the bootstrap draws them
     drawn: Any = None
+    # an upper bound on any one submission's rows, known before reading (a plain CSV
+    # file's size: ``resolve.rows_at_most``; a search's count): it may spare the census
+    # its first job (``census.slices_of``); None: not known
+    rows_at_most: int | None = None
 
 
 @dataclass
@@ -194,7 +198,9 @@ def _census(
     """The first pass over the input (Spark is lazy: reading happens here)."""
     with phases.phase("read") as note:
         try:
-            found = census.census(rows, pairs, scoring.partitions)
+            found = census.census(
+                rows, pairs, scoring.partitions, rows_at_most=scoring.rows_at_most
+            )
         except Exception as exc:
             if is_read_failure(exc):
                 raise UnreadableInput(exc) from None
