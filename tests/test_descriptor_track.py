@@ -95,6 +95,24 @@ def test_spark_pairs_equal_the_specification(spark, small, case):
         outcome.release()
 
 
+def test_the_search_counts_bound_the_rows_the_scoring_reads(spark, small, monkeypatch):
+    """The searched pairs' count reaches the scoring as a bound on a budget's rows (each
+    budget is a cut of them): the census takes its slices from it, and no job counts
+    the most rows of a query first."""
+    from disc21spark.matching.spark import census
+
+    bounds, slices = [], census.slices_of
+
+    def spy(rows, list_max, rows_at_most=None):
+        bounds.append(rows_at_most)
+        return slices(rows, list_max, rows_at_most)
+
+    monkeypatch.setattr(census, "slices_of", spy)
+    scores = D.evaluate(spark, job_for(small, knn=3))
+    # kNN 3 and no budgets: the budget scored is every pair searched
+    assert bounds == [scores.metrics.n_predictions] and bounds[0] > 0
+
+
 def test_descriptor_files_named_by_uris_are_read_through_hadoop_and_shipped(spark, small):
     """file: URIs (as any URI): copied to the driver through Hadoop and sent to the
     executors with addFile; the pairs are the same, a glob and a .npy's ids file too."""

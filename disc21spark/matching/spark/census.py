@@ -148,17 +148,22 @@ def _per_query(keys: DataFrame, n_slices: int) -> DataFrame:
             "true_scores": "collect_list(CASE WHEN label THEN score END)",
         },
     )
-    sums = {c: f"sum({c})" for c in ("n", "bad", "repeats")}
     return aggregated(
         sliced,
         [SUBMISSION, "query_index"],
-        {**sums, "bottom": "min(bottom)", "true_scores": "flatten(collect_list(true_scores))"},
+        {
+            "n": "sum(n)",
+            "bad": "sum(bad)",
+            "bottom": "min(bottom)",
+            "repeats": "sum(repeats)",
+            "true_scores": "flatten(collect_list(true_scores))",
+        },
     )
 
 
 def _per_submission(queries: DataFrame) -> DataFrame:
     """One row per submission from its queries' rows (``_per_query``)."""
-    truths = "named_struct('q', query_index, 'true_scores', true_scores)"
+    truths = "struct(query_index AS q, true_scores)"
     return aggregated(
         queries,
         [SUBMISSION],
