@@ -180,7 +180,8 @@ def _score_one(
         # optimistic μAP (tie sensitivity needs no resample)
         limits = (job.max_results, job.curve_points)
         return score_table(predictions, source, gt, limits, job.resampling, job.per_query, drawn)
-    read = (_spark_raw(engine.spark, predictions, source), source, "csv")
+    # a table's rows are not known before it is read
+    read = (_spark_raw(engine.spark, predictions, source), source, "csv", None)
     return score_frame(engine.spark, read, gt, job, Phases(), drawn)
 
 

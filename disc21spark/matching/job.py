@@ -126,7 +126,7 @@ def _distributed(
     (fmt,) = {p.format for p in job.choice.inputs.predictions}
     raw = read_predictions(spark, job.predictions, fmt)
     bound = resolve.rows_at_most(job.choice.inputs.predictions)
-    return score_frame(spark, (raw, job.predictions, fmt), gt, job, phases, rows_at_most=bound)
+    return score_frame(spark, (raw, job.predictions, fmt, bound), gt, job, phases)
 
 
 def score_frame(
@@ -136,16 +136,15 @@ def score_frame(
     job: MatchingJob,
     phases: Phases,
     drawn: Any = None,
-    rows_at_most: int | None = None,
 ):
     """One submission's raw predictions checked and scored on Spark. ``read``: (the
     DataFrame of ``read.read_predictions`` or ``read.typed_table`` of a caller's
     DataFrame, the name messages give it, the format it was read in: csv or parquet, as
-    resolved); ``drawn``: the resample weights of ``gt``, drawn once for a pool of
-    tables (``stats.weighted.Drawn``; None: drawn by the bootstrap); ``rows_at_most``:
-    an upper bound on its rows known before reading (``resolve.rows_at_most``; None: not
-    known). What the scorer caches is released before it returns."""
-    raw, source, fmt = read
+    resolved, the most rows it can hold: ``resolve.rows_at_most``, None when not known);
+    ``drawn``: the resample weights of ``gt``, drawn once for a pool of tables
+    (``stats.weighted.Drawn``; None: drawn by the bootstrap). What the scorer caches is
+    released before it returns."""
+    raw, source, fmt, rows_at_most = read
     from pyspark.sql import functions as F
 
     from disc21spark.matching.spark import labels, validate
