@@ -10,10 +10,14 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import PurePosixPath
 from typing import Any
 
 from disc21spark.core.paths import codec, detect_format, display_path, is_plain, is_uri
 
+# the name endings of a file whose size bounds its rows (``ResolvedInput.rows_at_most``):
+# any other may be one a session's Hadoop codecs decompress
+PLAIN_TEXT = ("", ".csv", ".txt")
 # the inputs besides the predictions, by the name a request and a job both give them:
 # (role in the record, the attribute holding the path, the one holding its format)
 OTHERS = (
@@ -44,13 +48,16 @@ class ResolvedInput:
 
     @property
     def rows_at_most(self) -> int | None:
-        """The most rows this file can hold, from its size alone: a plain CSV file's row is
-        a line with a character that is not white space, and its line end, so at most one
-        row per 2 bytes (the last line may have no end). None when the size does not
-        tell: Parquet, a codec, a size not known."""
-        if self.format != "csv" or self.codec is not None or self.size is None:
+        """The most rows this file can hold, from its size as listed: a plain CSV file's
+        row is a line with a character that is not white space, and its line end, so at
+        most one row per 2 bytes (the last line may have no end). None when the size
+        does not tell: Parquet, a name that does not say plain text (a codec, or one a
+        session may add, such as ``.lzo``), a size not known or negative (some file
+        systems list -1). A file that grows between listing and reading may pass it."""
+        plain = PurePosixPath(self.given.lower().rstrip("/")).suffix in PLAIN_TEXT
+        if self.format != "csv" or self.codec is not None or not plain:
             return None
-        return (self.size + 1) // 2
+        return (self.size + 1) // 2 if self.size is not None and self.size >= 0 else None
 
     def record(self) -> dict[str, Any]:
         """The run record's entry (metrics.json's ``run.resolved``)."""
@@ -81,7 +88,7 @@ class RunInputs:
         """The predictions file ``path`` (as listed) resolved; KeyError for another."""
         return next(p for p in self.predictions if p.given == path)
 
-    def most_rows(self, paths: Sequence[str]) -> int | None:
+    def rows_at_most_of_one(self, paths: Sequence[str]) -> int | None:
         """The most rows any one of the predictions files ``paths`` (as listed) can hold
         (``ResolvedInput.rows_at_most``); None when one is no file listed here (a table's
         submission) or its size does not tell."""

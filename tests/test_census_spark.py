@@ -151,26 +151,56 @@ def two_queries(spark):
 def test_a_plain_csv_files_size_bounds_its_rows():
     """A row of a plain CSV file is a line holding a character that is not white space,
     and its line end: at most one row per 2 bytes, the last line maybe without an end.
-    A codec, Parquet or an unknown size tells nothing; one submission's parts add up; a
-    pool's bound is its largest submission's, none when one is not a file listed."""
+    A codec, a name that does not say plain text, Parquet, or a size unknown or negative
+    tells nothing; one submission's parts add up; a pool's bound is its largest file's,
+    none when one is not a file listed."""
     plain = ResolvedInput("a.csv", "/d/a.csv", False, "csv", None, 7)  # "a\nb\nc\nd"
     other = ResolvedInput("b.csv", "/d/b.csv", False, "csv", None, 10)
+    part = ResolvedInput("hdfs://n/f/part-00000", None, True, "csv", None, 4)
     gz = ResolvedInput("c.csv.gz", "/d/c.csv.gz", False, "csv", ".gz", 7)
+    lzo = ResolvedInput("c.csv.lzo", "/d/c.csv.lzo", False, "csv", None, 7)
     parquet = ResolvedInput("p.parquet", "/d/p.parquet", False, "parquet", None, 7)
     unsized = ResolvedInput("hdfs://n/u.csv", None, True, "csv", None, None)
-    assert [f.rows_at_most for f in (plain, other, gz, parquet, unsized)] == [
-        4,
-        5,
-        None,
-        None,
-        None,
-    ]
+    negative = ResolvedInput("http://h/u.csv", None, True, "csv", None, -1)
+    bounds = [f.rows_at_most for f in (plain, other, part, gz, lzo, parquet, unsized, negative)]
+    assert bounds == [4, 5, 2, None, None, None, None, None]
     assert rows_at_most([plain, other]) == 9 and rows_at_most([]) is None
     assert rows_at_most([plain, gz]) is None
     inputs = RunInputs((plain, other, gz))
-    assert inputs.most_rows(["a.csv", "b.csv"]) == 5 and inputs.most_rows([]) is None
-    assert inputs.most_rows(["a.csv", "c.csv.gz"]) is None
-    assert inputs.most_rows(["a.csv", "a table's submission"]) is None
+    assert inputs.rows_at_most_of_one(["a.csv", "b.csv"]) == 5
+    assert inputs.rows_at_most_of_one([]) is None
+    assert inputs.rows_at_most_of_one(["a.csv", "c.csv.gz"]) is None
+    assert inputs.rows_at_most_of_one(["a.csv", "a table's submission"]) is None
+
+
+def test_no_plain_csv_file_holds_more_rows_than_its_size_bounds(spark, tmp_path):
+    """The bound against Spark's own reading of the rows: one-character rows, each line
+    end Hadoop knows, the last line without one, are exactly as many as the size
+    bounds. Blank lines, a header and longer rows only add bytes. A folder's parts add
+    up."""
+    from disc21spark.matching.spark.read import read_predictions
+    from disc21spark.resolve import resolve
+
+    files = {
+        "lf.csv": b"x\n" * 50 + b"x",
+        "cr.csv": b"x\r" * 50 + b"x",
+        "crlf.csv": b"x\r\n" * 50,
+        "blank.csv": b"query_id,reference_id,score\n" + b"q,r,1\n\n  \n" * 20 + b",\n",
+    }
+    folder = tmp_path / "parts"
+    folder.mkdir()
+    (folder / "part-00000").write_bytes(b"x\n" * 10)
+    (folder / "part-00001.csv").write_bytes(b"y\n" * 5 + b"y")
+    for name, data in files.items():
+        (tmp_path / name).write_bytes(data)
+    found = {}
+    for name in files:
+        path = str(tmp_path / name)
+        found[name] = (read_predictions(spark, path, "csv").count(), resolve(path).rows_at_most)
+    assert found["lf.csv"] == found["cr.csv"] == (51, 51)
+    assert all(rows <= bound for rows, bound in found.values())
+    parts = [resolve(str(p)) for p in sorted(folder.iterdir())]
+    assert read_predictions(spark, str(folder), "csv").count() == rows_at_most(parts) == 16
 
 
 @pytest.mark.parametrize("suffix", [".csv", ".csv.gz"])

@@ -101,16 +101,20 @@ def test_the_search_counts_bound_the_rows_the_scoring_reads(spark, small, monkey
     the most rows of a query first."""
     from disc21spark.matching.spark import census
 
-    bounds, slices = [], census.slices_of
+    bounds, counted = [], []
+    slices, most = census.slices_of, census.most_rows_of_a_query
 
     def spy(rows, list_max, rows_at_most=None):
         bounds.append(rows_at_most)
         return slices(rows, list_max, rows_at_most)
 
     monkeypatch.setattr(census, "slices_of", spy)
+    monkeypatch.setattr(
+        census, "most_rows_of_a_query", lambda rows: counted.append(1) or most(rows)
+    )
     scores = D.evaluate(spark, job_for(small, knn=3))
     # kNN 3 and no budgets: the budget scored is every pair searched
-    assert bounds == [scores.metrics.n_predictions] and bounds[0] > 0
+    assert bounds == [scores.metrics.n_predictions] and bounds[0] > 0 and not counted
 
 
 def test_descriptor_files_named_by_uris_are_read_through_hadoop_and_shipped(spark, small):

@@ -52,6 +52,44 @@ def write_pool(folder: Path, seed: int, n_subs: int) -> dict[str, pd.DataFrame]:
     return subs
 
 
+@pytest.mark.parametrize("with_parquet", [False, True])
+def test_a_distributed_pools_bound_is_its_largest_plain_csv_file(
+    spark, tmp_path, gt_file, monkeypatch, with_parquet
+):
+    """The distributed plan's census takes a pool's bound on its rows from its largest
+    plain CSV file, so no job counts the most rows of a query first; a Parquet file in
+    the pool tells nothing, and the job counts. The board is the specification's."""
+    from disc21spark.matching.spark import census
+
+    folder, rng = tmp_path / "pool", np.random.default_rng(5)
+    folder.mkdir()
+    subs = {f"t{i}": random_submission(rng, n) for i, n in enumerate((40, 90, 30))}
+    for name, frame in subs.items():
+        if name == "t2" and with_parquet:
+            frame.to_parquet(folder / f"{name}.parquet", index=False)
+        else:
+            frame.to_csv(folder / f"{name}.csv", index=False)
+    bounds, counted = [], []
+    slices, most = census.slices_of, census.most_rows_of_a_query
+
+    def spy(rows, list_max, rows_at_most=None):
+        bounds.append(rows_at_most)
+        return slices(rows, list_max, rows_at_most)
+
+    monkeypatch.setattr(census, "slices_of", spy)
+    monkeypatch.setattr(
+        census, "most_rows_of_a_query", lambda rows: counted.append(1) or most(rows)
+    )
+    result = pool.run(spark, pool.PoolJob(gt_file, [str(folder)], None, pool_plan="distributed"))
+    largest = max((f.stat().st_size + 1) // 2 for f in folder.glob("*.csv"))
+    assert bounds == [None if with_parquet else largest]
+    assert counted == ([1] if with_parquet else [])
+    for s in result.submissions:
+        frame = subs[s.name]
+        want = evaluate(frame.query_id, frame.reference_id, frame.score.to_numpy(), ground_truth())
+        assert s.status == "ok" and s.metrics.to_dict() == want.to_dict(), s.name
+
+
 @pytest.mark.parametrize(
     "seed,partitions,plan",
     [

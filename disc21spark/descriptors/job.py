@@ -212,8 +212,8 @@ def _search_pairs(spark: SparkSession, job: DescriptorJob, phases: Phases, folde
         transport,
         cached,
         folder,
-        searched,
-        n_searched,
+        searched=searched,
+        n_searched=n_searched,
     )
 
 

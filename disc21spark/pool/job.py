@@ -330,7 +330,7 @@ def _score_distributed(
             read_detail=f"{len(live)} submissions parsed, checked and counted in one pass",
             resampling=job.resampling,
             per_query=job.per_query,
-            rows_at_most=job.choice.inputs.most_rows([s.source for s in live]),
+            rows_at_most=job.choice.inputs.rows_at_most_of_one([s.source for s in live]),
         )
         pairs = read_pool(spark, job, live, only)
         try:

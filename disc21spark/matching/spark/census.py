@@ -1,17 +1,17 @@
 """The checking pass of the distributed plan: counts, bad rows, repeated pairs and the true pairs.
 
-How many slices (below) the census needs is known before reading from a bound on a
-submission's rows (a plain CSV file's size, a search's count) when that bound gives
-few; else a first job finds the most rows of one query (it fills the plan's cache of
-the labelled rows). Then one aggregation in the JVM reads them once. A repeated pair shares its
+The slices (below) follow the most rows of one query. A bound on a submission's rows
+known before reading (a plain CSV file's size, a search's count) gives them when it
+gives few. Else a first job finds that most, filling the plan's cache of the labelled
+rows. Then one aggregation in the JVM reads the rows once. A repeated pair shares its
 query and its 64-bit pair hash. So the rows are grouped by (submission, query, a slice
 of the pair hashes): each group collects its hashes in a list. A repeat is a list
 holding fewer distinct values than values. Map-side partial aggregation builds those
 lists where the rows are, so what a shuffle moves is about the hashes themselves (8
 bytes a row, in few records), not a record per row. The slices bound a list to a share
 of one query's rows. There are as few as keep every list about ``LIST_MAX`` long at
-most, given the most rows of one query: one slice up to 2M rows a query (DISC21's
-files have a few hundred).
+most, given the most rows of one query (or the bound): one slice up to 2M rows a query
+(DISC21's files have a few hundred).
 Two small aggregations then sum the groups per query and per submission: the driver gets
 one row per submission, with its counts and its predicted true pairs (at most the ground
 truth's positives; every row of the plan that follows is counted against them).
@@ -115,8 +115,10 @@ def slices_of(rows: DataFrame, list_max: int = LIST_MAX, rows_at_most: int | Non
     submission's rows) when it gives at most ``BOUND_SLICES``, else from the most rows of
     a query, counted by a Spark action (``most_rows_of_a_query``). Raises ValueError when
     ``list_max`` < 1."""
-    if rows_at_most is not None and slice_count(rows_at_most, list_max) <= BOUND_SLICES:
-        return slice_count(rows_at_most, list_max)
+    if rows_at_most is not None:
+        bounded = slice_count(rows_at_most, list_max)
+        if bounded <= BOUND_SLICES:
+            return bounded
     return slice_count(most_rows_of_a_query(rows), list_max)
 
 
