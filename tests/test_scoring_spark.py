@@ -20,7 +20,7 @@ from disc21spark.matching.oracle.spec import evaluate
 from disc21spark.matching.spark import labels
 from disc21spark.matching.spark import plan as scoring
 from disc21spark.matching.spark.census import census
-from disc21spark.matching.spark.score import PLAIN_CACHE, Scoring, score
+from disc21spark.matching.spark.score import PLAIN_CACHE, SMALL_ROWS, Scoring, score, static_plan
 from tests.helpers import assert_same, make_gt, random_submission, tiny_inputs
 
 
@@ -67,19 +67,53 @@ PARTITIONS = (1, 2, 7, 50)
     # the random draws among the cheap partitionings: 50 partitions (most of them empty or
     # holding a pair or two) cost 8 s a scoring here, and its examples below hold it
     partitions=st.sampled_from(PARTITIONS[:3]),
+    # a bound on the rows known: the census's slices from it, and a small input's static
+    # plan (no adaptive execution)
+    bounded=st.booleans(),
 )
 # every partitioning at least once, on 400 pairs with many ties (each one equal to the
 # specification is all of them equal to each other; a Spark scoring costs seconds here)
-@example(seed=7, n=400, n_scores=3, partitions=1)
-@example(seed=7, n=400, n_scores=3, partitions=2)
-@example(seed=8, n=400, n_scores=50, partitions=7)
-@example(seed=9, n=400, n_scores=1, partitions=50)
-@example(seed=10, n=37, n_scores=10**6, partitions=50)
-def test_spark_equals_specification_for_1_2_7_50_partitions(spark, seed, n, n_scores, partitions):
+@example(seed=7, n=400, n_scores=3, partitions=1, bounded=False)
+@example(seed=7, n=400, n_scores=3, partitions=2, bounded=True)
+@example(seed=8, n=400, n_scores=50, partitions=7, bounded=False)
+@example(seed=9, n=400, n_scores=1, partitions=50, bounded=False)
+@example(seed=10, n=37, n_scores=10**6, partitions=50, bounded=True)
+def test_spark_equals_specification_for_1_2_7_50_partitions(
+    spark, seed, n, n_scores, partitions, bounded
+):
     rng = np.random.default_rng(seed)
     gt = make_gt(40, 25)
     frame = random_submission(rng, gt, n, n_scores)
-    assert_same(spark_metrics(spark, frame, gt, partitions), spec_metrics(frame, gt))
+    found = spark_metrics(spark, frame, gt, partitions, rows_at_most=n if bounded else None)
+    assert_same(found, spec_metrics(frame, gt))
+
+
+def test_a_small_input_is_scored_on_a_static_plan_and_the_session_keeps_its_own(spark, monkeypatch):
+    """A bound on the rows within SMALL_ROWS, all submissions together, turns adaptive
+    execution off, a shuffle partition a million rows, at most one a core; a larger or
+    unknown bound changes nothing. Every Spark action of the scoring runs under those
+    settings, and the caller's session has its own back afterwards."""
+    off, parts = "spark.sql.adaptive.enabled", "spark.sql.shuffle.partitions"
+    cores = spark.sparkContext.defaultParallelism
+    assert static_plan(spark, None, 1) == {} and static_plan(spark, SMALL_ROWS, 2) == {}
+    assert static_plan(spark, 400, 3) == {off: "false", parts: "1"}
+    assert static_plan(spark, SMALL_ROWS, 1)[parts] == str(min(cores, SMALL_ROWS // 10**6))
+    seen = []
+    frames = type(spark.range(1))  # Spark 4's classic DataFrame
+    collect = frames.collect
+
+    def spy(self):
+        seen.append((self.sparkSession.conf.get(off), self.sparkSession.conf.get(parts)))
+        return collect(self)
+
+    monkeypatch.setattr(frames, "collect", spy)
+    gt = make_gt(40, 25)
+    frame = random_submission(np.random.default_rng(4), gt, 300, 20)
+    with spark_conf(spark, {off: "true", parts: "13"}):
+        metrics = spark_metrics(spark, frame, gt, 2, rows_at_most=300)
+        assert spark.conf.getAll.get(off) == "true" and spark.conf.getAll.get(parts) == "13"
+    assert seen and set(seen) == {("false", "1")}
+    assert_same(metrics, spec_metrics(frame, gt))
 
 
 @pytest.mark.parametrize("rows_at_most", [None, 1000])

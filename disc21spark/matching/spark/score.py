@@ -44,6 +44,11 @@ CHECKED = ("file", "bad")  # the columns of parsed predictions, which need check
 # "Cost model"). The per-query counts (plan.QueryBuckets, a few million rows at most)
 # keep the session's setting
 PLAIN_CACHE = {"spark.sql.inMemoryColumnarStorage.compressed": "false"}
+# a small input is scored on a static plan: adaptive execution runs each exchange of an
+# action as a Spark job of its own, and a small input's time goes to those jobs (a
+# 400-pair run: 5 jobs, not 15, in 0.8x the time; docs/design.md, "Fixed costs of a
+# small run"). Small: at most the rows whose bound spares the census its first job
+SMALL_ROWS = census.BOUND_SLICES * census.LIST_MAX
 
 
 class UnreadableInput(Exception):
@@ -98,9 +103,33 @@ def score(
     phases: Phases | None = None,
 ) -> Scored:
     """Score every listed submission of ``pairs`` (a submission with no row is scored as
-    empty). Raises ``UnreadableInput`` when an input file cannot be read, after releasing
-    what it cached; rows of a submission not listed are an internal error."""
-    phases = phases or Phases()
+    empty), a small input on a static plan (``static_plan``). Raises ``UnreadableInput``
+    when an input file cannot be read, after releasing what it cached; rows of a
+    submission not listed are an internal error."""
+    with spark_conf(spark, static_plan(spark, scoring.rows_at_most, len(submissions))):
+        return _scored(spark, pairs, submissions, scoring, phases or Phases())
+
+
+def static_plan(spark: SparkSession, rows_at_most: int | None, submissions: int) -> dict[str, str]:
+    """The session settings of a small input's scoring: adaptive execution off and a
+    shuffle partition a million rows (at least one, at most one a core), when a bound
+    on each submission's rows (``rows_at_most``) holds all ``submissions`` within
+    ``SMALL_ROWS``; none otherwise (adaptive execution sizes the shuffles)."""
+    if rows_at_most is None or rows_at_most * submissions > SMALL_ROWS:
+        return {}
+    cores = spark.sparkContext.defaultParallelism
+    partitions = max(1, min(cores, -(-rows_at_most * submissions // 1_000_000)))
+    return {"spark.sql.adaptive.enabled": "false", "spark.sql.shuffle.partitions": str(partitions)}
+
+
+def _scored(
+    spark: SparkSession,
+    pairs: DataFrame,
+    submissions: Sequence[int],
+    scoring: Scoring,
+    phases: Phases,
+) -> Scored:
+    """``score`` under the session settings it chose."""
     checked = all(c in pairs.columns for c in CHECKED)
     # only a flag per row moves on: the wording of a bad row is read again if there is one
     flagged = pairs.withColumn("bad", F.col("bad").isNotNull()) if checked else pairs
