@@ -19,9 +19,10 @@ MAX_CALLS = 200
 
 @pytest.mark.xfail(
     strict=False,
-    reason="issue 47: 15 Spark jobs and about 890 py4j calls on 2026-12-06 (18 and 1,500-1,800 "
-    "before the census's slices came from the file's size; 3,811 calls before the plan's "
-    "expressions were SQL text; docs/design.md, Cost model): not reached yet",
+    reason="issue 47: 5 Spark jobs and 900-1,100 py4j calls on 2026-12-06 (18 and 1,500-1,800 "
+    "before a small input got a static plan and its census's slices from the file's size; "
+    "3,811 calls before the plan's expressions were SQL text; docs/design.md, Cost model): "
+    "not reached yet",
 )
 def test_a_tiny_evaluate_on_spark_makes_few_jobs_and_py4j_calls(spark, tmp_path):
     gt, predictions = tiny_inputs(tmp_path)
