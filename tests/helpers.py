@@ -192,3 +192,21 @@ def py4j_calls() -> Iterator[list[int]]:
     finally:
         for cls, send in saved:
             cls.send_command = send
+
+
+def watch_census_slices(monkeypatch) -> tuple[list, list]:
+    """Spies on how the census chose its slices, as (bounds, counted): the bound on the
+    rows each call of ``census.slices_of`` got (``rows_at_most``, None when unknown), and
+    a 1 for each Spark job that counted the most rows of a query."""
+    from disc21spark.matching.spark import census
+
+    bounds, counted = [], []
+    slices, most = census.slices_of, census.most_rows_of_a_query
+
+    def spy(rows, list_max=census.LIST_MAX, rows_at_most=None):
+        bounds.append(rows_at_most)
+        return slices(rows, list_max, rows_at_most)
+
+    monkeypatch.setattr(census, "slices_of", spy)
+    monkeypatch.setattr(census, "most_rows_of_a_query", lambda r: counted.append(1) or most(r))
+    return bounds, counted

@@ -26,7 +26,7 @@ from disc21spark.matching.spark.census import (
     slices_of,
 )
 from disc21spark.resolve import ResolvedInput, RunInputs, rows_at_most
-from tests.helpers import tiny_inputs
+from tests.helpers import tiny_inputs, watch_census_slices
 
 
 @settings(
@@ -117,13 +117,8 @@ def test_a_bound_on_the_rows_gives_few_slices_without_the_first_job(spark, monke
     most BOUND_SLICES (lists at most 11 long: 4 slices). A bound that gives more is not
     trusted (lists at most 10 long: 5 for 42 rows): the job counts, and the largest
     query's 30 rows need 3, as without a bound."""
-    from disc21spark.matching.spark import census as checking
 
-    counted = []
-    most = checking.most_rows_of_a_query
-    monkeypatch.setattr(
-        checking, "most_rows_of_a_query", lambda rows: counted.append(1) or most(rows)
-    )
+    _, counted = watch_census_slices(monkeypatch)
     rows = two_queries(spark)
     assert BOUND_SLICES == 4
     assert slices_of(rows, 11, rows_at_most=42) == 4 and counted == []
@@ -208,23 +203,12 @@ def test_a_run_of_a_plain_csv_file_spares_the_first_job(spark, tmp_path, monkeyp
     """A run on Spark of a plain CSV file hands the census the bound its size gives, so
     no job counts the most rows of a query first; a compressed file's size tells nothing,
     and the job counts. The figures are the in-process engine's either way."""
-    from disc21spark.matching.spark import census as checking
 
     gt, predictions = tiny_inputs(tmp_path)
     path = tmp_path / f"submission{suffix}"
     data = Path(predictions).read_bytes()
     path.write_bytes(gzip.compress(data) if suffix == ".csv.gz" else data)
-    bounds, counted = [], []
-    slices, most = checking.slices_of, checking.most_rows_of_a_query
-
-    def spy_slices(rows, list_max=LIST_MAX, rows_at_most=None):
-        bounds.append(rows_at_most)
-        return slices(rows, list_max, rows_at_most)
-
-    monkeypatch.setattr(checking, "slices_of", spy_slices)
-    monkeypatch.setattr(
-        checking, "most_rows_of_a_query", lambda rows: counted.append(1) or most(rows)
-    )
+    bounds, counted = watch_census_slices(monkeypatch)
     found = ds.evaluate(gt, str(path), engine=spark, resamples=0)
     plain = suffix == ".csv"
     assert bounds == [(len(data) + 1) // 2 if plain else None]

@@ -19,6 +19,7 @@ from disc21spark.descriptors import spec as S
 from disc21spark.matching.job import MatchingJob
 from disc21spark.matching.job import run as run_matching
 from disc21spark.testing.synth import read_ground_truth_csv, write_descriptor_set
+from tests.helpers import watch_census_slices
 
 
 def job_for(small, **kw) -> D.DescriptorJob:
@@ -99,19 +100,7 @@ def test_the_search_counts_bound_the_rows_the_scoring_reads(spark, small, monkey
     """The searched pairs' count reaches the scoring as a bound on a budget's rows (each
     budget is a cut of them): the census takes its slices from it, and no job counts
     the most rows of a query first."""
-    from disc21spark.matching.spark import census
-
-    bounds, counted = [], []
-    slices, most = census.slices_of, census.most_rows_of_a_query
-
-    def spy(rows, list_max, rows_at_most=None):
-        bounds.append(rows_at_most)
-        return slices(rows, list_max, rows_at_most)
-
-    monkeypatch.setattr(census, "slices_of", spy)
-    monkeypatch.setattr(
-        census, "most_rows_of_a_query", lambda rows: counted.append(1) or most(rows)
-    )
+    bounds, counted = watch_census_slices(monkeypatch)
     scores = D.evaluate(spark, job_for(small, knn=3))
     # kNN 3 and no budgets: the budget scored is every pair searched
     assert bounds == [scores.metrics.n_predictions] and bounds[0] > 0 and not counted

@@ -26,6 +26,7 @@ from disc21spark.matching.spark import per_file
 from disc21spark.pool import job as pool
 from disc21spark.resolve import resolve
 from tests.conftest import ROOT, cli_env
+from tests.helpers import watch_census_slices
 from tests.pool_helpers import GT, ground_truth, mount, random_submission
 from tests.running import in_process, succeed
 
@@ -59,8 +60,6 @@ def test_a_distributed_pools_bound_is_its_largest_plain_csv_file(
     """The distributed plan's census takes a pool's bound on its rows from its largest
     plain CSV file, so no job counts the most rows of a query first; a Parquet file in
     the pool tells nothing, and the job counts. The board is the specification's."""
-    from disc21spark.matching.spark import census
-
     folder, rng = tmp_path / "pool", np.random.default_rng(5)
     folder.mkdir()
     subs = {f"t{i}": random_submission(rng, n) for i, n in enumerate((40, 90, 30))}
@@ -69,17 +68,7 @@ def test_a_distributed_pools_bound_is_its_largest_plain_csv_file(
             frame.to_parquet(folder / f"{name}.parquet", index=False)
         else:
             frame.to_csv(folder / f"{name}.csv", index=False)
-    bounds, counted = [], []
-    slices, most = census.slices_of, census.most_rows_of_a_query
-
-    def spy(rows, list_max, rows_at_most=None):
-        bounds.append(rows_at_most)
-        return slices(rows, list_max, rows_at_most)
-
-    monkeypatch.setattr(census, "slices_of", spy)
-    monkeypatch.setattr(
-        census, "most_rows_of_a_query", lambda rows: counted.append(1) or most(rows)
-    )
+    bounds, counted = watch_census_slices(monkeypatch)
     result = pool.run(spark, pool.PoolJob(gt_file, [str(folder)], None, pool_plan="distributed"))
     largest = max((f.stat().st_size + 1) // 2 for f in folder.glob("*.csv"))
     assert bounds == [None if with_parquet else largest]

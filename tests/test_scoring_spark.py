@@ -67,37 +67,39 @@ PARTITIONS = (1, 2, 7, 50)
     # the random draws among the cheap partitionings: 50 partitions (most of them empty or
     # holding a pair or two) cost 8 s a scoring here, and its examples below hold it
     partitions=st.sampled_from(PARTITIONS[:3]),
-    # a bound on the rows known: the census's slices from it, and a small input's static
-    # plan (no adaptive execution)
-    bounded=st.booleans(),
+    # a bound on the rows known (the rows, or the most a small input has): the census's
+    # slices from it, and a small input's static plan (1 or 8 shuffle partitions)
+    bound=st.sampled_from(["none", "rows", "small"]),
 )
 # every partitioning at least once, on 400 pairs with many ties (each one equal to the
 # specification is all of them equal to each other; a Spark scoring costs seconds here)
-@example(seed=7, n=400, n_scores=3, partitions=1, bounded=False)
-@example(seed=7, n=400, n_scores=3, partitions=2, bounded=True)
-@example(seed=8, n=400, n_scores=50, partitions=7, bounded=False)
-@example(seed=9, n=400, n_scores=1, partitions=50, bounded=False)
-@example(seed=10, n=37, n_scores=10**6, partitions=50, bounded=True)
+@example(seed=7, n=400, n_scores=3, partitions=1, bound="none")
+@example(seed=7, n=400, n_scores=3, partitions=2, bound="rows")
+@example(seed=8, n=400, n_scores=50, partitions=7, bound="small")
+@example(seed=9, n=400, n_scores=1, partitions=50, bound="none")
+@example(seed=10, n=37, n_scores=10**6, partitions=50, bound="rows")
 def test_spark_equals_specification_for_1_2_7_50_partitions(
-    spark, seed, n, n_scores, partitions, bounded
+    spark, seed, n, n_scores, partitions, bound
 ):
     rng = np.random.default_rng(seed)
     gt = make_gt(40, 25)
     frame = random_submission(rng, gt, n, n_scores)
-    found = spark_metrics(spark, frame, gt, partitions, rows_at_most=n if bounded else None)
+    rows_at_most = {"none": None, "rows": n, "small": SMALL_ROWS}[bound]
+    found = spark_metrics(spark, frame, gt, partitions, rows_at_most=rows_at_most)
     assert_same(found, spec_metrics(frame, gt))
 
 
-def test_a_small_input_is_scored_on_a_static_plan_and_the_session_keeps_its_own(spark, monkeypatch):
+def test_a_small_input_is_scored_on_a_static_plan_and_the_session_keeps_its_own(
+    spark, monkeypatch, tmp_path
+):
     """A bound on the rows within SMALL_ROWS, all submissions together, turns adaptive
-    execution off, a shuffle partition a million rows, at most one a core; a larger or
-    unknown bound changes nothing. Every Spark action of the scoring runs under those
-    settings, and the caller's session has its own back afterwards."""
+    execution off, a shuffle partition a million rows; a larger or unknown bound changes
+    nothing. Every Spark action of a small file's run on Spark (checks, counts per query,
+    intervals) runs under those settings, and the caller's session has its own back."""
     off, parts = "spark.sql.adaptive.enabled", "spark.sql.shuffle.partitions"
-    cores = spark.sparkContext.defaultParallelism
-    assert static_plan(spark, None, 1) == {} and static_plan(spark, SMALL_ROWS, 2) == {}
-    assert static_plan(spark, 400, 3) == {off: "false", parts: "1"}
-    assert static_plan(spark, SMALL_ROWS, 1)[parts] == str(min(cores, SMALL_ROWS // 10**6))
+    assert static_plan(None, 1) == {} and static_plan(SMALL_ROWS, 2) == {}
+    assert static_plan(400, 3) == {off: "false", parts: "1"}
+    assert static_plan(SMALL_ROWS, 1)[parts] == "8"
     seen = []
     frames = type(spark.range(1))  # Spark 4's classic DataFrame
     collect = frames.collect
@@ -106,14 +108,13 @@ def test_a_small_input_is_scored_on_a_static_plan_and_the_session_keeps_its_own(
         seen.append((self.sparkSession.conf.get(off), self.sparkSession.conf.get(parts)))
         return collect(self)
 
+    gt, predictions = tiny_inputs(tmp_path)
     monkeypatch.setattr(frames, "collect", spy)
-    gt = make_gt(40, 25)
-    frame = random_submission(np.random.default_rng(4), gt, 300, 20)
     with spark_conf(spark, {off: "true", parts: "13"}):
-        metrics = spark_metrics(spark, frame, gt, 2, rows_at_most=300)
+        found = ds.evaluate(gt, predictions, engine=spark)
         assert spark.conf.getAll.get(off) == "true" and spark.conf.getAll.get(parts) == "13"
     assert seen and set(seen) == {("false", "1")}
-    assert_same(metrics, spec_metrics(frame, gt))
+    assert found.to_dict() == ds.evaluate(gt, predictions, engine="local").to_dict()
 
 
 @pytest.mark.parametrize("rows_at_most", [None, 1000])

@@ -71,7 +71,7 @@ def evaluate(
         remote path, a glob or a folder → Spark; a table or a local file → this process.
     curve_points, sort_partitions, local_max_bytes : int, int or None, int or None (auto)
         Points kept in ``pr_curve`` (figures are exact); partitions of the repeat check's
-        shuffle on Spark (None: adaptive); the memory the local engine plans for.
+        shuffle on Spark (None: Spark sizes it); the memory the local engine plans for.
     predictions_format, ground_truth_format : {"auto", "csv", "parquet"}
         The format of a path (auto: from its name). Defaults: conf/defaults.ini.
     query_groups, per_query : path or None, bool

@@ -75,8 +75,9 @@ def census(
 ) -> dict[int, Census]:
     """Counts, checks and true pairs of every submission of compact rows
     (``labels.labelled``). ``partitions``: the rows' keys are first shuffled into that
-    many partitions by (submission, query) (None: no such shuffle; Spark's adaptive
-    execution sizes the aggregation's). ``pairs``: the parsed predictions the rows come
+    many partitions by (submission, query) (None: no such shuffle; the session's
+    shuffle partitions size the aggregation's: adaptive execution, or a small input's
+    static plan, ``score.static_plan``). ``pairs``: the parsed predictions the rows come
     from, when they need checking: then the rows carry ``bad`` (a boolean) and the first
     bad row of a submission is looked up in ``pairs`` (its ``bad`` struct). ``list_max``:
     about the longest list of hashes the repeat check collects (``slice_count``).

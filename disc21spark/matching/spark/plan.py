@@ -130,9 +130,10 @@ class QueryBuckets:
         """The counts of compact ``rows`` on the grid of ``censuses``' true scores, to be
         filled by ``counts_of`` (persisting is lazy: nothing is read here)."""
         grid = Grid.of({s: c.truth for s, c in censuses.items()})
-        # sized by adaptive execution, as any aggregation's output is (else a cached plan
-        # keeps the session's shuffle partitions: 16 small ones here, each weighing its
-        # queries' counts on its own); read when the cache is defined
+        # sized by adaptive execution when it is on (a large input), as any aggregation's
+        # output is (else a cached plan keeps the session's shuffle partitions: 16 small
+        # ones here, each weighing its queries' counts on its own); read when the cache
+        # is defined
         with spark_conf(rows.sparkSession, {CACHED_PARTITIONS: "true"}):
             frame = misses_by_query(rows, grid).persist(StorageLevel.DISK_ONLY)
         return cls(frame, grid)

@@ -46,8 +46,8 @@ CHECKED = ("file", "bad")  # the columns of parsed predictions, which need check
 PLAIN_CACHE = {"spark.sql.inMemoryColumnarStorage.compressed": "false"}
 # a small input is scored on a static plan: adaptive execution runs each exchange of an
 # action as a Spark job of its own, and a small input's time goes to those jobs (a
-# 400-pair run: 5 jobs, not 15, in 0.8x the time; docs/design.md, "Fixed costs of a
-# small run"). Small: at most the rows whose bound spares the census its first job
+# 400-pair run: 5 jobs, not 18, in 0.58-0.73x the time; docs/design.md, "Fixed costs of
+# a small run"). Small: at most the rows whose bound spares the census its first job
 SMALL_ROWS = census.BOUND_SLICES * census.LIST_MAX
 
 
@@ -65,7 +65,8 @@ class Scoring:
 
     gt: GroundTruth  # labels every pair
     curve_points: int
-    partitions: int | None = None  # partitions of the repeat check's shuffle; None: adaptive
+    # partitions of the repeat check's shuffle; None: as the session's (or static) plan sizes it
+    partitions: int | None = None
     max_results: int = 0  # more predictions make a submission invalid; 0: no limit
     # a submission's own ground truth when it answers only part of ``gt`` (rank
     # evaluation scores each test alone; the labels, from ``gt``, are the same)
@@ -106,19 +107,20 @@ def score(
     empty), a small input on a static plan (``static_plan``). Raises ``UnreadableInput``
     when an input file cannot be read, after releasing what it cached; rows of a
     submission not listed are an internal error."""
-    with spark_conf(spark, static_plan(spark, scoring.rows_at_most, len(submissions))):
+    # the session the pairs belong to, as the rows' cache settings below
+    with spark_conf(pairs.sparkSession, static_plan(scoring.rows_at_most, len(submissions))):
         return _scored(spark, pairs, submissions, scoring, phases or Phases())
 
 
-def static_plan(spark: SparkSession, rows_at_most: int | None, submissions: int) -> dict[str, str]:
+def static_plan(rows_at_most: int | None, submissions: int) -> dict[str, str]:
     """The session settings of a small input's scoring: adaptive execution off and a
-    shuffle partition a million rows (at least one, at most one a core), when a bound
-    on each submission's rows (``rows_at_most``) holds all ``submissions`` within
-    ``SMALL_ROWS``; none otherwise (adaptive execution sizes the shuffles)."""
+    shuffle partition a million rows of the bound (at least one, so at most 8), when a
+    bound on each submission's rows (``rows_at_most``) holds all ``submissions`` within
+    ``SMALL_ROWS``; none otherwise (adaptive execution sizes the shuffles). A partition
+    is not sized by the cores: one core would hold 8M rows' lists in one task."""
     if rows_at_most is None or rows_at_most * submissions > SMALL_ROWS:
         return {}
-    cores = spark.sparkContext.defaultParallelism
-    partitions = max(1, min(cores, -(-rows_at_most * submissions // 1_000_000)))
+    partitions = max(1, -(-rows_at_most * submissions // 1_000_000))
     return {"spark.sql.adaptive.enabled": "false", "spark.sql.shuffle.partitions": str(partitions)}
 
 
