@@ -68,7 +68,7 @@ PARTITIONS = (1, 2, 7, 50)
     # holding a pair or two) cost 8 s a scoring here, and its examples below hold it
     partitions=st.sampled_from(PARTITIONS[:3]),
     # a bound on the rows known (the rows, or the most a small input has): the census's
-    # slices from it, and a small input's static plan (1 or 8 shuffle partitions)
+    # slices from it, and a small input's static plan (1 or 2 shuffle partitions)
     bound=st.sampled_from(["none", "rows", "small"]),
 )
 # every partitioning at least once, on 400 pairs with many ties (each one equal to the
@@ -93,13 +93,14 @@ def test_a_small_input_is_scored_on_a_static_plan_and_the_session_keeps_its_own(
     spark, monkeypatch, tmp_path
 ):
     """A bound on the rows within SMALL_ROWS, all submissions together, turns adaptive
-    execution off, a shuffle partition a million rows; a larger or unknown bound changes
+    execution off, a shuffle partition per 4M rows of it; a larger or unknown bound changes
     nothing. Every Spark action of a small file's run on Spark (checks, counts per query,
     intervals) runs under those settings, and the caller's session has its own back."""
     off, parts = "spark.sql.adaptive.enabled", "spark.sql.shuffle.partitions"
     assert static_plan(None, 1) == {} and static_plan(SMALL_ROWS, 2) == {}
     assert static_plan(400, 3) == {off: "false", parts: "1"}
-    assert static_plan(SMALL_ROWS, 1)[parts] == "8"
+    assert static_plan(SMALL_ROWS, 1)[parts] == "2" and static_plan(4_000_001, 1)[parts] == "2"
+    assert static_plan(4_000_000, 2) == {off: "false", parts: "2"}
     seen = []
     frames = type(spark.range(1))  # Spark 4's classic DataFrame
     collect = frames.collect

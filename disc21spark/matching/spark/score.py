@@ -49,6 +49,10 @@ PLAIN_CACHE = {"spark.sql.inMemoryColumnarStorage.compressed": "false"}
 # 400-pair run: 5 jobs, not 18, in 0.58-0.73x the time; docs/design.md, "Fixed costs of
 # a small run"). Small: at most the rows whose bound spares the census its first job
 SMALL_ROWS = census.BOUND_SLICES * census.LIST_MAX
+# a static plan's shuffle partition holds the census's lists of at most this many rows of
+# the bound: two at most. Two suit a 500,000-pair file on two cores; a partition a
+# million rows (six) made its whole run 1.10x slower
+STATIC_PARTITION_ROWS = SMALL_ROWS // 2
 
 
 class UnreadableInput(Exception):
@@ -114,13 +118,13 @@ def score(
 
 def static_plan(rows_at_most: int | None, submissions: int) -> dict[str, str]:
     """The session settings of a small input's scoring: adaptive execution off and a
-    shuffle partition a million rows of the bound (at least one, so at most 8), when a
+    shuffle partition per ``STATIC_PARTITION_ROWS`` of the bound (one or two), when a
     bound on each submission's rows (``rows_at_most``) holds all ``submissions`` within
-    ``SMALL_ROWS``; none otherwise (adaptive execution sizes the shuffles). A partition
-    is not sized by the cores: one core would hold 8M rows' lists in one task."""
+    ``SMALL_ROWS``; none otherwise (adaptive execution sizes the shuffles). Not sized by
+    the cores: one core would hold all 8M rows' lists in one task."""
     if rows_at_most is None or rows_at_most * submissions > SMALL_ROWS:
         return {}
-    partitions = max(1, -(-rows_at_most * submissions // 1_000_000))
+    partitions = max(1, -(-rows_at_most * submissions // STATIC_PARTITION_ROWS))
     return {"spark.sql.adaptive.enabled": "false", "spark.sql.shuffle.partitions": str(partitions)}
 
 
