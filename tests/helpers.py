@@ -210,3 +210,17 @@ def watch_census_slices(monkeypatch) -> tuple[list, list]:
     monkeypatch.setattr(census, "slices_of", spy)
     monkeypatch.setattr(census, "most_rows_of_a_query", lambda r: counted.append(1) or most(r))
     return bounds, counted
+
+
+def settings_at(monkeypatch, spark, method: str, *keys: str) -> list[tuple]:
+    """The session's values of ``keys``, a tuple at each call of Spark 4's classic
+    DataFrame ``method`` (``collect``, ``persist``) made from here on, in call order."""
+    frames = type(spark.range(1))  # Spark 4's classic DataFrame, not the abstract one
+    original, seen = getattr(frames, method), []
+
+    def spy(self, *args, **kwargs):
+        seen.append(tuple(self.sparkSession.conf.get(key) for key in keys))
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(frames, method, spy)
+    return seen

@@ -21,7 +21,14 @@ from disc21spark.matching.spark import labels
 from disc21spark.matching.spark import plan as scoring
 from disc21spark.matching.spark.census import census
 from disc21spark.matching.spark.score import PLAIN_CACHE, SMALL_ROWS, Scoring, score, static_plan
-from tests.helpers import assert_same, make_gt, random_submission, tiny_inputs
+from tests.helpers import (
+    assert_same,
+    make_gt,
+    random_submission,
+    settings_at,
+    tiny_inputs,
+    watch_census_slices,
+)
 
 
 def pairs_frame(spark, frame: pd.DataFrame):
@@ -101,16 +108,8 @@ def test_a_small_input_is_scored_on_a_static_plan_and_the_session_keeps_its_own(
     assert static_plan(400, 3) == {off: "false", parts: "1"}
     assert static_plan(SMALL_ROWS, 1)[parts] == "2" and static_plan(4_000_001, 1)[parts] == "2"
     assert static_plan(4_000_000, 2) == {off: "false", parts: "2"}
-    seen = []
-    frames = type(spark.range(1))  # Spark 4's classic DataFrame
-    collect = frames.collect
-
-    def spy(self):
-        seen.append((self.sparkSession.conf.get(off), self.sparkSession.conf.get(parts)))
-        return collect(self)
-
     gt, predictions = tiny_inputs(tmp_path)
-    monkeypatch.setattr(frames, "collect", spy)
+    seen = settings_at(monkeypatch, spark, "collect", off, parts)
     with spark_conf(spark, {off: "true", parts: "13"}):
         found = ds.evaluate(gt, predictions, engine=spark)
         assert spark.conf.getAll.get(off) == "true" and spark.conf.getAll.get(parts) == "13"
@@ -127,26 +126,10 @@ def test_the_rows_are_cached_plain_and_the_session_keeps_its_setting(
     job) with Spark's column encodings off: they cost a fifth of the fill and saved no
     disk. Spark reads the setting at one or the other, depending on the session. The
     caller's own setting is back afterwards, and the figures are the specification's."""
-    from disc21spark.matching.spark import census as census_module
-
     ((key, plain),) = PLAIN_CACHE.items()
-    seen = {"persist": [], "actions": [], "counted": []}
-    frames = type(spark.range(1))  # Spark 4's classic DataFrame, not the abstract one
-    persist, collect, most = frames.persist, frames.collect, census_module.most_rows_of_a_query
-
-    def spy_persist(self, *args, **kwargs):
-        seen["persist"].append(self.sparkSession.conf.get(key))
-        return persist(self, *args, **kwargs)
-
-    def spy_collect(self):
-        seen["actions"].append(self.sparkSession.conf.get(key))
-        return collect(self)
-
-    monkeypatch.setattr(frames, "persist", spy_persist)
-    monkeypatch.setattr(frames, "collect", spy_collect)
-    monkeypatch.setattr(
-        census_module, "most_rows_of_a_query", lambda rows: seen["counted"].append(1) or most(rows)
-    )
+    persisted = settings_at(monkeypatch, spark, "persist", key)
+    actions = settings_at(monkeypatch, spark, "collect", key)
+    _, counted = watch_census_slices(monkeypatch)
     gt = make_gt(40, 25)
     frame = random_submission(np.random.default_rng(2), gt, 200, 10)
     with spark_conf(spark, {key: "true"}):
@@ -154,8 +137,8 @@ def test_the_rows_are_cached_plain_and_the_session_keeps_its_setting(
         # set as the caller set it, not merely Spark's default
         assert spark.conf.getAll.get(key) == "true"
     # without resamples, the rows' cache is the scoring's only one; its first action fills it
-    assert plain == "false" and seen["persist"] == [plain] and seen["actions"][0] == plain
-    assert len(seen["counted"]) == (rows_at_most is None)
+    assert plain == "false" and persisted == [(plain,)] and actions[0] == (plain,)
+    assert len(counted) == (rows_at_most is None)
     assert_same(metrics, spec_metrics(frame, gt))
 
 
