@@ -195,12 +195,13 @@ def test_spark_plan_equals_the_definition(spark, tmp_path_factory, seed, n, n_sc
         assert scored.metrics[0].groups == wanted
 
 
-@pytest.mark.parametrize("partitions", [2, 7, 50])
-def test_figures_intervals_and_groups_at_every_partitioning(spark, tmp_path, partitions):
+@pytest.mark.parametrize("partitions, bound", [(2, None), (7, None), (50, None), (7, "rows")])
+def test_figures_intervals_and_groups_at_every_partitioning(spark, tmp_path, partitions, bound):
     """The distributed plan's figures, intervals and group table in one scoring, at the
     partitionings the random draws above leave out (many of 50 partitions hold a pair or
     none): each equal to its specification bit for bit, with ties, -0.0, distractors and
-    unknown queries (``random_submission``)."""
+    unknown queries (``random_submission``). With a bound on the rows, a small input's
+    counts per query are summed and weighed on the driver."""
     from disc21spark.matching.oracle import bootstrap as spec
     from disc21spark.matching.oracle.spec import evaluate
     from disc21spark.matching.spark import labels
@@ -214,7 +215,9 @@ def test_figures_intervals_and_groups_at_every_partitioning(spark, tmp_path, par
     r = Resampling(25, 0.9, 3, random_groups(tmp_path, rng, gt, 3))
     pairs = spark.createDataFrame(frame, "query_id string, reference_id string, score double")
     pairs = pairs.repartition(partitions).withColumn(labels.SUBMISSION, labels.F.lit(0))
-    found = score(spark, pairs, [0], Scoring(gt, 50, partitions, resampling=r)).metrics[0]
+    rows_at_most = len(frame) if bound else None
+    scoring = Scoring(gt, 50, partitions, resampling=r, rows_at_most=rows_at_most)
+    found = score(spark, pairs, [0], scoring).metrics[0]
     columns = [frame[c].to_numpy() for c in COLUMNS]
     assert_same(found, evaluate(*columns, gt, 50))
     assert_same_uncertainty(found.uncertainty, spec.bootstrap(*columns, gt, r))

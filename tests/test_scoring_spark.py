@@ -301,6 +301,39 @@ def test_the_counts_kept_per_query_add_up_to_the_counts_on_local_disk(spark):
         assert (mine["bucket"] >= 0).all() and (mine["bucket"] < len(splits) - 1).all()
 
 
+def test_a_small_inputs_counts_per_query_are_collected_and_summed_on_the_driver(spark):
+    """A small input's counts per query: collected by the counting job (not persisted),
+    the same rows as the persisted ones, and the sums taken from them on the driver
+    (``positions.ranks_ge`` weighed) equal the plan's in the JVM; released, they are gone."""
+    gt = make_gt(40, 25)
+    frames = [random_submission(np.random.default_rng(s), gt, 300, 20) for s in (3, 4)]
+    for k, frame in enumerate(frames):
+        frame["submission"] = k
+    schema = "query_id string, reference_id string, score double, submission int"
+    rows = labels.labelled(spark.createDataFrame(pd.concat(frames), schema), gt).repartition(3)
+    censuses = census(rows)
+    kept = scoring.QueryBuckets.of(rows, censuses, on_driver=True)
+    persisted = scoring.QueryBuckets.of(rows, censuses)
+    try:
+        plain, found = scoring.counts_of(rows, censuses), scoring.counts_of(rows, censuses, kept)
+        collected, on_disk = kept.table.to_pandas(), persisted.frame.toPandas()
+    finally:  # the test session goes on: leave no cache behind
+        kept.release()
+        persisted.release()
+    assert not kept.frame.is_cached and kept.table is None
+    keys = ["submission", "query_index", "bucket"]
+    assert collected.sort_values(keys, ignore_index=True).equals(
+        on_disk.sort_values(keys, ignore_index=True)
+    )
+    for k in censuses:
+        a, b = found.totals[k], plain.totals[k]
+        assert (a.n, a.bottom) == (b.n, b.bottom)
+        assert a.misses_ge.dtype == a.ranks_ge.dtype == np.int64
+        np.testing.assert_array_equal(a.misses_ge, b.misses_ge)
+        np.testing.assert_array_equal(a.ranks_ge, b.ranks_ge)
+        np.testing.assert_array_equal(found.optimistic[k], plain.optimistic[k])
+
+
 def test_labels_are_the_ground_truths(spark):
     """The labelling: a query's index, or the unknown key of its hash, and a true pair
     exactly when the ground truth lists it; null ids are unknown; -0.0 becomes 0.0."""

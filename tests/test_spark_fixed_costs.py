@@ -17,14 +17,9 @@ MAX_JOBS = 3
 MAX_CALLS = 200
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="issue 47: 5 Spark jobs and 900-1,100 py4j calls on 2026-12-06 (18 and 1,500-1,800 "
-    "before a small input got a static plan and its census's slices from the file's size; "
-    "3,811 calls before the plan's expressions were SQL text; docs/design.md, Cost model): "
-    "not reached yet",
-)
-def test_a_tiny_evaluate_on_spark_makes_few_jobs_and_py4j_calls(spark, tmp_path):
+def evaluated_with_counts(spark, tmp_path) -> tuple[int, int]:
+    """(Spark jobs, py4j calls) of a 400-pair ``evaluate`` on ``spark`` with the default
+    intervals, its figures checked against the in-process engine's."""
     gt, predictions = tiny_inputs(tmp_path)
     wanted = ds.evaluate(gt, predictions, engine="local")
     tracker = spark.sparkContext.statusTracker()
@@ -34,18 +29,23 @@ def test_a_tiny_evaluate_on_spark_makes_few_jobs_and_py4j_calls(spark, tmp_path)
         gc.collect()  # proxies in reference cycles released now, counted with the run
     jobs = len(set(tracker.getJobIdsForGroup()) - before)
     assert found.to_dict() == wanted.to_dict()
-    assert jobs <= MAX_JOBS and calls[0] <= MAX_CALLS, f"{jobs} Spark jobs, {calls[0]} py4j calls"
+    return jobs, calls[0]
 
 
-def test_a_tiny_evaluate_on_spark_stays_within_five_jobs(spark, tmp_path):
-    """What the static plan of a small input reached (issue 47): a 400-pair evaluate on
-    Spark in at most 5 Spark jobs (18 under adaptive execution), the figures the
-    in-process engine's. Guards the count the limits above are not yet met for."""
-    gt, predictions = tiny_inputs(tmp_path)
-    wanted = ds.evaluate(gt, predictions, engine="local")
-    tracker = spark.sparkContext.statusTracker()
-    before = set(tracker.getJobIdsForGroup())
-    found = ds.evaluate(gt, predictions, engine=spark)
-    jobs = len(set(tracker.getJobIdsForGroup()) - before)
-    assert found.to_dict() == wanted.to_dict()
-    assert jobs <= 5, f"{jobs} Spark jobs"
+def test_a_tiny_evaluate_on_spark_runs_at_most_three_jobs(spark, tmp_path):
+    """A small input's static plan and its counts per query summed and weighed on the
+    driver: the census (its ground truth's broadcast a job of its own) and one counting
+    job (18 jobs under adaptive execution, 5 with the counts summed by Spark)."""
+    jobs, _ = evaluated_with_counts(spark, tmp_path)
+    assert jobs <= MAX_JOBS, f"{jobs} Spark jobs"
+
+
+@pytest.mark.xfail(
+    strict=False,
+    reason="issue 47: 650-950 py4j calls on 2026-12-06 (1,500-1,800 before a small input got "
+    "a static plan and its counts were summed on the driver; 3,811 before the plan's "
+    "expressions were SQL text; docs/design.md, Cost model): not reached yet",
+)
+def test_a_tiny_evaluate_on_spark_makes_few_py4j_calls(spark, tmp_path):
+    _, calls = evaluated_with_counts(spark, tmp_path)
+    assert calls <= MAX_CALLS, f"{calls} py4j calls"

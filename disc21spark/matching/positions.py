@@ -132,15 +132,19 @@ def count_rows(
     return Counts(len(score), bottom, misses_ge, ranks_ge(truth, query, score))
 
 
-def ranks_ge(truth: TrueScores, query: np.ndarray, score: np.ndarray) -> np.ndarray:
+def ranks_ge(
+    truth: TrueScores, query: np.ndarray, score: np.ndarray, weights: np.ndarray | None = None
+) -> np.ndarray:
     """int64 (len(truth),): for each true pair, the rows (int64 query codes, float64
-    scores) of its query scoring ≥ it. The distributed plan gives it the true pairs
-    themselves, and counts the non-matches in the JVM."""
+    scores) of its query scoring ≥ it; ``weights`` (int64, None: ones): how many rows
+    each stands for (a small input's counts per query, ``spark.plan``). The distributed
+    plan gives it the true pairs themselves, and counts the non-matches in the JVM."""
     if not len(truth) or not len(query):
         return np.zeros(len(truth), dtype=np.int64)
     g = _group_of(truth.groups, query)
     mine = g >= 0
     g, x = g[mine], score[mine]
+    w = None if weights is None else weights[mine]
     first = truth.starts[g]
     # true pairs of a query are sorted by score: a row reaches those of its query from the
     # first up to the last scoring ≤ it; one key orders (query, score) across queries
@@ -151,8 +155,9 @@ def ranks_ge(truth: TrueScores, query: np.ndarray, score: np.ndarray) -> np.ndar
     last = np.searchsorted(true_key, row_key, "right")
     # each row adds one to the range [first, last): a difference array, then a running sum
     size = len(truth) + 1
-    out = np.bincount(first, minlength=size) - np.bincount(last, minlength=size)
-    return np.cumsum(out)[:-1]
+    # weighed, bincount adds in float64: whole numbers below 2**53, so exact
+    out = np.bincount(first, w, minlength=size) - np.bincount(last, w, minlength=size)
+    return np.cumsum(out)[:-1].astype(np.int64)
 
 
 def _group_of(groups: np.ndarray, query: np.ndarray) -> np.ndarray:

@@ -30,6 +30,7 @@ same bits for any number of partitions; tests hold them equal to the specificati
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from pyspark import StorageLevel
@@ -115,31 +116,46 @@ MISSES, RANKS = 0, 1  # the two kinds of counts ``counted`` returns
 CACHED_PARTITIONS = "spark.sql.optimizer.canChangeCachedPlanOutputPartitioning"
 
 
-@dataclass(frozen=True)
+@dataclass
 class QueryBuckets:
     """The non-matching rows counted per (submission, query, bucket of ``grid``):
-    ``frame`` is ``misses_by_query``'s, persisted on local disk and filled by the
-    counting job. The bootstrap weighs these counts, so it does not read the rows again
-    (issue 47). Whoever makes one releases it (``release``)."""
+    ``frame`` is ``misses_by_query``'s, filled by the counting job. The bootstrap weighs
+    these counts, so it does not read the rows again (issue 47). A large input's are
+    persisted on local disk; a small input's (``on_driver``) are collected by that job
+    into ``table`` (pyarrow, at most a row per input row) and summed and weighed on the
+    driver. Whoever makes one releases it (``release``)."""
 
     frame: DataFrame
     grid: Grid
+    on_driver: bool = False
+    table: Any = None  # a small input's counts, once the counting job collected them
 
     @classmethod
-    def of(cls, rows: DataFrame, censuses: dict[int, Census]) -> QueryBuckets:
+    def of(
+        cls, rows: DataFrame, censuses: dict[int, Census], on_driver: bool = False
+    ) -> QueryBuckets:
         """The counts of compact ``rows`` on the grid of ``censuses``' true scores, to be
-        filled by ``counts_of`` (persisting is lazy: nothing is read here)."""
+        filled by ``counts_of`` (persisting is lazy: nothing is read here); collected
+        when ``on_driver`` (a small input: ``score.is_small``)."""
         grid = Grid.of({s: c.truth for s, c in censuses.items()})
+        if on_driver:
+            return cls(misses_by_query(rows, grid), grid, on_driver)
         # sized by adaptive execution when it is on (a large input), as any aggregation's
         # output is (else a cached plan keeps the session's shuffle partitions: 16 small
         # ones here, each weighing its queries' counts on its own); read when the cache
         # is defined
         with spark_conf(rows.sparkSession, {CACHED_PARTITIONS: "true"}):
             frame = misses_by_query(rows, grid).persist(StorageLevel.DISK_ONLY)
-        return cls(frame, grid)
+        return cls(frame, grid, on_driver)
+
+    def columns(self) -> tuple[np.ndarray, ...]:
+        """A collected ``table``'s columns: submission, query_index, bucket, n."""
+        return tuple(c.to_numpy(zero_copy_only=False) for c in self.table.columns)
 
     def release(self) -> None:
-        self.frame.unpersist()
+        self.table = None
+        if not self.on_driver:
+            self.frame.unpersist()
 
 
 @dataclass(frozen=True)
@@ -229,9 +245,13 @@ def counts_of(
     # the true pairs of a pair's query scoring as high, itself included; the non-matches
     # come from the job
     ranks_ge = {s: positions.ranks_ge(t, t.query, t.score) for s, t in truths.items()}
-    for r in counted(rows, grid, truths, kept.frame if kept else None).collect():
-        target = buckets if r["kind"] == MISSES else ranks_ge
-        target[r[SUBMISSION]][r["at"]] += r["n"]
+    if kept is not None and kept.on_driver:
+        kept.table = kept.frame.toArrow()
+        _sum_collected(kept, truths, buckets, ranks_ge)
+    else:
+        for r in counted(rows, grid, truths, kept.frame if kept else None).collect():
+            target = buckets if r["kind"] == MISSES else ranks_ge
+            target[r[SUBMISSION]][r["at"]] += r["n"]
     totals, optimistic = {}, {}
     for s, c in censuses.items():
         ascending = truths[s].ascending
@@ -241,6 +261,20 @@ def counts_of(
         higher = grid.above(ascending, buckets[s])[::-1]
         optimistic[s] = np.diff(np.r_[0, higher]).astype(np.int64)
     return Counted(totals, optimistic)
+
+
+def _sum_collected(kept: QueryBuckets, truths: dict, buckets: dict, ranks_ge: dict) -> None:
+    """``counted``'s two sums from a small input's counts per query (``kept.table``),
+    added to ``buckets`` and ``ranks_ge``: the rows per bucket, and per true pair its
+    query's non-matches from its bucket up, counted by the in-process engine's kernel (a
+    bucket's rows stand at its lower split, and every true score is one)."""
+    sub, query, bucket, n = kept.columns()
+    for s, truth in truths.items():
+        mine = sub == s
+        at, many = bucket[mine], n[mine]
+        size = len(buckets[s])
+        buckets[s] += np.bincount(at, weights=many, minlength=size).astype(np.int64)
+        ranks_ge[s] += positions.ranks_ge(truth, query[mine], kept.grid.splits[at], many)
 
 
 def unknown_query_counts(pairs: DataFrame, gt: GroundTruth) -> dict[int, int]:
@@ -284,7 +318,11 @@ def count_phase(
         note["rows"] = sum(c.n for c in found.totals.values())
         true_scores = sum(len(c.truth.ascending) for c in censuses.values())
         note["detail"] = f"rows bucketed in the JVM against {true_scores:,} true scores" + (
-            ", counted per query for the bootstrap" if kept is not None else ", no row shuffled"
+            ", no row shuffled"
+            if kept is None
+            else ", counted per query and summed on the driver"
+            if kept.on_driver
+            else ", counted per query for the bootstrap"
         )
     return found
 

@@ -112,18 +112,25 @@ def score(
     empty), a small input on a static plan (``static_plan``). Raises ``UnreadableInput``
     when an input file cannot be read, after releasing what it cached; rows of a
     submission not listed are an internal error."""
+    small = is_small(scoring.rows_at_most, len(submissions))
     # the session the pairs belong to, as the rows' cache settings below
     with spark_conf(pairs.sparkSession, static_plan(scoring.rows_at_most, len(submissions))):
-        return _scored(spark, pairs, submissions, scoring, phases or Phases())
+        return _scored(spark, pairs, submissions, scoring, phases or Phases(), small)
+
+
+def is_small(rows_at_most: int | None, submissions: int) -> bool:
+    """Whether a bound on each submission's rows (``rows_at_most``) holds all
+    ``submissions`` within ``SMALL_ROWS``: a small input, scored on a static plan
+    (``static_plan``) and its counts per query weighed on the driver (``bootstrap``)."""
+    return rows_at_most is not None and rows_at_most * submissions <= SMALL_ROWS
 
 
 def static_plan(rows_at_most: int | None, submissions: int) -> dict[str, str]:
-    """The session settings of a small input's scoring: adaptive execution off and a
-    shuffle partition per ``STATIC_PARTITION_ROWS`` of the bound (one or two), when a
-    bound on each submission's rows (``rows_at_most``) holds all ``submissions`` within
-    ``SMALL_ROWS``; none otherwise (adaptive execution sizes the shuffles). Not sized by
-    the cores: one core would hold all 8M rows' lists in one task."""
-    if rows_at_most is None or rows_at_most * submissions > SMALL_ROWS:
+    """The session settings of a small input's scoring (``is_small``): adaptive execution
+    off and a shuffle partition per ``STATIC_PARTITION_ROWS`` of the bound (one or two);
+    none otherwise (adaptive execution sizes the shuffles). Not sized by the cores: one
+    core would hold all 8M rows' lists in one task."""
+    if not is_small(rows_at_most, submissions):
         return {}
     partitions = max(1, -(-rows_at_most * submissions // STATIC_PARTITION_ROWS))
     return {"spark.sql.adaptive.enabled": "false", "spark.sql.shuffle.partitions": str(partitions)}
@@ -135,8 +142,9 @@ def _scored(
     submissions: Sequence[int],
     scoring: Scoring,
     phases: Phases,
+    small: bool,
 ) -> Scored:
-    """``score`` under the session settings it chose."""
+    """``score`` under the session settings it chose; ``small``: ``is_small``'s answer."""
     checked = all(c in pairs.columns for c in CHECKED)
     # only a flag per row moves on: the wording of a bad row is read again if there is one
     flagged = pairs.withColumn("bad", F.col("bad").isNotNull()) if checked else pairs
@@ -163,8 +171,10 @@ def _scored(
                 sorted_rows = sorted_rows.where(F.col(labels.SUBMISSION).isin(list(valid)))
                 pairs = pairs.where(F.col(labels.SUBMISSION).isin(list(valid)))
             stats = _query_stats(pairs, valid, scoring, phases)
-            # the counts per query the bootstrap weighs: filled by the count's job
-            kept = plan.QueryBuckets.of(sorted_rows, valid) if _by_query(scoring) else None
+            # the counts per query the bootstrap weighs, filled by the count's job; a small
+            # input's are collected, and the count's sums come from them too
+            if small or _by_query(scoring):
+                kept = plan.QueryBuckets.of(sorted_rows, valid, on_driver=small)
             found = plan.count_phase(sorted_rows, valid, kept, phases)
             truths = {s: scoring.ground_truths.get(s, scoring.gt) for s in stats}
             result.metrics, true_pairs = plan.aggregate_phase(
@@ -173,8 +183,9 @@ def _scored(
             if scoring.per_query:
                 result.metrics = _with_queries(result.metrics, pairs, true_pairs, scoring, phases)
             if _bootstrapped(scoring):
+                weighed = kept if _by_query(scoring) else None
                 result.metrics = stats_spark.attach(
-                    kept, result.metrics, true_pairs, scoring, phases
+                    weighed, result.metrics, true_pairs, scoring, phases
                 )
         return result
     except BaseException as exc:
