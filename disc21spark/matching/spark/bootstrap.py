@@ -10,9 +10,10 @@ and broadcast with the levels (``weighted.Drawn``; a table past ``TABLE_MAX_BYTE
 drawn ahead, and a partition draws its rows' own from the seed and the query id,
 ``weights.py``), and counts per (submission, bucket, resample); those integer counts
 travel as small blocks that the executors add up (``payload.py``), and the driver receives
-each block once. Integer counts add up alike in any order, so the counts, and the
-figures the specification computes from them, are the same bits whatever the
-partitioning. The true pairs and their ranks in their queries are the metrics' own
+each block once. A small input's counts, which the counting job collected, are weighed
+on the driver in one batch by the same function. Integer counts add up alike in any
+order, so the counts, and the figures the specification computes from them, are the
+same bits whatever the partitioning. The true pairs and their ranks in their queries are the metrics' own
 (``plan.RankedTruth``, from its counting pass): no Spark job of their own.
 """
 

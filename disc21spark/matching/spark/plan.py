@@ -18,7 +18,8 @@ So, after ``census.census`` (the checks, and each submission's true pairs):
    scoring as high added, those give the rank behind recall@1/@10. With intervals, the
    non-matches of every query are counted per bucket once and kept on local disk
    (``QueryBuckets``): both sums come from them, and the bootstrap weighs them and reads
-   no row again;
+   no row again. A small input's are collected instead, and the driver takes both sums
+   from them (``positions.ranks_ge`` weighed by the counts);
 3. the driver turns the few counts (buckets and true pairs, never rows) into positions,
    and ``positions.finish`` into figures, term by term as ``spec.py`` does.
 
