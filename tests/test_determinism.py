@@ -41,10 +41,11 @@ FEW = settings(
 def test_one_submission_whatever_the_row_order_and_partitions(
     spark, scene, baseline, capsys, monkeypatch, order, partitions, shuffle_partitions
 ):
-    # the session's shuffle partitions drawn here, under adaptive execution: a small file
-    # would otherwise get a static plan's own (held equal to the specification at 1 and 2
+    # the session's shuffle partitions drawn here, under adaptive execution, the counts
+    # weighed on the executors: a small file would otherwise get a static plan's own and
+    # its counts summed on the driver (both held equal to the specification at 1 and 2
     # partitions in tests/test_scoring_spark.py)
-    monkeypatch.setattr(score_module, "static_plan", lambda rows_at_most, submissions: {})
+    monkeypatch.setattr(score_module, "is_small", lambda rows_at_most, submissions: False)
     root, subs = scene
     frame = subs["team0"]
     rows = list(range(len(frame)))

@@ -174,11 +174,16 @@ def random_groups(tmp: Path, rng, gt: GroundTruth, n_groups: int):
     n=st.integers(0, 200),
     n_scores=st.sampled_from([1, 7, 10**6]),
     partitions=st.sampled_from([1, 3]),
+    bound=st.sampled_from([False, True]),
 )
-# each partitioning at least once (one an example: a Spark scoring costs seconds here)
-@example(seed=4, n=200, n_scores=7, partitions=1)
-@example(seed=4, n=200, n_scores=7, partitions=3)
-def test_spark_plan_equals_the_definition(spark, tmp_path_factory, seed, n, n_scores, partitions):
+# each partitioning at least once (one an example: a Spark scoring costs seconds here), and
+# a bound on the rows: a small input's counts summed and weighed on the driver
+@example(seed=4, n=200, n_scores=7, partitions=1, bound=False)
+@example(seed=4, n=200, n_scores=7, partitions=3, bound=False)
+@example(seed=5, n=200, n_scores=7, partitions=3, bound=True)
+def test_spark_plan_equals_the_definition(
+    spark, tmp_path_factory, seed, n, n_scores, partitions, bound
+):
     from disc21spark.matching.spark import labels
     from disc21spark.matching.spark.score import Scoring, score
 
@@ -191,7 +196,9 @@ def test_spark_plan_equals_the_definition(spark, tmp_path_factory, seed, n, n_sc
         wanted = spec_table(frame, gt, r)
         pairs = spark.createDataFrame(frame, "query_id string, reference_id string, score double")
         pairs = pairs.repartition(partitions).withColumn(labels.SUBMISSION, labels.F.lit(0))
-        scored = score(spark, pairs, [0], Scoring(gt, 50, partitions, resampling=r))
+        bounded = len(frame) if bound else None
+        scoring = Scoring(gt, 50, partitions, resampling=r, rows_at_most=bounded)
+        scored = score(spark, pairs, [0], scoring)
         assert scored.metrics[0].groups == wanted
 
 

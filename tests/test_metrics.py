@@ -254,3 +254,30 @@ def test_the_in_process_count_gives_the_specifications_figures(seed, n, n_scores
     assert got.to_dict() == expected.to_dict()
     for field in ("precision", "recall", "threshold"):
         np.testing.assert_array_equal(getattr(got.curve, field), getattr(expected.curve, field))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n=st.integers(0, 80),
+    n_scores=st.sampled_from([1, 3, 50]),
+)
+def test_weighed_ranks_equal_the_rows_repeated(seed, n, n_scores):
+    """``positions.ranks_ge`` with weights (a small input's counts per query, each row
+    standing for ``w`` rows: ``spark.plan``) equals it on the rows repeated ``w`` times,
+    int64, with unknown queries (negative codes), a score of -inf (the grid's first
+    split) and rows of weight 0."""
+    from disc21spark.matching import positions
+
+    rng = np.random.default_rng(seed)
+    true_query = rng.integers(0, 6, rng.integers(0, 10))
+    true_score = rng.integers(0, n_scores, len(true_query)) / n_scores
+    truth = positions.TrueScores.of(true_query.astype(np.int64), true_score)
+    query = rng.integers(-3, 8, n).astype(np.int64)
+    score = rng.integers(0, n_scores, n) / n_scores
+    score[rng.random(n) < 0.1] = -np.inf
+    weights = rng.integers(0, 5, n).astype(np.int64)
+    got = positions.ranks_ge(truth, query, score, weights)
+    wanted = positions.ranks_ge(truth, np.repeat(query, weights), np.repeat(score, weights))
+    assert got.dtype == wanted.dtype == np.int64
+    np.testing.assert_array_equal(got, wanted)

@@ -35,14 +35,14 @@ def evaluated_with_counts(spark, tmp_path) -> tuple[int, int]:
 def test_a_tiny_evaluate_on_spark_runs_at_most_three_jobs(spark, tmp_path):
     """A small input's static plan and its counts per query summed and weighed on the
     driver: the census (its ground truth's broadcast a job of its own) and one counting
-    job (18 jobs under adaptive execution, 5 with the counts summed by Spark)."""
+    job (15 jobs under adaptive execution, 5 with the counts summed by Spark)."""
     jobs, _ = evaluated_with_counts(spark, tmp_path)
     assert jobs <= MAX_JOBS, f"{jobs} Spark jobs"
 
 
 @pytest.mark.xfail(
     strict=False,
-    reason="issue 47: 650-950 py4j calls on 2026-12-06 (1,500-1,800 before a small input got "
+    reason="issue 47: 580-700 py4j calls on 2026-12-06 (1,500-1,800 before a small input got "
     "a static plan and its counts were summed on the driver; 3,811 before the plan's "
     "expressions were SQL text; docs/design.md, Cost model): not reached yet",
 )

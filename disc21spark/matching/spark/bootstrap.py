@@ -13,8 +13,9 @@ travel as small blocks that the executors add up (``payload.py``), and the drive
 each block once. A small input's counts, which the counting job collected, are weighed
 on the driver in one batch by the same function. Integer counts add up alike in any
 order, so the counts, and the figures the specification computes from them, are the
-same bits whatever the partitioning. The true pairs and their ranks in their queries are the metrics' own
-(``plan.RankedTruth``, from its counting pass): no Spark job of their own.
+same bits whatever the partitioning. The true pairs and their ranks in their queries
+are the metrics' own (``plan.RankedTruth``, from its counting pass): no Spark job of
+their own.
 """
 
 from __future__ import annotations
@@ -134,8 +135,10 @@ def _miss_counts(
 
 def _weighed_on_driver(kept: QueryBuckets, wanted: dict, by_code: dict, drawn) -> dict:
     """A small input's counts, collected by the counting job, weighed here in one batch:
-    two Python stages on the executors cost more than the transfer (a 400-pair run took
-    0.74x the time, a 500,000-pair file 0.87x). (submission, block) -> [packed counts]."""
+    two Python stages on the executors cost more than the transfer (docs/design.md,
+    "Bootstrap"). (submission, block) -> [packed counts]."""
+    if kept.table is None:
+        raise RuntimeError("internal error: the counts per query were not collected")
     batches = kept.table.to_batches()
     sent: dict[tuple[int, int], list[bytes]] = {}
     for s, number, data in _blocks(batches, kept.grid.splits, wanted, by_code, drawn):

@@ -18,14 +18,16 @@ So, after ``census.census`` (the checks, and each submission's true pairs):
    scoring as high added, those give the rank behind recall@1/@10. With intervals, the
    non-matches of every query are counted per bucket once and kept on local disk
    (``QueryBuckets``): both sums come from them, and the bootstrap weighs them and reads
-   no row again. A small input's are collected instead, and the driver takes both sums
-   from them (``positions.ranks_ge`` weighed by the counts);
+   no row again. A small input's (``score.DRIVER_ROWS``) are counted per bucket in every
+   case and collected, and the driver takes both sums from them (``positions.ranks_ge``
+   weighed by the counts);
 3. the driver turns the few counts (buckets and true pairs, never rows) into positions,
    and ``positions.finish`` into figures, term by term as ``spec.py`` does.
 
-No row crosses into Python and no row is shuffled: the aggregations shuffle their
-partial counts only. Integer counts add up the same in any order, so the figures are the
-same bits for any number of partitions; tests hold them equal to the specification.
+No row crosses into Python (but a small input's counts per query) and no row is
+shuffled: the aggregations shuffle their partial counts only. Integer counts add up the
+same in any order, so the figures are the same bits for any number of partitions; tests
+hold them equal to the specification.
 """
 
 from __future__ import annotations
@@ -266,9 +268,10 @@ def counts_of(
 
 def _sum_collected(kept: QueryBuckets, truths: dict, buckets: dict, ranks_ge: dict) -> None:
     """``counted``'s two sums from a small input's counts per query (``kept.table``),
-    added to ``buckets`` and ``ranks_ge``: the rows per bucket, and per true pair its
-    query's non-matches from its bucket up, counted by the in-process engine's kernel (a
-    bucket's rows stand at its lower split, and every true score is one)."""
+    added to ``buckets`` (submission -> int64 (buckets,)) and ``ranks_ge`` (submission ->
+    int64 (true pairs,)): the rows per bucket, and per true pair its query's non-matches
+    from its bucket up, counted by the in-process engine's kernel (a bucket's rows stand
+    at its lower split, and every true score is one)."""
     sub, query, bucket, n = kept.columns()
     for s, truth in truths.items():
         mine = sub == s

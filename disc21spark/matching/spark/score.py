@@ -7,7 +7,8 @@ checks → count positions → aggregate) and the rows it caches: they are persi
 on local disk (``DISK_ONLY``: the heap holds none of them, whatever their number), by
 the census, which is the only pass that reads the input, and released before it returns,
 whatever happens (as MLlib's ``BinaryClassificationMetrics`` owns its cumulative-count
-pipeline). So are the counts per query that the count phase keeps for the bootstrap.
+pipeline). So are the counts per query that the count phase keeps for the bootstrap
+(collected to the driver instead for a small input of few rows: ``DRIVER_ROWS``).
 
 Input schema (``PAIRS``): ``submission int, query_id string, reference_id string,
 score double``. Parsed predictions (``validate.typed_predictions``) also carry ``file``
@@ -46,9 +47,13 @@ CHECKED = ("file", "bad")  # the columns of parsed predictions, which need check
 PLAIN_CACHE = {"spark.sql.inMemoryColumnarStorage.compressed": "false"}
 # a small input is scored on a static plan: adaptive execution runs each exchange of an
 # action as a Spark job of its own, and a small input's time goes to those jobs (a
-# 400-pair run: 5 jobs, not 18, in 0.58-0.73x the time; docs/design.md, "Fixed costs of
-# a small run"). Small: at most the rows whose bound spares the census its first job
+# 400-pair run: 5 jobs, not 15; docs/design.md, "Fixed costs of a small run"). Small: at
+# most the rows whose bound spares the census its first job
 SMALL_ROWS = census.BOUND_SLICES * census.LIST_MAX
+# a small input of at most this many rows (the census's count) has its counts per query
+# collected, summed and weighed on the driver: no Spark job of their own (3 jobs, not 5).
+# 24 bytes a count at most a row each: 48 MB, and the kernels' arrays a few times that
+DRIVER_ROWS = 2_000_000
 # a static plan's shuffle partition holds the census's lists of at most this many rows of
 # the bound: two at most. Two suit a 500,000-pair file on two cores (its whole run 0.92-
 # 0.98x the time under adaptive execution); six, a partition a million rows, 1.09-1.10x
@@ -171,11 +176,11 @@ def _scored(
                 sorted_rows = sorted_rows.where(F.col(labels.SUBMISSION).isin(list(valid)))
                 pairs = pairs.where(F.col(labels.SUBMISSION).isin(list(valid)))
             stats = _query_stats(pairs, valid, scoring, phases)
-            # the counts per query the bootstrap weighs, filled by the count's job; a small
-            # input's are collected, and the count's sums come from them too
-            if small or _by_query(scoring):
-                kept = plan.QueryBuckets.of(sorted_rows, valid, on_driver=small)
+            kept = _kept_counts(sorted_rows, valid, scoring, small)
             found = plan.count_phase(sorted_rows, valid, kept, phases)
+            if kept is not None and not _by_query(scoring):  # summed: not needed again
+                kept.release()
+                kept = None
             truths = {s: scoring.ground_truths.get(s, scoring.gt) for s in stats}
             result.metrics, true_pairs = plan.aggregate_phase(
                 truths, scoring.curve_points, stats, valid, found, phases
@@ -216,9 +221,21 @@ def _bootstrapped(scoring: Scoring) -> bool:
 
 
 def _by_query(scoring: Scoring) -> bool:
-    """Whether the count phase keeps the non-matches counted per query: when the
-    bootstrap weighs them, so that it reads no row again."""
+    """Whether the bootstrap weighs the non-matches counted per query (so that it reads
+    no row again): the count phase then keeps them."""
     return _bootstrapped(scoring) and stats_spark.needs_query_counts(scoring.resampling)
+
+
+def _kept_counts(
+    rows: DataFrame, censuses: dict[int, census.Census], scoring: Scoring, small: bool
+) -> plan.QueryBuckets | None:
+    """The counts per query the count's job fills (``plan.QueryBuckets``): collected to
+    the driver, which sums them, for a small input of at most ``DRIVER_ROWS`` rows;
+    else persisted when the bootstrap weighs them (``_by_query``); else none."""
+    on_driver = small and sum(c.n_predictions for c in censuses.values()) <= DRIVER_ROWS
+    if on_driver or _by_query(scoring):
+        return plan.QueryBuckets.of(rows, censuses, on_driver=on_driver)
+    return None
 
 
 def _release(rows: DataFrame, kept: plan.QueryBuckets | None, error: BaseException | None) -> None:
