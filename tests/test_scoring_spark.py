@@ -375,3 +375,32 @@ def test_the_plans_sql_text_parses_where_ansi_reserved_words_are_enforced(spark,
         with pytest.raises(InputError) as there:
             ds.evaluate(gt, str(bad), engine=spark)
     assert str(there.value) == str(here.value)
+
+
+@pytest.mark.parametrize("driver_rows", [0, 10**6])
+def test_a_small_inputs_counts_reach_the_driver_only_within_driver_rows(
+    spark, monkeypatch, driver_rows
+):
+    """A small input (a bound within SMALL_ROWS) has its counts per query collected and
+    weighed on the driver when the census counted at most ``DRIVER_ROWS`` rows; past
+    it, they are persisted and weighed on the executors. The intervals are the
+    specification's either way."""
+    from disc21spark.matching.oracle import bootstrap as spec
+    from disc21spark.matching.spark import bootstrap
+    from disc21spark.matching.spark import score as score_module
+    from disc21spark.matching.stats.model import Resampling
+    from tests.helpers import assert_same_uncertainty
+
+    monkeypatch.setattr(score_module, "DRIVER_ROWS", driver_rows)
+    ways = []
+    for way in ("_weighed_on_driver", "_weighed_on_executors"):
+        weigh = getattr(bootstrap, way)
+        monkeypatch.setattr(bootstrap, way, lambda *a, w=weigh, n=way: ways.append(n) or w(*a))
+    gt = make_gt(40, 25)
+    frame = random_submission(np.random.default_rng(11), gt, 300, 7)
+    r = Resampling(30, 0.9, 2)
+    found = spark_metrics(spark, frame, gt, 2, resampling=r, rows_at_most=len(frame))
+    columns = [frame[c].to_numpy() for c in ("query_id", "reference_id", "score")]
+    assert_same(found, spec_metrics(frame, gt))
+    assert_same_uncertainty(found.uncertainty, spec.bootstrap(*columns, gt, r))
+    assert ways == ["_weighed_on_driver" if driver_rows else "_weighed_on_executors"]
