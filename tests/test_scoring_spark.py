@@ -264,17 +264,23 @@ def test_counts_of_a_pool_mixed_over_partitions_equal_the_specification(spark, k
         assert totals[k].n == mine.sum() and totals[k].bottom == s.min()
 
 
-def test_the_counts_kept_per_query_add_up_to_the_counts_on_local_disk(spark):
-    """With intervals, the count job also keeps the non-matches per (submission, query,
-    bucket) on local disk for the bootstrap, which then reads no row again: the same
-    counts as without, and the kept ones add up to them; released, they are gone."""
+def two_submissions(spark, seeds: tuple[int, int]) -> tuple[list, object, dict]:
+    """Two random submissions (300 pairs each, drawn from ``seeds``) as compact rows in 3
+    partitions: (their frames, the rows, their censuses)."""
     gt = make_gt(40, 25)
-    frames = [random_submission(np.random.default_rng(s), gt, 300, 20) for s in (1, 2)]
+    frames = [random_submission(np.random.default_rng(s), gt, 300, 20) for s in seeds]
     for k, frame in enumerate(frames):
         frame["submission"] = k
     schema = "query_id string, reference_id string, score double, submission int"
     rows = labels.labelled(spark.createDataFrame(pd.concat(frames), schema), gt).repartition(3)
-    censuses = census(rows)
+    return frames, rows, census(rows)
+
+
+def test_the_counts_kept_per_query_add_up_to_the_counts_on_local_disk(spark):
+    """With intervals, the count job also keeps the non-matches per (submission, query,
+    bucket) on local disk for the bootstrap, which then reads no row again: the same
+    counts as without, and the kept ones add up to them; released, they are gone."""
+    frames, rows, censuses = two_submissions(spark, (1, 2))
     kept = scoring.QueryBuckets.of(rows, censuses)
     try:
         plain, found = scoring.counts_of(rows, censuses), scoring.counts_of(rows, censuses, kept)
@@ -305,13 +311,7 @@ def test_a_small_inputs_counts_per_query_are_collected_and_summed_on_the_driver(
     """A small input's counts per query: collected by the counting job (not persisted),
     the same rows as the persisted ones, and the sums taken from them on the driver
     (``positions.ranks_ge`` weighed) equal the plan's in the JVM; released, they are gone."""
-    gt = make_gt(40, 25)
-    frames = [random_submission(np.random.default_rng(s), gt, 300, 20) for s in (3, 4)]
-    for k, frame in enumerate(frames):
-        frame["submission"] = k
-    schema = "query_id string, reference_id string, score double, submission int"
-    rows = labels.labelled(spark.createDataFrame(pd.concat(frames), schema), gt).repartition(3)
-    censuses = census(rows)
+    _, rows, censuses = two_submissions(spark, (3, 4))
     kept = scoring.QueryBuckets.of(rows, censuses, on_driver=True)
     persisted = scoring.QueryBuckets.of(rows, censuses)
     try:
