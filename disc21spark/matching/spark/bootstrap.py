@@ -136,7 +136,8 @@ def _miss_counts(
 def _weighed_on_driver(kept: QueryBuckets, wanted: dict, by_code: dict, drawn) -> dict:
     """A small input's counts, collected by the counting job, weighed here in one batch:
     two Python stages on the executors cost more than the transfer (docs/design.md,
-    "Bootstrap"). (submission, block) -> [packed counts]."""
+    "The leaderboard statistics on every engine"). (submission, block) -> [packed
+    counts]."""
     if kept.table is None:
         raise RuntimeError("internal error: the counts per query were not collected")
     batches = kept.table.to_batches()

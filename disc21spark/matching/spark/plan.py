@@ -139,7 +139,7 @@ class QueryBuckets:
     ) -> QueryBuckets:
         """The counts of compact ``rows`` on the grid of ``censuses``' true scores, to be
         filled by ``counts_of`` (persisting is lazy: nothing is read here); collected
-        when ``on_driver`` (a small input: ``score.is_small``)."""
+        when ``on_driver`` (a small input of few rows: ``score._kept_counts``)."""
         grid = Grid.of({s: c.truth for s, c in censuses.items()})
         if on_driver:
             return cls(misses_by_query(rows, grid), grid, on_driver)

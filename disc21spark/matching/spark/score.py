@@ -126,7 +126,8 @@ def score(
 def is_small(rows_at_most: int | None, submissions: int) -> bool:
     """Whether a bound on each submission's rows (``rows_at_most``) holds all
     ``submissions`` within ``SMALL_ROWS``: a small input, scored on a static plan
-    (``static_plan``) and its counts per query weighed on the driver (``bootstrap``)."""
+    (``static_plan``), its counts per query summed and weighed on the driver within
+    ``DRIVER_ROWS`` rows (``_kept_counts``)."""
     return rows_at_most is not None and rows_at_most * submissions <= SMALL_ROWS
 
 
@@ -178,7 +179,7 @@ def _scored(
             stats = _query_stats(pairs, valid, scoring, phases)
             kept = _kept_counts(sorted_rows, valid, scoring, small)
             found = plan.count_phase(sorted_rows, valid, kept, phases)
-            if kept is not None and not _by_query(scoring):  # summed: not needed again
+            if kept is not None and not _by_query(scoring):  # no bootstrap weighs them
                 kept.release()
                 kept = None
             truths = {s: scoring.ground_truths.get(s, scoring.gt) for s in stats}
@@ -188,9 +189,8 @@ def _scored(
             if scoring.per_query:
                 result.metrics = _with_queries(result.metrics, pairs, true_pairs, scoring, phases)
             if _bootstrapped(scoring):
-                weighed = kept if _by_query(scoring) else None
                 result.metrics = stats_spark.attach(
-                    weighed, result.metrics, true_pairs, scoring, phases
+                    kept, result.metrics, true_pairs, scoring, phases
                 )
         return result
     except BaseException as exc:
