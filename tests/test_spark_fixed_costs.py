@@ -49,3 +49,29 @@ def test_a_tiny_evaluate_on_spark_runs_at_most_three_jobs(spark, tmp_path):
 def test_a_tiny_evaluate_on_spark_makes_few_py4j_calls(spark, tmp_path):
     _, calls = evaluated_with_counts(spark, tmp_path)
     assert calls <= MAX_CALLS, f"{calls} py4j calls"
+
+
+def test_a_tiny_evaluate_reads_its_file_once_into_the_cache(spark, tmp_path, monkeypatch):
+    """Every action of the run reads the cached rows or a local table, none the file: the
+    census's read fills the cache and nothing uncaches it on the way (as the drop of a
+    temporary view of the cached rows through ``spark.catalog`` did)."""
+    from pyspark.sql.classic.dataframe import DataFrame
+
+    leaves = []
+
+    def spied(name):
+        original = getattr(DataFrame, name)
+
+        def action(self, *args, **kwargs):
+            found = self._jdf.queryExecution().executedPlan().collectLeaves()
+            leaves.append({found.apply(i).nodeName() for i in range(found.size())})
+            return original(self, *args, **kwargs)
+
+        return action
+
+    for name in ("collect", "toArrow"):
+        monkeypatch.setattr(DataFrame, name, spied(name))
+    gt, predictions = tiny_inputs(tmp_path)
+    ds.evaluate(gt, predictions, engine=spark)
+    assert len(leaves) >= 2, leaves  # the census and the count at least
+    assert all(found <= {"InMemoryTableScan", "LocalTableScan"} for found in leaves), leaves

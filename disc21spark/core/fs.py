@@ -144,20 +144,27 @@ def session_for(path: str, error: type[Exception]) -> Any:
     raise error(path, why) if error is InputError else error(f"{path}: {why}")
 
 
+def hadoop_path(jvm: Any, *parts: Any) -> Any:
+    """A Hadoop ``Path`` of ``parts`` (a URI; or a parent Path and a child's name). The
+    class is looked up by its whole name, one py4j call (attribute by attribute, each
+    package on the way is a call of its own)."""
+    return getattr(jvm, "org.apache.hadoop.fs.Path")(*parts)
+
+
 class HadoopPath:
     """One path and the Hadoop FileSystem that serves it."""
 
     def __init__(self, spark: Any, path: str, error: type[Exception] = InputError) -> None:
         self.text = path
         self.jvm = spark.sparkContext._jvm
-        self.path = self.jvm.org.apache.hadoop.fs.Path(path)
+        self.path = hadoop_path(self.jvm, path)
         try:
             self.fs = self.path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
         except Exception as exc:
             raise failure(path, exc, error) from None
 
     def child(self, name: str) -> Any:
-        return self.jvm.org.apache.hadoop.fs.Path(self.path, name)
+        return hadoop_path(self.jvm, self.path, name)
 
     def exists(self, path: Any = None) -> bool:
         return bool(self.fs.exists(path or self.path))
@@ -231,7 +238,7 @@ def sized_files(spark: SparkSession, path: str) -> dict[str, int]:
 
 def uri(spark: SparkSession, path: str) -> str:
     """A path as Spark names a row's file (``_metadata.file_path``): its URI, encoded."""
-    return spark.sparkContext._jvm.org.apache.hadoop.fs.Path(path).toUri().toString()
+    return hadoop_path(spark.sparkContext._jvm, path).toUri().toString()
 
 
 def sha256(path: str, spark: Any = None) -> str:
@@ -271,7 +278,7 @@ def copy_to(path: str, folder: Path, spark: Any = None) -> Path:
     where = HadoopPath(spark, path)
     target = folder / str(where.path.getName())
     try:
-        local = where.jvm.org.apache.hadoop.fs.Path(target.as_uri())
+        local = hadoop_path(where.jvm, target.as_uri())
         where.fs.copyToLocalFile(False, where.path, local, True)
     except Exception as exc:
         raise failure(path, exc, InputError) from None

@@ -270,7 +270,7 @@ def _take_away(where: fs.HadoopPath, judged: bytes) -> None:
     """Remove the dead writer's lock whose bytes were ``judged``: renamed aside first, so
     that of two runs taking it over one does; a lock that turns out to be another's (made
     since it was judged) is put back."""
-    aside = where.jvm.org.apache.hadoop.fs.Path(f"{where.text}.stale-{uuid.uuid4().hex[:8]}")
+    aside = fs.hadoop_path(where.jvm, f"{where.text}.stale-{uuid.uuid4().hex[:8]}")
     try:
         if not where.fs.rename(where.path, aside):
             return

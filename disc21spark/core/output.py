@@ -209,7 +209,7 @@ def _check_writable_uri(path: str, overwrite: bool, spark: Any = None) -> None:
         if where.exists():
             if not where.is_dir():
                 raise OutputError(f"{path}: exists and is not a folder")
-            if where.exists(spark._jvm.org.apache.hadoop.fs.Path(where.path, FROZEN)):
+            if where.exists(where.child(FROZEN)):
                 raise frozen_error(path)
             if not overwrite and not where.is_empty_dir():
                 raise OutputError(
@@ -248,13 +248,12 @@ def _staged_uri_output(path: str, overwrite: bool, claimed: bool) -> Iterator[Pa
 def _commit(spark: Any, local: Path, path: str, overwrite: bool) -> None:
     """Copy the finished folder ``local`` beside ``path`` and rename it onto ``path``."""
     where = fs.HadoopPath(spark, path, OutputError)
-    Path_ = where.jvm.org.apache.hadoop.fs.Path
     parent = where.path.getParent()
     token = uuid.uuid4().hex[:8]
-    staging = Path_(parent, f".{where.path.getName()}.staging-{token}")
-    old = Path_(parent, f".{where.path.getName()}.old-{token}")
+    staging = fs.hadoop_path(where.jvm, parent, f".{where.path.getName()}.staging-{token}")
+    old = fs.hadoop_path(where.jvm, parent, f".{where.path.getName()}.old-{token}")
     try:
-        where.fs.copyFromLocalFile(False, True, Path_(local.as_uri()), staging)
+        where.fs.copyFromLocalFile(False, True, fs.hadoop_path(where.jvm, local.as_uri()), staging)
         _check_writable_uri(path, overwrite, spark)  # someone may have written there meanwhile
         moved_old = False
         if where.exists():

@@ -145,12 +145,11 @@ def score_frame(
     (``stats.weighted.Drawn``; None: drawn by the bootstrap). What the scorer caches is
     released before it returns."""
     raw, source, fmt, rows_at_most = read
-    from pyspark.sql import functions as F
 
     from disc21spark.matching.spark import labels, validate
     from disc21spark.matching.spark.score import Scoring, UnreadableInput, score
 
-    pairs = validate.typed_predictions(raw).withColumn(labels.SUBMISSION, F.lit(0))
+    pairs = validate.typed_predictions(raw).selectExpr("*", f"0 AS {labels.SUBMISSION}")
     scoring = Scoring(
         gt,
         job.curve_points,

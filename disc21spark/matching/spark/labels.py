@@ -59,7 +59,7 @@ def labelled(pairs: DataFrame, gt: GroundTruth, *keep: str) -> DataFrame:
     crosses into Python; an unknown query gets its negative key (``UNKNOWN_QUERY_KEY``),
     a missing score NaN, and -0.0 becomes 0.0 (they tie in the official sort)."""
     queries = ground_truth_table(pairs.sparkSession, gt)
-    joined = pairs.join(F.broadcast(queries), "query_id", "left")
+    joined = pairs.join(queries.hint("broadcast"), "query_id", "left")
     # SQL text, parsed by Spark in one call (issue 47); 0.0D: a double, as the score
     return joined.selectExpr(
         f"CAST({SUBMISSION} AS INT) AS {SUBMISSION}",
