@@ -1,6 +1,6 @@
 """Small Spark idioms every stage uses: one frame from several, a setting for a while,
-the output columns of a mapInArrow function, an aggregation written as SQL text, and a
-word as an SQL literal."""
+the output columns of a mapInArrow function, SQL statements over frames (an aggregation
+among them), and a word as an SQL literal."""
 
 from __future__ import annotations
 
@@ -51,7 +51,7 @@ def aggregated(rows: DataFrame, keys: list[str], named: dict[str, str]) -> DataF
     six py4j calls, the statement seven in all (issue 47)."""
     select = ", ".join([*keys, *(f"{text} AS `{name}`" for name, text in named.items())])
     group = ", ".join(_ALIASED.sub(r"\1", key) for key in keys)
-    return with_view(rows, lambda view: f"SELECT {select} FROM {view} GROUP BY {group}")
+    return with_views(lambda rows: f"SELECT {select} FROM {rows} GROUP BY {group}", rows=rows)
 
 
 # a key's trailing alias, which GROUP BY must not repeat (``spark.sql.groupByAliases``
@@ -59,21 +59,27 @@ def aggregated(rows: DataFrame, keys: list[str], named: dict[str, str]) -> DataF
 _ALIASED = re.compile(r"^(.*) AS `?\w+`?$", re.DOTALL)
 
 
-def with_view(rows: DataFrame, statement: Callable[[str], str]) -> DataFrame:
-    """The frame of the SQL ``statement(view)`` reads, ``view`` naming ``rows``: a
-    temporary view of a name of its own, dropped once Spark has analysed the statement
-    (the frame's plan holds the view's: nothing else in the session sees it) and no
-    cached frame uncached."""
-    spark = rows.sparkSession
-    view = f"disc21spark_{uuid.uuid4().hex}"
-    rows.createOrReplaceTempView(view)
+def with_views(statement: Callable[..., str], **frames: DataFrame) -> DataFrame:
+    """The frame of the SQL ``statement``, called with a view's name for each of
+    ``frames`` by its keyword: each a temporary view of a name of its own, dropped once
+    Spark has analysed the statement (the frame's plan holds the views': nothing else in
+    the session sees them) and no cached frame uncached."""
+    spark = next(iter(frames.values())).sparkSession
+    views = {key: f"disc21spark_{uuid.uuid4().hex}" for key in frames}
     try:
-        return spark.sql(statement(f"`{view}`"))
+        for key, frame in frames.items():
+            frame.createOrReplaceTempView(views[key])
+        text = statement(**{key: f"`{view}`" for key, view in views.items()})
+        # the session's own sql, not SparkSession.sql: that one hands the JVM an empty
+        # list of arguments, four py4j calls more
+        return DataFrame(spark._jsparkSession.sql(text), spark)
     finally:
         # the session catalog's drop: ``spark.catalog.dropTempView`` would also uncache
         # every cached frame of the same result (a view of the cached rows, as the
         # census's, would drop the rows' cache)
-        spark._jsparkSession.sessionState().catalog().dropTempView(view)
+        catalog = spark._jsparkSession.sessionState().catalog()
+        for view in views.values():
+            catalog.dropTempView(view)
 
 
 def sql_text(value: str) -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from disc21spark.core.spark import with_views
 from disc21spark.matching.model import GroundTruth
 
 SUBMISSION = "submission"
@@ -53,19 +54,28 @@ def ground_truth_table(spark: SparkSession, gt: GroundTruth) -> DataFrame:
 
 def labelled(pairs: DataFrame, gt: GroundTruth, *keep: str) -> DataFrame:
     """The compact rows of ``pairs`` (``submission``, ``query_id``, ``reference_id``,
-    ``score`` and the ``keep`` columns): ``submission int, query_index long, label
-    boolean, score double, pair long, *keep``. Labelled in the JVM by one broadcast hash
-    join with the ground truth's queries (each with its positive references), so no row
-    crosses into Python; an unknown query gets its negative key (``UNKNOWN_QUERY_KEY``),
-    a missing score NaN, and -0.0 becomes 0.0 (they tie in the official sort)."""
-    queries = ground_truth_table(pairs.sparkSession, gt)
-    joined = pairs.join(queries.hint("broadcast"), "query_id", "left")
-    # SQL text, parsed by Spark in one call (issue 47); 0.0D: a double, as the score
-    return joined.selectExpr(
-        f"CAST({SUBMISSION} AS INT) AS {SUBMISSION}",
-        f"coalesce(query_index, {UNKNOWN_QUERY_KEY}) AS query_index",
-        "coalesce(array_contains(positives, reference_id), false) AS label",
-        "coalesce(score, CAST('NaN' AS DOUBLE)) + 0.0D AS score",
-        f"{PAIR_HASH} AS pair",
-        *keep,
+    ``score`` and the columns they name) with ``keep`` (SQL text each, over ``pairs``):
+    ``submission int, query_index long, label boolean, score double, pair long, *keep``.
+    Labelled in the JVM by one broadcast hash join with the ground truth's queries (each
+    with its positive references), so no row crosses into Python; an unknown query gets
+    its negative key (``UNKNOWN_QUERY_KEY``), a missing score NaN, and -0.0 becomes 0.0
+    (they tie in the official sort). One SQL statement (``with_views``, issue 47)."""
+    # 0.0D: a double, as the score
+    columns = ", ".join(
+        [
+            f"CAST({SUBMISSION} AS INT) AS {SUBMISSION}",
+            f"coalesce(query_index, {UNKNOWN_QUERY_KEY}) AS query_index",
+            "coalesce(array_contains(positives, reference_id), false) AS label",
+            "coalesce(score, CAST('NaN' AS DOUBLE)) + 0.0D AS score",
+            f"{PAIR_HASH} AS pair",
+            *keep,
+        ]
+    )
+    return with_views(
+        lambda pairs, queries: (
+            f"""SELECT /*+ BROADCAST(q) */ {columns}
+        FROM {pairs} AS p LEFT JOIN {queries} AS q USING (query_id)"""
+        ),
+        pairs=pairs,
+        queries=ground_truth_table(pairs.sparkSession, gt),
     )

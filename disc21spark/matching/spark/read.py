@@ -22,7 +22,11 @@ from disc21spark.matching.rows import (
 
 
 def read_predictions(
-    spark: SparkSession, path: str | list[str], fmt: str, keep: tuple[str, ...] = ()
+    spark: SparkSession,
+    path: str | list[str],
+    fmt: str,
+    keep: tuple[str, ...] = (),
+    listed: bool = False,
 ) -> DataFrame:
     """Raw predictions: file, order, from_csv, query_id, reference_id, score_raw (text or
     null), score, extra. ``order`` grows with the rows of a file split (Spark's
@@ -32,10 +36,13 @@ def read_predictions(
     as the official reader does; ``score`` is null and ``extra`` holds a fourth field when
     a line has too many. For Parquet, ``score_raw`` and ``extra`` are null. Several paths
     are read as one frame (``file`` tells them apart); ``keep``: more Parquet columns;
-    ``fmt``: csv or parquet, as the decision resolved it (``resolve.py``).
+    ``fmt``: csv or parquet, as the decision resolved it (``resolve.py``). Each path is
+    first listed (an InputError naming a path without a data file) unless ``listed``:
+    the run's decision listed it (``engine.settle``: its Choice's ``files``), and a
+    Hadoop listing costs py4j calls a file.
     """
     paths = [path] if isinstance(path, str) else list(path)
-    for p in paths:
+    for p in [] if listed else paths:
         data_files(spark, p)
     if fmt == "parquet":
         df = read_parquet(spark, paths, PREDICTION_COLUMNS + keep)

@@ -153,10 +153,7 @@ def _scored(
     """``score`` under the session settings it chose; ``small``: ``is_small``'s answer."""
     checked = all(c in pairs.columns for c in CHECKED)
     # only a flag per row moves on: the wording of a bad row is read again if there is one
-    # (SQL text: a Column built in Python costs py4j calls a step, issue 47)
-    flag = [f"`{c}`" for c in pairs.columns if c != "bad"] + ["bad IS NOT NULL AS bad"]
-    flagged = pairs.selectExpr(*flag) if checked else pairs
-    rows = labels.labelled(flagged, scoring.gt, *(("bad",) if checked else ()))
+    rows = labels.labelled(pairs, scoring.gt, *(("bad IS NOT NULL AS bad",) if checked else ()))
     kept = None  # the counts per query the bootstrap weighs, filled by the count phase
     error = None  # an error on its way out, which a failed release must not hide
     try:

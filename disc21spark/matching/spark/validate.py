@@ -7,7 +7,7 @@ from pyspark.sql import functions as F
 
 from disc21spark.core.errors import InputError
 from disc21spark.core.paths import display_path
-from disc21spark.core.spark import sql_text, with_view
+from disc21spark.core.spark import sql_text, with_views
 from disc21spark.matching.rows import (
     MISSING_SCORE,
     MORE_FIELDS,
@@ -67,15 +67,15 @@ END"""
 def typed_predictions(raw: DataFrame, keep: tuple[str, ...] = ()) -> DataFrame:
     """Header lines dropped, score typed, and ``bad``: null when the row is fine, else a
     struct saying where and what (only bad rows carry text beyond the ids). One SQL
-    statement (``with_view``): a Column built in Python costs py4j calls a step."""
+    statement (``with_views``): a Column built in Python costs py4j calls a step."""
     kept = "".join(f"`{c}`, " for c in keep)
 
-    def statement(view: str) -> str:
+    def statement(raw: str) -> str:
         typed = f"""SELECT {kept}file, `order`, from_csv, query_id, reference_id, score_raw,
-            extra, {SCORE} AS score FROM {view} WHERE NOT coalesce({HEADER}, false)"""
+            extra, {SCORE} AS score FROM {raw} WHERE NOT coalesce({HEADER}, false)"""
         return f"SELECT {kept}file, query_id, reference_id, score, {BAD} AS bad FROM ({typed})"
 
-    return with_view(raw, statement)
+    return with_views(statement, raw=raw)
 
 
 def problem_error(spark: SparkSession, bad) -> InputError:
