@@ -106,7 +106,9 @@ def test_the_census_collects_in_as_many_slices_as_its_largest_query_needs(spark,
 
     seen = []
     grouped = checking._per_query
-    monkeypatch.setattr(checking, "_per_query", lambda keys, n: seen.append(n) or grouped(keys, n))
+    monkeypatch.setattr(
+        checking, "_per_query", lambda keys, n, bad: seen.append(n) or grouped(keys, n, bad)
+    )
     found = census(two_queries(spark), list_max=7)
     assert seen == [5] and found[0].n_repeated_pairs == 1 and found[0].repeating_query == 0
 

@@ -90,14 +90,15 @@ def census(
     the first. Raises ValueError when ``list_max`` < 1; Spark's errors reading the input
     pass on."""
     n_slices = slices_of(rows, list_max, rows_at_most)
-    flag = "bad" if pairs is not None else "false"
-    keys = rows.selectExpr(SUBMISSION, "query_index", "label", "score", "pair", f"{flag} AS is_bad")
+    keys = rows
     if partitions:
         # beyond 64 tasks a core, more partitions only add tasks (a value larger than the
         # rows, say, would schedule that many empty ones)
         most_partitions = 64 * rows.sparkSession.sparkContext.defaultParallelism
-        keys = keys.repartition(min(partitions, most_partitions), SUBMISSION, "query_index")
-    found = {r[SUBMISSION]: r for r in _per_submission(_per_query(keys, n_slices)).collect()}
+        keys = rows.repartition(min(partitions, most_partitions), SUBMISSION, "query_index")
+    is_bad = "bad" if pairs is not None else "false"
+    per_query = _per_query(keys, n_slices, is_bad)
+    found = {r[SUBMISSION]: r for r in _per_submission(per_query).collect()}
     first_bad = _first_bad(pairs, [s for s, r in found.items() if r["bad"]])
     return {sub: _of(r, first_bad.get(sub)) for sub, r in found.items()}
 
@@ -133,17 +134,18 @@ def slice_count(most: int, list_max: int = LIST_MAX) -> int:
     return max(1, -(-most // list_max))
 
 
-def _per_query(keys: DataFrame, n_slices: int) -> DataFrame:
-    """One row per (submission, query): rows, bad rows, lowest score, repeats and the
-    scores of its true pairs, the pair hashes collected in ``n_slices`` lists. SQL text,
-    parsed by Spark: a Column built in Python costs a py4j call a step (issue 47)."""
+def _per_query(keys: DataFrame, n_slices: int, is_bad: str) -> DataFrame:
+    """One row per (submission, query) of compact rows ``keys``: rows, bad rows (those
+    where ``is_bad``, SQL text, holds), lowest score, repeats and the scores of its true
+    pairs, the pair hashes collected in ``n_slices`` lists. SQL text, parsed by Spark: a
+    Column built in Python costs a py4j call a step (issue 47)."""
     slice_keys = [SUBMISSION, "query_index", f"pmod(pair, {int(n_slices)}) AS slice"]
     sliced = aggregated(
         keys,
         slice_keys,
         {
             "n": "count(1)",
-            "bad": "count_if(is_bad)",
+            "bad": f"count_if({is_bad})",
             "bottom": "min(score)",
             # Spark collects the list once for both terms (equal aggregates are merged)
             "repeats": "size(collect_list(pair)) - size(array_distinct(collect_list(pair)))",
