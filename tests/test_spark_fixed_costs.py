@@ -42,8 +42,8 @@ def test_a_tiny_evaluate_on_spark_runs_at_most_three_jobs(spark, tmp_path):
 
 @pytest.mark.xfail(
     strict=False,
-    reason="issue 47: 580-700 py4j calls on 2026-12-06 (1,500-1,800 before a small input got "
-    "a static plan and its counts were summed on the driver; 3,811 before the plan's "
+    reason="issue 47: 300-380 py4j calls on 2026-12-06, 236-256 of them not py4j's releases "
+    "of proxies (600-700 before each step was one SQL statement; 3,811 before the plan's "
     "expressions were SQL text; docs/design.md, Cost model): not reached yet",
 )
 def test_a_tiny_evaluate_on_spark_makes_few_py4j_calls(spark, tmp_path):

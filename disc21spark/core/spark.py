@@ -48,7 +48,9 @@ def aggregated(rows: DataFrame, keys: list[str], named: dict[str, str]) -> DataF
     ``named`` aggregates (name → SQL text): one SQL statement Spark parses in one call,
     over ``rows`` as a temporary view for that call only (its plan holds the frame's, so a
     cached frame is read from the cache). A Column object a key or aggregate costs about
-    six py4j calls, the statement seven in all (issue 47)."""
+    six py4j calls (PySpark's ``F.expr`` records its call site), the statement five in
+    all (issue 47). Built by the JVM's ``functions.expr``, a call an expression and no
+    view, a run took as long (docs/design.md, Cost model)."""
     select = ", ".join([*keys, *(f"{text} AS `{name}`" for name, text in named.items())])
     group = ", ".join(_ALIASED.sub(r"\1", key) for key in keys)
     return with_views(lambda rows: f"SELECT {select} FROM {rows} GROUP BY {group}", rows=rows)
