@@ -97,6 +97,12 @@ class Choice:
         return self.engine == "spark"
 
     @property
+    def listed(self) -> bool:
+        """Whether ``settle`` listed the submission files (``files``): a read of them
+        need not list them again."""
+        return bool(self.files)
+
+    @property
     def settled(self) -> bool:
         """The plan and the kind of input decided (``settle``): nothing left to decide."""
         return self.kind is not None and self.plan != "auto"

@@ -200,6 +200,28 @@ def test_no_plain_csv_file_holds_more_rows_than_its_size_bounds(spark, tmp_path)
     assert read_predictions(spark, str(folder), "csv").count() == rows_at_most(parts) == 16
 
 
+def test_a_run_lists_its_file_once_and_a_file_gone_since_is_named(spark, tmp_path, monkeypatch):
+    """The run's decision lists the predictions file; the read does not list it again. A
+    file gone between the listing and the read gets the InputError the listing gives
+    (not Spark's error on a missing path), for CSV and Parquet alike."""
+    from disc21spark.core.errors import InputError
+    from disc21spark.matching.spark import read
+
+    gt, predictions = tiny_inputs(tmp_path)
+    listings = []
+    listed = read.data_files
+    monkeypatch.setattr(read, "data_files", lambda *a: listings.append(a[1]) or listed(*a))
+    ds.evaluate(gt, predictions, engine=spark)
+    assert str(predictions) not in listings and listings  # the ground truth's is read here
+    listings.clear()
+    gone = str(tmp_path / "gone.csv")
+    for fmt in ("csv", "parquet"):
+        with pytest.raises(InputError) as caught:
+            read.read_predictions(spark, gone, fmt, listed=True)
+        assert "gone.csv" in str(caught.value) and "no such file" in str(caught.value)
+    assert listings == [gone] * 2
+
+
 @pytest.mark.parametrize("suffix", [".csv", ".csv.gz"])
 def test_a_run_of_a_plain_csv_file_spares_the_first_job(spark, tmp_path, monkeypatch, suffix):
     """A run on Spark of a plain CSV file hands the census the bound its size gives, so

@@ -75,3 +75,17 @@ def test_a_tiny_evaluate_reads_its_file_once_into_the_cache(spark, tmp_path, mon
     ds.evaluate(gt, predictions, engine=spark)
     assert len(leaves) >= 2, leaves  # the census and the count at least
     assert all(found <= {"InMemoryTableScan", "LocalTableScan"} for found in leaves), leaves
+    # and the statements' temporary views are gone
+    assert not [t.name for t in spark.catalog.listTables() if t.name.startswith("disc21spark_")]
+
+
+def test_a_statement_that_fails_leaves_no_view_and_raises_sparks_error(spark):
+    """``with_views``: Spark's error on the statement passes on, the views dropped."""
+    from pyspark.errors import AnalysisException
+
+    from disc21spark.core.spark import with_views
+
+    frame = spark.range(3)
+    with pytest.raises(AnalysisException):
+        with_views(lambda a, b: f"SELECT no_such_column FROM {a}, {b}", a=frame, b=frame)
+    assert not [t.name for t in spark.catalog.listTables() if t.name.startswith("disc21spark_")]

@@ -65,23 +65,38 @@ def with_views(statement: Callable[..., str], **frames: DataFrame) -> DataFrame:
     """The frame of the SQL ``statement``, called with a view's name for each of
     ``frames`` by its keyword: each a temporary view of a name of its own, dropped once
     Spark has analysed the statement (the frame's plan holds the views': nothing else in
-    the session sees them) and no cached frame uncached."""
+    the session sees them) and no cached frame uncached. Spark's error on the statement
+    passes on; a failed drop is raised only when nothing else is."""
     spark = next(iter(frames.values())).sparkSession
-    views = {key: f"disc21spark_{uuid.uuid4().hex}" for key in frames}
+    views = [f"disc21spark_{uuid.uuid4().hex}" for _ in frames]
     try:
-        for key, frame in frames.items():
-            frame.createOrReplaceTempView(views[key])
-        text = statement(**{key: f"`{view}`" for key, view in views.items()})
+        for view, frame in zip(views, frames.values()):
+            frame.createOrReplaceTempView(view)
+        text = statement(**{key: f"`{view}`" for key, view in zip(frames, views)})
         # the session's own sql, not SparkSession.sql: that one hands the JVM an empty
         # list of arguments, four py4j calls more
-        return DataFrame(spark._jsparkSession.sql(text), spark)
-    finally:
-        # the session catalog's drop: ``spark.catalog.dropTempView`` would also uncache
-        # every cached frame of the same result (a view of the cached rows, as the
-        # census's, would drop the rows' cache)
-        catalog = spark._jsparkSession.sessionState().catalog()
-        for view in views.values():
-            catalog.dropTempView(view)
+        found = DataFrame(spark._jsparkSession.sql(text), spark)
+    except BaseException:
+        _drop_views(spark, views, quiet=True)
+        raise
+    _drop_views(spark, views)
+    return found
+
+
+def _drop_views(spark: SparkSession, views: list[str], quiet: bool = False) -> None:
+    """Drop ``views`` (those never created are no matter), each whatever befalls the
+    others; the first failure raised unless ``quiet`` (another error is on its way out:
+    a JVM that failed fails these calls too). The session catalog's drop: the one of
+    ``spark.catalog`` also uncaches every cached frame of the same result (a view of the
+    cached rows, as the census's, would drop their cache)."""
+    failed = None
+    for view in views:
+        try:
+            spark._jsparkSession.sessionState().catalog().dropTempView(view)
+        except Exception as exc:
+            failed = failed or exc
+    if failed is not None and not quiet:
+        raise failed
 
 
 def sql_text(value: str) -> str:

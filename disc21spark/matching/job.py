@@ -124,7 +124,7 @@ def _distributed(
     from disc21spark.matching.spark.read import read_predictions
 
     (fmt,) = {p.format for p in job.choice.inputs.predictions}
-    raw = read_predictions(spark, job.predictions, fmt, listed=bool(job.choice.files))
+    raw = read_predictions(spark, job.predictions, fmt, listed=job.choice.listed)
     bound = resolve.rows_at_most(job.choice.inputs.predictions)
     return score_frame(spark, (raw, job.predictions, fmt, bound), gt, job, phases)
 

@@ -49,7 +49,7 @@ def _read_submissions(spark: SparkSession, job: Any, subs: list[Submission]) -> 
         # not decide how the others are read); CSV files are all text alike
         groups = [[f] for f in files] if fmt == "parquet" else [files]
         for group in groups:
-            raw = read_predictions(spark, group, fmt, listed=bool(job.choice.files))
+            raw = read_predictions(spark, group, fmt, listed=job.choice.listed)
             frames.append(validate.typed_predictions(raw))
     typed = frames[0]
     for other in frames[1:]:

@@ -54,7 +54,7 @@ def ground_truth_table(spark: SparkSession, gt: GroundTruth) -> DataFrame:
 
 def labelled(pairs: DataFrame, gt: GroundTruth, *keep: str) -> DataFrame:
     """The compact rows of ``pairs`` (``submission``, ``query_id``, ``reference_id``,
-    ``score`` and the columns they name) with ``keep`` (SQL text each, over ``pairs``):
+    ``score`` and the columns they name) with ``keep`` (SQL text each, over the joined rows):
     ``submission int, query_index long, label boolean, score double, pair long, *keep``.
     Labelled in the JVM by one broadcast hash join with the ground truth's queries (each
     with its positive references), so no row crosses into Python; an unknown query gets

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pyspark.errors import AnalysisException
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -38,12 +39,30 @@ def read_predictions(
     are read as one frame (``file`` tells them apart); ``keep``: more Parquet columns;
     ``fmt``: csv or parquet, as the decision resolved it (``resolve.py``). Each path is
     first listed (an InputError naming a path without a data file) unless ``listed``:
-    the run's decision listed it (``engine.settle``: its Choice's ``files``), and a
-    Hadoop listing costs py4j calls a file.
+    the run's decision listed it (``engine.Choice.listed``), and a Hadoop listing costs
+    py4j calls a file. Then a file gone since is listed after Spark finds it missing.
     """
     paths = [path] if isinstance(path, str) else list(path)
-    for p in [] if listed else paths:
-        data_files(spark, p)
+    if not listed:
+        for p in paths:
+            data_files(spark, p)
+    try:
+        return _read(spark, paths, fmt, keep)
+    except AnalysisException as exc:
+        _name_the_missing_path(spark, paths, exc)
+        raise
+
+
+def _name_the_missing_path(spark: SparkSession, paths: list[str], exc: BaseException) -> None:
+    """When Spark found one of ``paths`` missing (``PATH_NOT_FOUND``: gone since it was
+    listed), the InputError its listing gives, naming it; else nothing."""
+    if isinstance(exc, AnalysisException) and exc.getCondition() == "PATH_NOT_FOUND":
+        for p in paths:
+            data_files(spark, p)
+
+
+def _read(spark: SparkSession, paths: list[str], fmt: str, keep: tuple[str, ...]) -> DataFrame:
+    """``read_predictions`` of ``paths``, listed."""
     if fmt == "parquet":
         df = read_parquet(spark, paths, PREDICTION_COLUMNS + keep)
         return typed_table(df, F.col("_metadata.file_path"), keep)
@@ -79,7 +98,8 @@ def read_parquet(spark: SparkSession, path: str | list[str], columns: tuple[str,
     name = ", ".join(paths)
     try:
         df = spark.read.parquet(*paths)
-    except Exception as exc:  # not Parquet, or a damaged footer
+    except Exception as exc:  # not there (gone since listed), not Parquet, a damaged footer
+        _name_the_missing_path(spark, paths, exc)
         reason = damage.unreadable(paths[0], exc, "parquet", spark) if len(paths) == 1 else None
         raise InputError(name, reason or f"cannot be read ({first_line(exc)})") from None
     missing = [c for c in columns if c not in df.columns]

@@ -68,7 +68,7 @@ def typed_predictions(raw: DataFrame, keep: tuple[str, ...] = ()) -> DataFrame:
     """Header lines dropped, score typed, and ``bad``: null when the row is fine, else a
     struct saying where and what (only bad rows carry text beyond the ids). One SQL
     statement (``with_views``): a Column built in Python costs py4j calls a step."""
-    kept = "".join(f"`{c}`, " for c in keep)
+    kept = "".join("`{}`, ".format(c.replace("`", "``")) for c in keep)
 
     def statement(raw: str) -> str:
         typed = f"""SELECT {kept}file, `order`, from_csv, query_id, reference_id, score_raw,
