@@ -32,6 +32,12 @@ def evaluated_with_counts(spark, tmp_path) -> tuple[int, int]:
     return jobs, calls[0]
 
 
+def views_left(spark) -> list[str]:
+    """The package's temporary views still in ``spark``'s session (``core.spark.with_views``
+    names them ``disc21spark_…``)."""
+    return [t.name for t in spark.catalog.listTables() if t.name.startswith("disc21spark_")]
+
+
 def test_a_tiny_evaluate_on_spark_runs_at_most_three_jobs(spark, tmp_path):
     """A small input's static plan and its counts per query summed and weighed on the
     driver: the census (its ground truth's broadcast a job of its own) and one counting
@@ -76,7 +82,7 @@ def test_a_tiny_evaluate_reads_its_file_once_into_the_cache(spark, tmp_path, mon
     assert len(leaves) >= 2, leaves  # the census and the count at least
     assert all(found <= {"InMemoryTableScan", "LocalTableScan"} for found in leaves), leaves
     # and the statements' temporary views are gone
-    assert not [t.name for t in spark.catalog.listTables() if t.name.startswith("disc21spark_")]
+    assert not views_left(spark)
 
 
 def test_a_statement_that_fails_leaves_no_view_and_raises_sparks_error(spark):
@@ -88,4 +94,4 @@ def test_a_statement_that_fails_leaves_no_view_and_raises_sparks_error(spark):
     frame = spark.range(3)
     with pytest.raises(AnalysisException):
         with_views(lambda a, b: f"SELECT no_such_column FROM {a}, {b}", a=frame, b=frame)
-    assert not [t.name for t in spark.catalog.listTables() if t.name.startswith("disc21spark_")]
+    assert not views_left(spark)
