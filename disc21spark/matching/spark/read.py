@@ -70,14 +70,24 @@ def _read(spark: SparkSession, paths: list[str], fmt: str, keep: tuple[str, ...]
     # text scan with split is also ~40% faster here than Spark's CSV parser. SQL text,
     # parsed by Spark in one call (issue 47)
     strip = f"BOTH {sql_text(WHITESPACE)} FROM"
+    # a line without any of the stripped characters, nor its fields, has nothing to
+    # strip: it is split as it is. Spark's trim of a set of characters allocates two
+    # arrays of the string's length a call, and stripping every line and field took two
+    # fifths of the read's time at 20M rows (docs/design.md, "Cost model")
+    spaced = " OR ".join(f"contains(value, {sql_text(c)})" for c in WHITESPACE)
     lines = spark.read.text(paths).selectExpr(
         "_metadata.file_path AS file",
-        f"split(trim({strip} value), ',', -1) AS fields",
+        f"{spaced} AS spaced",
+        f"split(CASE WHEN {spaced} THEN trim({strip} value) ELSE value END, ',', -1) AS fields",
         # nondeterministic, so no filter is pushed below this projection: each line is
         # split once (a filter pushed down would split it again for every field it reads)
         "monotonically_increasing_id() AS `order`",  # ORDER: reserved in ANSI SQL
     )
-    field = lambda i: f"nullif(trim({strip} get(fields, {i})), '')"  # noqa: E731
+
+    def field(i: int) -> str:
+        at = f"get(fields, {i})"
+        return f"nullif(CASE WHEN spaced THEN trim({strip} {at}) ELSE {at} END, '')"
+
     return lines.where("size(fields) > 1 OR get(fields, 0) != ''").selectExpr(
         "file",
         "`order`",
