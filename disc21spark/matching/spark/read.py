@@ -72,8 +72,8 @@ def _read(spark: SparkSession, paths: list[str], fmt: str, keep: tuple[str, ...]
     strip = f"BOTH {sql_text(WHITESPACE)} FROM"
     # a line without any of the stripped characters, nor its fields, has nothing to
     # strip: it is split as it is. Spark's trim of a set of characters allocates two
-    # arrays of the string's length a call, and stripping every line and field took two
-    # fifths of the read's time at 20M rows (docs/design.md, "Cost model")
+    # arrays of the string's length a call, and stripping every line and field took a
+    # third of the read's time at 20M rows (docs/design.md, "Cost model")
     spaced = " OR ".join(f"contains(value, {sql_text(c)})" for c in WHITESPACE)
     lines = spark.read.text(paths).selectExpr(
         "_metadata.file_path AS file",
