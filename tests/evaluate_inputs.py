@@ -18,6 +18,8 @@ def write(path: Path, text: str) -> str:
 BAD_PREDICTIONS = [
     ("Q1,R1,0.9\nQ2,R2\n", r"p\.csv: line 2: missing score"),
     ("Q1,R1,0.9\nQ2,R2,0.5,extra\n", r"p\.csv: line 2: expected 3 fields.*found more"),
+    # a fourth field with spaces: still named by its line
+    ("Q1,R1,0.9\nQ2,R2,0.5, extra ,x\n", r"p\.csv: line 2: expected 3 fields.*found more"),
     ("Q1,R1,0.9\n\nQ2,R2,abc\n", r"p\.csv: line 3: score 'abc' is not a number"),
     ("Q1,R1,0.9\nQ2,R2,NaN\n", r"p\.csv: line 2: score 'NaN' is not finite"),
     ("Q1,R1,-inf\n", r"p\.csv: line 1: score '-inf' is not finite"),

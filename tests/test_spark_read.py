@@ -36,6 +36,8 @@ def official(line: str) -> tuple[str | None, ...] | None:
 @given(lines=LINES)
 @example(lines=[("Q1,R1,0.5", "\n"), (" Q1 ,\tR2\t, 0.5 ", "\r\n"), ("Q2,R2,1,x ", "\n")])
 @example(lines=[("\t", "\n"), ("Q1,R1", " \r\n"), (",,", "\n"), ("Q 1,R\t1,.5", "\n")])
+# the fourth field is kept as split, spaces and all (the line's own strip leaves it)
+@example(lines=[("Q2,R2,1, x,y", "\n"), ("Q2,R2,1,x\t,y", "\n")])
 def test_each_line_and_field_is_stripped_as_the_official_reader_does(
     spark, tmp_path_factory, lines
 ):

@@ -15,6 +15,7 @@ from disc21spark.matching.rows import (
     NOT_UTF8,
     PREDICTION_COLUMNS,
     REPLACEMENT,
+    WHITESPACE,
     duplicate_reason,
 )
 from disc21spark.matching.spark.read import find_lines
@@ -83,8 +84,8 @@ def problem_error(spark: SparkSession, bad) -> InputError:
     where = None
     if bad["from_csv"]:
         fields = (bad["query_id"], bad["reference_id"], bad["score_raw"])
-        if bad["extra"] is not None:  # an empty fourth field is None to find_lines
-            fields = fields + (bad["extra"] or None,)
+        if bad["extra"] is not None:  # kept as split; find_lines strips fields, '' is None
+            fields = fields + (bad["extra"].strip(WHITESPACE) or None,)
         lines = find_lines(spark, bad["file"], fields, limit=1)
         where = f"line {lines[0]}" if lines else None
     if where is None:  # Parquet has no lines; name the row by its ids
