@@ -186,3 +186,22 @@ def test_a_signal_after_the_publish_completes_the_run(tmp_path, capsys):
     assert code == 0 and (out / "metrics.json").exists() and (out / "_SUCCESS").exists()
     assert "the run is complete" in capsys.readouterr().err
     assert signal.getsignal(signal.SIGTERM) is before  # the run's handlers are gone
+
+
+def test_the_accumulator_servers_error_is_quiet_only_once_a_signal_came(spark, capsys):
+    from disc21spark.core import signals
+
+    server = spark.sparkContext._accumulatorServer  # PySpark's own, a socketserver
+    signals.quiet_accumulator_server(spark)
+    signals.quiet_accumulator_server(spark)  # once: not wrapped twice
+    assert server.handle_error.quiet_when_signalled
+    signals.reset()
+    for received in (None, signal.SIGINT):
+        signals._state["received"] = received
+        try:  # what the server meets when the JVM cuts a connection mid-update
+            raise EOFError
+        except EOFError:
+            server.handle_error(None, ("127.0.0.1", 1))
+        printed = capsys.readouterr().err
+        assert ("Traceback" in printed) == (received is None), printed
+    signals.reset()

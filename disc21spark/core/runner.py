@@ -129,6 +129,7 @@ def run(
         folder = job.output_folder()
         if needs_spark:
             files = fs.SparkFiles((session or _spark_session)(profile, master, debug=debug))
+            signals.quiet_accumulator_server(files.spark)
         signals.reclaim()  # PySpark's SIGINT handler records nothing
         if folder and paths.is_uri(folder):
             claim(folder, job.overwrite)  # its file system lives in the JVM: Spark runs now

@@ -66,6 +66,26 @@ def reclaim() -> None:
             signal.signal(signum, _handle)
 
 
+def quiet_accumulator_server(spark: Any) -> None:
+    """PySpark's accumulator server (the SparkContext's of the session ``spark``, a
+    socketserver) prints a request's error with its trace. Once a signal stopped the run,
+    Spark cancels its jobs and the JVM may cut the server's connection mid-update
+    (``EOFError``): expected, and its trace would be the only trace of an interrupted run
+    (``tests/test_signals.py`` met one). Other errors print as before."""
+    # None: no such server (Spark Connect, a test's stand-in session)
+    server = getattr(getattr(spark, "sparkContext", None), "_accumulatorServer", None)
+    if server is None or getattr(server.handle_error, "quiet_when_signalled", False):
+        return
+    default = server.handle_error
+
+    def handle_error(request: Any, client_address: Any) -> None:
+        if _state["received"] is None:
+            default(request, client_address)
+
+    handle_error.quiet_when_signalled = True  # type: ignore[attr-defined]
+    server.handle_error = handle_error
+
+
 def _quiet_swallowed(hook: Callable[[Any], None]) -> Callable[[Any], None]:
     """Python's hook for an exception it cannot raise, minus our own swallowed signal:
     it is recorded, and its trace would be the only trace of an interrupted run."""
